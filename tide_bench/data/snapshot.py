@@ -1,0 +1,335 @@
+"""Read a TIDE snapshot directory (the Hugging Face Hub layout) into :class:`TideItem` s.
+
+Layout, per the dataset card: ``metadata/<persona>_metadata.json`` (one per persona) and
+``conversations/<persona>_<...>.json`` holding that persona's conversations. The exact JSON
+keys are not public outside the gate, so the known candidates are mapped explicitly below;
+when none matches, the problem is reported with the file, line and the keys that were found.
+
+Accepted conversation-file shapes (``C`` = the conversations container):
+
+* ``{"conversations": C, ...}`` or ``C`` itself (keys starting with ``_`` and ``persona_id``
+  are metadata);
+* ``C`` is a mapping ``conversation_id -> conversation`` or a list of conversations;
+* a conversation is a list of turns, or a mapping with a turn list under one of
+  ``TURN_LIST_KEYS``, or a single exchange mapping, or numbered flat keys
+  (``person_1``, ``chatbot_1``, ``person_2``...);
+* a turn is an exchange ``{CLIENT_KEY: ..., REFERENCE_KEY: ...}`` or a role/content message
+  (consecutive client and reference messages are paired).
+
+Problems are collected, not raised, so ``tide-bench data validate`` can list them all;
+:func:`tide_bench.data.sources.load_dataset` raises on the first error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tide_bench.data.schema import TideItem, make_item_id
+from tide_bench.data.splits import split_of
+
+CLIENT_KEYS = ("person", "client", "user", "user_input", "patient", "human", "seeker")
+REFERENCE_KEYS = ("chatbot", "assistant", "reference_response", "response", "therapist", "bot", "supporter")
+SCENARIO_KEYS = ("scenario", "emotional_scenario", "scenario_type", "category", "emotion_category", "emotion")
+TURN_LIST_KEYS = ("turns", "dialogue", "dialog", "exchanges", "messages")
+ROLE_KEYS = ("role", "speaker", "from")
+TEXT_KEYS = ("content", "text", "value", "utterance")
+CLIENT_ROLES = {"user", "client", "person", "patient", "human", "seeker"}
+REFERENCE_ROLES = {"assistant", "chatbot", "therapist", "bot", "supporter", "gpt"}
+FILE_META_KEYS = {"persona_id", "persona", "metadata"}
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+@dataclass
+class Problem:
+    """One thing wrong with the data, located as precisely as the format allows."""
+
+    severity: str  # "error" or "warning"
+    message: str
+    path: str | None = None
+    line: int | None = None
+    field: str | None = None
+
+    def location(self) -> str:
+        parts = []
+        if self.path:
+            parts.append(self.path if self.line is None else f"{self.path}:{self.line}")
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        loc = self.location()
+        return f"{self.severity}: {loc}: {self.message}" if loc else f"{self.severity}: {self.message}"
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    pos = text.find(json.dumps(needle))
+    return None if pos < 0 else text.count("\n", 0, pos) + 1
+
+
+def _first_key(mapping: dict[str, Any], candidates: tuple[str, ...]) -> str | None:
+    lowered = {k.lower(): k for k in mapping}
+    for cand in candidates:
+        if cand in lowered:
+            return lowered[cand]
+    return None
+
+
+class SnapshotReader:
+    """Parses one snapshot directory, accumulating items and problems."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.items: list[TideItem] = []
+        self.problems: list[Problem] = []
+        self.personas_with_metadata: set[str] = set()
+
+    # ------------------------------------------------------------------ helpers
+    def _problem(self, severity: str, message: str, path: Path | None = None, **kw: Any) -> None:
+        rel = str(path.relative_to(self.root)) if path and path.is_relative_to(self.root) else (str(path) if path else None)
+        self.problems.append(Problem(severity, message, rel, **kw))
+
+    def _load(self, path: Path) -> tuple[Any, str] | None:
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._problem("error", f"invalid UTF-8 at byte {exc.start}", path, line=raw[: exc.start].count(b"\n") + 1)
+            return None
+        try:
+            return json.loads(text, object_pairs_hook=_no_duplicates), text
+        except _DuplicateKey as exc:
+            self._problem("error", f"duplicate key {exc.args[0]!r} in one JSON object", path, line=_line_of(text, exc.args[0]))
+        except json.JSONDecodeError as exc:
+            self._problem("error", f"invalid JSON: {exc.msg} (column {exc.colno})", path, line=exc.lineno)
+        return None
+
+    # ------------------------------------------------------------------ public
+    def read(self) -> SnapshotReader:
+        if not self.root.exists():
+            self._problem("error", f"data directory does not exist: {self.root}")
+            return self
+        if not self.root.is_dir():
+            self._problem("error", f"not a directory: {self.root}")
+            return self
+        conv_dir, meta_dir = self.root / "conversations", self.root / "metadata"
+        if not conv_dir.is_dir():
+            found = sorted(p.name for p in self.root.iterdir())[:10]
+            self._problem(
+                "error",
+                f"no 'conversations/' folder in {self.root} (found: {', '.join(found) or 'nothing'}); "
+                "expected the TIDE hub layout with conversations/ and metadata/",
+            )
+            return self
+        metadata = self._read_metadata(meta_dir)
+        files = sorted(conv_dir.glob("*.json"))
+        if not files:
+            self._problem("error", f"no *.json files in {conv_dir}")
+        seen_personas: dict[str, Path] = {}
+        for path in files:
+            self._read_conversation_file(path, metadata, seen_personas)
+        for pid in sorted(set(metadata) - set(seen_personas)):
+            self._problem("warning", f"persona {pid} has metadata but no conversation file", meta_dir / f"{pid}_metadata.json")
+        seen_ids: set[str] = set()
+        for item in self.items:
+            if item.item_id in seen_ids:
+                self._problem("error", f"duplicate item id {item.item_id}")
+            seen_ids.add(item.item_id)
+        return self
+
+    def _read_metadata(self, meta_dir: Path) -> dict[str, dict[str, Any]]:
+        metadata: dict[str, dict[str, Any]] = {}
+        if not meta_dir.is_dir():
+            self._problem("warning", "no 'metadata/' folder: persona metadata will be empty", self.root)
+            return metadata
+        for path in sorted(meta_dir.glob("*.json")):
+            pid = path.name.split("_", 1)[0]
+            loaded = self._load(path)
+            if loaded is None:
+                continue
+            value, _ = loaded
+            if not isinstance(value, dict):
+                self._problem("error", f"persona metadata must be a JSON object, got {type(value).__name__}", path, line=1)
+                continue
+            if pid in metadata:
+                self._problem("error", f"two metadata files for persona {pid}", path)
+            metadata[pid] = {k: v for k, v in value.items() if not k.startswith("_")}
+        self.personas_with_metadata = set(metadata)
+        return metadata
+
+    def _read_conversation_file(self, path: Path, metadata: dict[str, dict], seen: dict[str, Path]) -> None:
+        pid = path.name.split("_", 1)[0].removesuffix(".json")
+        loaded = self._load(path)
+        if loaded is None:
+            return
+        obj, text = loaded
+        if isinstance(obj, dict) and "persona_id" in obj and str(obj["persona_id"]) != pid:
+            self._problem("error", f"persona_id {obj['persona_id']!r} disagrees with the file name ({pid!r})", path, line=_line_of(text, "persona_id"), field="persona_id")
+            return
+        if not _SAFE_ID.match(pid):
+            self._problem("error", f"persona id {pid!r} (from the file name) is not a safe identifier", path)
+            return
+        if pid in seen:
+            self._problem("error", f"duplicate persona id {pid}: also in {seen[pid].name}", path)
+            return
+        seen[pid] = path
+        if pid not in metadata:
+            self._problem("warning", f"no metadata/{pid}_metadata.json: persona metadata will be empty", path)
+        container = obj.get("conversations", obj) if isinstance(obj, dict) else obj
+        if isinstance(container, dict):
+            conversations = [(k, v) for k, v in container.items() if not k.startswith("_") and k not in FILE_META_KEYS]
+        elif isinstance(container, list):
+            conversations = [(f"conversation_{i}", v) for i, v in enumerate(container, start=1)]
+        else:
+            self._problem("error", f"expected an object or list of conversations, got {type(container).__name__}", path, line=1)
+            return
+        if not conversations:
+            self._problem("error", "file holds no conversations", path, line=1)
+        for conv_id, conv in conversations:
+            self._read_conversation(path, text, pid, str(conv_id), conv, metadata.get(pid, {}))
+
+    def _read_conversation(self, path: Path, text: str, pid: str, conv_id: str, conv: Any, persona: dict) -> None:
+        line = _line_of(text, conv_id)
+        if isinstance(conv, dict) and isinstance(conv.get("conversation_id") or conv.get("id"), (str, int)):
+            conv_id = str(conv.get("conversation_id") or conv.get("id"))
+        if not _SAFE_ID.match(conv_id):
+            self._problem("error", f"conversation id {conv_id!r} is not a safe identifier", path, line=line)
+            return
+        scenario = None
+        if isinstance(conv, dict):
+            key = _first_key(conv, SCENARIO_KEYS)
+            if key is not None and isinstance(conv[key], str) and conv[key].strip():
+                scenario = conv[key].strip()
+        turns = self._turns(path, line, conv_id, conv)
+        if turns is None:
+            return
+        history: list[dict[str, str]] = []
+        for number, (client, reference) in enumerate(turns, start=1):
+            where = f"{conv_id}.turn{number}"
+            if not client.strip():
+                self._problem("error", "empty client utterance", path, line=line, field=f"{where}.client")
+                return
+            if not reference.strip():
+                self._problem("error", "empty reference reply", path, line=line, field=f"{where}.reference")
+                return
+            self.items.append(
+                TideItem(
+                    item_id=make_item_id(pid, conv_id, number),
+                    persona_id=pid,
+                    conversation_id=conv_id,
+                    turn=number,
+                    scenario=scenario,
+                    split=split_of(pid),
+                    client_utterance=client,
+                    reference_reply=reference,
+                    history=list(history),
+                    persona=persona,
+                )
+            )
+            history += [{"role": "user", "content": client}, {"role": "assistant", "content": reference}]
+
+    def _turns(self, path: Path, line: int | None, conv_id: str, conv: Any) -> list[tuple[str, str]] | None:
+        """Normalise one conversation into ``[(client, reference), ...]`` or report why not."""
+        if isinstance(conv, dict):
+            list_key = _first_key(conv, TURN_LIST_KEYS)
+            if list_key is not None and isinstance(conv[list_key], list):
+                return self._turns_from_list(path, line, conv_id, conv[list_key], list_key)
+            if _first_key(conv, CLIENT_KEYS) is not None or _first_key(conv, REFERENCE_KEYS) is not None:
+                return self._turns_from_list(path, line, conv_id, [conv], None)
+            numbered = self._numbered_turns(conv)
+            if numbered:
+                return self._turns_from_list(path, line, conv_id, numbered, None)
+            self._problem(
+                "error",
+                f"conversation {conv_id}: no turns found; expected a list under one of {list(TURN_LIST_KEYS)}, "
+                f"or client/reference keys ({list(CLIENT_KEYS)} / {list(REFERENCE_KEYS)}); found keys {sorted(conv)}",
+                path, line=line, field=conv_id,
+            )
+            return None
+        if isinstance(conv, list):
+            return self._turns_from_list(path, line, conv_id, conv, None)
+        self._problem("error", f"conversation {conv_id}: expected an object or list, got {type(conv).__name__}", path, line=line, field=conv_id)
+        return None
+
+    @staticmethod
+    def _numbered_turns(conv: dict[str, Any]) -> list[dict[str, Any]]:
+        pattern = re.compile(r"^([a-z_]+?)[_ ]?(\d+)$")
+        by_number: dict[int, dict[str, Any]] = {}
+        for key, value in conv.items():
+            match = pattern.match(key.lower())
+            if match and match.group(1) in CLIENT_KEYS + REFERENCE_KEYS:
+                by_number.setdefault(int(match.group(2)), {})[match.group(1)] = value
+        return [by_number[n] for n in sorted(by_number)]
+
+    def _turns_from_list(self, path: Path, line: int | None, conv_id: str, entries: list, list_key: str | None) -> list[tuple[str, str]] | None:
+        if not entries:
+            self._problem("error", f"conversation {conv_id} has no turns", path, line=line, field=conv_id)
+            return None
+        if all(isinstance(e, dict) and _first_key(e, ROLE_KEYS) for e in entries):
+            return self._pair_messages(path, line, conv_id, entries)
+        pairs: list[tuple[str, str]] = []
+        for number, entry in enumerate(entries, start=1):
+            field = f"{conv_id}.{list_key + '.' if list_key else ''}turn{number}"
+            if not isinstance(entry, dict):
+                self._problem("error", f"turn must be an object, got {type(entry).__name__}", path, line=line, field=field)
+                return None
+            ckey, rkey = _first_key(entry, CLIENT_KEYS), _first_key(entry, REFERENCE_KEYS)
+            if ckey is None:
+                self._problem("error", f"no client utterance: expected one of {list(CLIENT_KEYS)}, found keys {sorted(entry)}", path, line=line, field=field)
+                return None
+            if rkey is None:
+                self._problem("error", f"no reference reply: expected one of {list(REFERENCE_KEYS)}, found keys {sorted(entry)}", path, line=line, field=field)
+                return None
+            client, reference = entry[ckey], entry[rkey]
+            if not isinstance(client, str) or not isinstance(reference, str):
+                self._problem("error", "client utterance and reference reply must be strings", path, line=line, field=field)
+                return None
+            pairs.append((client, reference))
+        return pairs
+
+    def _pair_messages(self, path: Path, line: int | None, conv_id: str, messages: list[dict]) -> list[tuple[str, str]] | None:
+        pairs: list[tuple[str, str]] = []
+        pending: str | None = None
+        for number, msg in enumerate(messages, start=1):
+            role = str(msg[_first_key(msg, ROLE_KEYS)]).lower()
+            text_key = _first_key(msg, TEXT_KEYS)
+            text = msg.get(text_key) if text_key else None
+            field = f"{conv_id}.message{number}"
+            if not isinstance(text, str):
+                self._problem("error", f"message has no text: expected one of {list(TEXT_KEYS)}", path, line=line, field=field)
+                return None
+            if role in CLIENT_ROLES:
+                if pending is not None:
+                    self._problem("error", "two client messages in a row: the first has no reference reply", path, line=line, field=field)
+                    return None
+                pending = text
+            elif role in REFERENCE_ROLES:
+                if pending is None:
+                    self._problem("error", "reference reply without a preceding client message", path, line=line, field=field)
+                    return None
+                pairs.append((pending, text))
+                pending = None
+            else:
+                self._problem("error", f"unknown role {role!r}", path, line=line, field=field)
+                return None
+        if pending is not None:
+            self._problem("error", "last client message has no reference reply", path, line=line, field=conv_id)
+            return None
+        return pairs

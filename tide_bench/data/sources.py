@@ -1,0 +1,147 @@
+"""Choose and load a TIDE source; the choice is always explicit and always recorded.
+
+A source spec is one of:
+
+* ``sample``                 - the built-in synthetic sample (not TIDE; for demo and tests);
+* ``hub`` / ``hub:OWNER/NAME[@REVISION]`` - the gated hub dataset (default ``yenopoya/TIDE``);
+* a path to a local snapshot directory (``conversations/`` + ``metadata/``).
+
+It is taken from, in order: the explicit argument (``--data``), lm-eval's ``--metadata``
+key ``tide_data``, the ``TIDE_BENCH_DATA`` environment variable. With none of these set,
+loading fails: the sample is never substituted for real data silently.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from tide_bench.core.errors import ConfigError, DataError
+from tide_bench.core.hashing import sha256_json
+from tide_bench.data.hub import DEFAULT_REPO, download_snapshot
+from tide_bench.data.schema import SPLIT_CHOICES, TideItem
+from tide_bench.data.snapshot import Problem, SnapshotReader
+from tide_bench.data.splits import SPLIT_VERSION
+
+ENV_VAR = "TIDE_BENCH_DATA"
+METADATA_KEY = "tide_data"
+SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A resolved source: what kind, where it lives on disk, and how to name it in results."""
+
+    kind: str  # "sample" | "hub" | "local"
+    path: Path
+    label: str  # recorded in results, e.g. "sample", "local:/data/TIDE", "hub:yenopoya/TIDE@abc123"
+    is_sample: bool = False
+
+
+@dataclass
+class LoadedDataset:
+    """All items of a source plus the identifiers that results record."""
+
+    source: DataSource
+    items: list[TideItem]
+    problems: list[Problem] = field(default_factory=list)
+
+    def items_for(self, split: str) -> list[TideItem]:
+        if split not in SPLIT_CHOICES:
+            raise ConfigError(f"unknown split {split!r}; choose one of {', '.join(SPLIT_CHOICES)}")
+        return list(self.items) if split == "all" else [i for i in self.items if i.split == split]
+
+    def content_hash(self, split: str = "all") -> str:
+        """sha256 of the split's items (content only, sorted by id): equal data, equal hash."""
+        records = sorted((i.content() for i in self.items_for(split)), key=lambda r: r["item_id"])
+        return sha256_json({"split_version": SPLIT_VERSION, "split": split, "items": records})
+
+    def provenance(self, split: str) -> dict:
+        """The block every result carries to say which data produced it."""
+        return {
+            "source": self.source.label,
+            "source_kind": self.source.kind,
+            "is_synthetic_sample": self.source.is_sample,
+            "split": split,
+            "split_version": SPLIT_VERSION,
+            "n_items": len(self.items_for(split)),
+            "split_sha256": self.content_hash(split),
+            "dataset_sha256": self.content_hash("all"),
+        }
+
+    def counts(self) -> dict:
+        by_split: dict[str, dict[str, int]] = {}
+        for split in ("train", "validation", "test"):
+            items = self.items_for(split)
+            by_split[split] = {
+                "personas": len({i.persona_id for i in items}),
+                "conversations": len({(i.persona_id, i.conversation_id) for i in items}),
+                "items": len(items),
+            }
+        return {
+            "personas": len({i.persona_id for i in self.items}),
+            "conversations": len({(i.persona_id, i.conversation_id) for i in self.items}),
+            "items": len(self.items),
+            "by_split": by_split,
+            "by_scenario": dict(sorted(Counter(i.scenario or "(none)" for i in self.items).items())),
+            "by_turn": {str(k): v for k, v in sorted(Counter(i.turn for i in self.items).items())},
+        }
+
+
+def choose_spec(explicit: str | None = None, metadata: dict | None = None) -> str:
+    """Pick the source spec from argument, lm-eval metadata or environment, or fail."""
+    for value in (explicit, (metadata or {}).get(METADATA_KEY), os.environ.get(ENV_VAR)):
+        if value not in (None, ""):
+            return str(value)
+    raise ConfigError(
+        "no TIDE data source chosen",
+        hint=(
+            f"pass --data sample|hub|/path/to/TIDE (tide-bench), --metadata '{{\"{METADATA_KEY}\": \"...\"}}' "
+            f"(lm_eval), or set {ENV_VAR}. 'sample' is a small synthetic set for demos, not TIDE."
+        ),
+    )
+
+
+def resolve(spec: str) -> DataSource:
+    """Turn a spec string into a :class:`DataSource` (downloading from the hub if asked)."""
+    if spec == "sample":
+        return DataSource("sample", SAMPLE_DIR, "sample (synthetic, not TIDE)", is_sample=True)
+    if spec == "hub" or spec.startswith("hub:"):
+        target = spec[4:] or DEFAULT_REPO
+        repo, _, revision = target.partition("@")
+        path, commit = download_snapshot(repo or DEFAULT_REPO, revision or None)
+        return DataSource("hub", path, f"hub:{repo or DEFAULT_REPO}@{commit}")
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise DataError(
+            f"data directory does not exist: {path}",
+            hint="pass a TIDE snapshot folder (with conversations/ and metadata/), 'hub', or 'sample'",
+        )
+    return DataSource("local", path.resolve(), f"local:{path.resolve()}")
+
+
+def read_source(source: DataSource) -> LoadedDataset:
+    """Parse a source, keeping every problem (used by ``data validate``)."""
+    reader = SnapshotReader(source.path).read()
+    return LoadedDataset(source, reader.items, reader.problems)
+
+
+def load_dataset(spec: str | None = None, metadata: dict | None = None) -> LoadedDataset:
+    """Load a source and refuse it if it has any error (warnings are kept on the result)."""
+    return _load_cached(choose_spec(spec, metadata))
+
+
+@lru_cache(maxsize=8)
+def _load_cached(spec: str) -> LoadedDataset:
+    dataset = read_source(resolve(spec))
+    errors = [p for p in dataset.problems if p.severity == "error"]
+    if errors:
+        first = errors[0]
+        more = f" ({len(errors) - 1} more; run `tide-bench data validate --data {spec}` to list them)" if len(errors) > 1 else ""
+        raise DataError(first.message + more, path=(dataset.source.path / first.path) if first.path else None, line=first.line, field=first.field)
+    if not dataset.items:
+        raise DataError("the source holds no generation items", path=dataset.source.path)
+    return dataset

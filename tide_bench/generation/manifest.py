@@ -1,0 +1,113 @@
+"""``run.json``: the manifest that says what produced a run directory.
+
+Schema (``schema_version`` 1), documented in ``docs/run-directory.md``:
+
+``kind``                 ``"tide-bench-run"``
+``created_at``/``finished_at``  UTC timestamps
+``tide_bench_version``, ``lm_eval_version``, ``environment`` (python, platform, packages)
+``data``                 source label, kind, synthetic flag, split, split version, n_items,
+                         ``split_sha256`` and ``dataset_sha256``
+``prompt``               task version, ``prompt_sha256``, format version, system prompt text
+``model``                backend, args string, parsed args, name, revision, sha, parameter
+                         count, dtype, adapter (``peft=``) and its card when it has one
+``generation``           chat template on/off, generation kwargs per task, limit, batch
+                         size, device, seed
+``files``                relative paths of lm-eval's results file and per-task samples files
+``n_generations``        number of samples written
+``reference_metrics``    per-metric mean / 95 % bootstrap CI / n, overall, by turn and scenario
+``timings``, ``command``
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tide_bench.core.jsonio import read_json
+from tide_bench.generation.run_dir import MANIFEST_NAME
+
+__all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args"]
+from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION
+
+SCHEMA_VERSION = 1
+ADAPTER_CARD = "adapter_card.json"
+
+
+def parse_model_args(args: str) -> dict[str, str]:
+    """``"a=1,b=x"`` -> ``{"a": "1", "b": "x"}`` (lm-eval's format; values kept as strings)."""
+    parsed: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in args.split(","))):
+        key, _, value = part.partition("=")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def _adapter(parsed: dict[str, str]) -> dict[str, Any] | None:
+    path = parsed.get("peft")
+    if not path:
+        return None
+    card_path = Path(path) / ADAPTER_CARD
+    return {"path": path, "card": read_json(card_path) if card_path.is_file() else None}
+
+
+def build_manifest(
+    *,
+    config: dict[str, Any],
+    results: dict[str, Any],
+    files: dict[str, Any],
+    provenance: dict[str, Any],
+    reference_metrics: dict[str, Any],
+    n_generations: int,
+    started_at: str,
+    finished_at: str,
+    timings: dict[str, float],
+    command: list[str],
+    environment: dict[str, Any],
+) -> dict[str, Any]:
+    parsed = parse_model_args(config["model_args"])
+    lm_config = results.get("config", {})
+    first_task = next(iter(results.get("configs", {}).values()), {})
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "tide-bench-run",
+        "created_at": started_at,
+        "finished_at": finished_at,
+        "tide_bench_version": environment["packages"].get("tide-bench"),
+        "lm_eval_version": environment["packages"].get("lm_eval"),
+        "environment": environment,
+        "data": provenance,
+        "tasks": config["tasks"],
+        "subtasks": sorted(results.get("configs", {})),
+        "prompt": {
+            "task_version": first_task.get("metadata", {}).get("version"),
+            "prompt_sha256": first_task.get("metadata", {}).get("prompt_sha256"),
+            "format_version": PROMPT_FORMAT_VERSION,
+            "system_prompt": first_task.get("description"),
+            "system_instruction": config.get("system_instruction"),
+        },
+        "model": {
+            "backend": config["model"],
+            "args": config["model_args"],
+            "parsed_args": parsed,
+            "name": parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            "revision": parsed.get("revision") or lm_config.get("model_revision"),
+            "sha": lm_config.get("model_sha"),
+            "num_parameters": lm_config.get("model_num_parameters"),
+            "dtype": lm_config.get("model_dtype"),
+            "adapter": _adapter(parsed),
+        },
+        "generation": {
+            "apply_chat_template": config["apply_chat_template"],
+            "gen_kwargs": {name: cfg.get("generation_kwargs") for name, cfg in results.get("configs", {}).items()},
+            "gen_kwargs_override": config.get("gen_kwargs"),
+            "limit": config.get("limit"),
+            "batch_size": config.get("batch_size"),
+            "device": config.get("device"),
+            "seed": config.get("seed"),
+        },
+        "files": files,
+        "n_generations": n_generations,
+        "reference_metrics": reference_metrics,
+        "timings": timings,
+        "command": command,
+    }

@@ -1,0 +1,195 @@
+"""``tide-bench eval``: a thin wrapper over ``lm_eval.simple_evaluate``.
+
+What it adds to a plain ``lm_eval`` call, and nothing more:
+
+* a ``TaskManager`` that indexes only tide-bench's tasks (no 14 s index of lm-eval's 14k);
+* the data source and split chosen explicitly and checked *before* the model loads;
+* clear errors for an unknown task, unknown backend or a model that fails to load;
+* lm-eval's own results and samples files, written by lm-eval's own ``EvaluationTracker``
+  exactly as the ``lm_eval`` CLI writes them (under ``OUTPUT/lm_eval/``);
+* ``run.json``: the manifest of what produced the run, written last and atomically, so a
+  run directory without it is an incomplete run (and later stages refuse it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tide_bench.core.errors import ConfigError, TideBenchError
+from tide_bench.core.jsonio import write_json
+from tide_bench.core.provenance import environment, utc_now
+from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
+from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
+from tide_bench.generation.run_dir import read_generations
+from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
+from tide_bench.tasks.registry import GROUP, task_manager
+
+LM_EVAL_SUBDIR = "lm_eval"
+
+
+@dataclass
+class EvalConfig:
+    """Everything ``tide-bench eval`` forwards to lm-eval (mirrors the CLI options)."""
+
+    model: str = "hf"
+    model_args: str = ""
+    output_dir: Path = Path("runs/run")
+    data: str | None = None
+    split: str = "test"
+    tasks: list[str] = field(default_factory=lambda: [GROUP])
+    device: str | None = None
+    batch_size: str | int = 1
+    max_batch_size: int | None = None
+    limit: int | float | None = None
+    apply_chat_template: bool = True
+    system_instruction: str | None = None
+    gen_kwargs: dict[str, Any] | None = None
+    seed: int = 1234
+    embedding_model: str | None = None
+    overwrite: bool = False
+    bootstrap_iters: int = 1000
+
+    def metadata(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {METADATA_KEY: self.data, "tide_split": self.split}
+        if self.embedding_model:
+            meta["embedding_model"] = self.embedding_model
+        return meta
+
+
+def _prepare_output_dir(config: EvalConfig) -> Path:
+    out = Path(config.output_dir)
+    manifest = out / MANIFEST_NAME
+    if manifest.exists() and not config.overwrite:
+        raise ConfigError(f"{out} already holds a finished run ({MANIFEST_NAME})", hint="choose another --output-dir or pass --overwrite")
+    if out.exists() and config.overwrite:
+        manifest.unlink(missing_ok=True)  # first, so a crash below never leaves an old manifest beside new files
+        shutil.rmtree(out / LM_EVAL_SUBDIR, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _check_tasks(tasks: list[str], manager: Any) -> None:
+    known = set(manager.all_tasks)
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        raise ConfigError(f"unknown task(s): {', '.join(unknown)}", hint=f"tide-bench tasks are: {', '.join(sorted(known))}")
+
+
+def create_model(config: EvalConfig) -> Any:
+    """Instantiate the lm-eval backend, turning load failures into a clear error."""
+    from lm_eval.api import registry
+
+    try:
+        cls = registry.get_model(config.model)
+    except Exception:
+        raise ConfigError(
+            f"unknown model backend {config.model!r}",
+            hint="common backends: hf, vllm, local-chat-completions, openai-chat-completions, anthropic-chat",
+        ) from None
+    try:
+        return cls.create_from_arg_string(
+            config.model_args,
+            {"batch_size": config.batch_size, "max_batch_size": config.max_batch_size, "device": config.device},
+        )
+    except TideBenchError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}",
+            hint="check the model path or hub id, --model-args, network access and available memory",
+        ) from None
+
+
+def run_eval(config: EvalConfig) -> Path:
+    """Generate replies for the chosen TIDE split and write a complete run directory.
+
+    Returns the path of ``run.json``.
+    """
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+
+    started_at, t0 = utc_now(), time.perf_counter()
+    config.data = choose_spec(config.data)
+    dataset = load_dataset(config.data)  # fail on bad data before any model loads
+    provenance = dataset.provenance(config.split)
+    manager = task_manager(config.metadata())
+    _check_tasks(config.tasks, manager)
+    out = _prepare_output_dir(config)
+    lm = create_model(config)
+    t_model = time.perf_counter()
+    tracker = EvaluationTracker(output_path=str(out / LM_EVAL_SUBDIR))
+    results = simple_evaluate(
+        model=lm,
+        model_args=config.model_args,
+        tasks=list(config.tasks),
+        task_manager=manager,
+        limit=config.limit,
+        log_samples=True,
+        evaluation_tracker=tracker,
+        system_instruction=config.system_instruction,
+        apply_chat_template=config.apply_chat_template,
+        gen_kwargs=dict(config.gen_kwargs) if config.gen_kwargs else None,
+        random_seed=config.seed,
+        numpy_random_seed=config.seed,
+        torch_random_seed=config.seed,
+        fewshot_random_seed=config.seed,
+        bootstrap_iters=config.bootstrap_iters,
+        batch_size=config.batch_size,
+        device=config.device,
+    )
+    if results is None:  # non-zero rank of a distributed run: rank 0 writes
+        return out / MANIFEST_NAME
+    # simple_evaluate saw a model object; record the backend name and args as the CLI would.
+    tracker.general_config_tracker.log_experiment_args(
+        model_source=config.model,
+        model_args=config.model_args,
+        system_instruction=config.system_instruction,
+        chat_template=lm.chat_template(config.apply_chat_template) if config.apply_chat_template else None,
+        fewshot_as_multiturn=True,
+    )
+    results["config"]["model"] = config.model
+    results["config"]["model_args"] = config.model_args
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task_name in results["configs"]:
+        tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
+    files = _written_files(tracker, out, list(results["configs"]))
+    generations = read_generations(out, files["samples"])  # read back: unreadable output is not a run
+    reference = summarize_metrics(
+        {**g.metrics, "turn": g.turn, "scenario": g.scenario} for g in generations
+    ) | {"method": ReferenceScorer(config.embedding_model).describe()}
+    manifest = build_manifest(
+        config=asdict(config) | {"output_dir": str(out)},
+        results=results,
+        files=files,
+        provenance=provenance,
+        reference_metrics=reference,
+        n_generations=len(generations),
+        started_at=started_at,
+        finished_at=utc_now(),
+        timings={"model_load_s": round(t_model - t0, 3), "total_s": round(time.perf_counter() - t0, 3)},
+        command=list(sys.argv),
+        environment=environment(),
+    )
+    write_json(out / MANIFEST_NAME, manifest)
+    return out / MANIFEST_NAME
+
+
+def _written_files(tracker: Any, out: Path, task_names: list[str]) -> dict[str, Any]:
+    """Paths (relative to ``out``) of the files lm-eval's tracker just wrote."""
+    folder = out / LM_EVAL_SUBDIR / str(tracker.general_config_tracker.model_name_sanitized)
+    date_id = tracker.date_id
+    results_file = folder / f"results_{date_id}.json"
+    samples = {t: folder / f"samples_{t}_{date_id}.jsonl" for t in task_names}
+    for path in [results_file, *samples.values()]:
+        if not path.is_file():
+            raise TideBenchError(f"lm-eval did not write the expected file {path}")
+    return {
+        "results": str(results_file.relative_to(out)),
+        "samples": {t: str(p.relative_to(out)) for t, p in samples.items()},
+    }

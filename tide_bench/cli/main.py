@@ -1,10 +1,62 @@
+"""``tide-bench``: the command line. Each command is a thin shell over a Python API.
+
+User errors (:class:`~tide_bench.core.errors.TideBenchError`) are printed as one clear
+message without a traceback and exit with status 2; anything else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
 import click
 
+from tide_bench import __version__
+from tide_bench.cli.data_cmd import data
+from tide_bench.cli.demo_cmd import demo
+from tide_bench.cli.eval_cmd import eval_cmd, tasks_path_cmd
+from tide_bench.core.errors import TideBenchError
 
-@click.group()
+USER_ERROR_EXIT = 2
+
+
+class TideGroup(click.Group):
+    """A click group that turns user errors into a message and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except TideBenchError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(USER_ERROR_EXIT)
+
+
+@click.group(cls=TideGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="tide-bench")
 def cli() -> None:
-    """tide-bench."""
+    """Benchmark harness for empathetic dialogue in PTSD support (TIDE).
+
+    \b
+    The pipeline, one command per stage:
+      tide-bench data validate --data DIR     check a TIDE snapshot (counts, schema, splits)
+      tide-bench eval ...                     generate replies through lm-evaluation-harness
+      tide-bench demo                         the whole pipeline offline on the built-in sample
+
+    TIDE text is sensitive mental-health dialogue. Read docs/privacy.md before sending it
+    to any third-party API.
+    """
+
+
+cli.add_command(data)
+cli.add_command(eval_cmd)
+cli.add_command(tasks_path_cmd)
+cli.add_command(demo)
 
 
 def main() -> None:
     cli()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -15,17 +15,36 @@ from collections.abc import Callable
 from typing import Any
 
 import datasets
+import lm_eval.api.metrics  # noqa: F401  (fills lm-eval's metric registry before we add to it)
+from lm_eval.api.registry import metric_registry, register_metric
 from lm_eval.api.task import ConfigurableTask
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.data.schema import SPLIT_CHOICES
 from tide_bench.data.sources import load_dataset
-from tide_bench.metrics.reference import ReferenceScorer
+from tide_bench.metrics.reference import METRIC_NAMES, ReferenceScorer
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
 
 log = logging.getLogger(__name__)
 SPLIT_KEY = "tide_split"
 EMBEDDING_KEY = "embedding_model"
+
+
+def _register_metrics() -> None:
+    """Declare our per-item metrics to lm-eval, so it does not look them up in HF Evaluate
+    (which tries the network and costs ~15 s per task when offline). ``process_results``
+    computes the values; the registered function is never called for scoring."""
+    for name in METRIC_NAMES:
+        if name not in metric_registry:
+            aggregation = "nanmean" if name.startswith("distinct") else "mean"
+            register_metric(metric=name, higher_is_better=True, aggregation=aggregation)(_passthrough)
+
+
+def _passthrough(items: Any) -> Any:
+    return items
+
+
+_register_metrics()
 
 
 def load_tide_splits(**metadata: Any) -> datasets.DatasetDict:
@@ -51,7 +70,7 @@ def load_tide_splits(**metadata: Any) -> datasets.DatasetDict:
 
 def _turn_filter(turn: int) -> Callable[[datasets.Dataset], datasets.Dataset]:
     def keep(dataset: datasets.Dataset) -> datasets.Dataset:
-        return dataset.filter(lambda doc: doc["turn"] == turn, load_from_cache_file=False)
+        return dataset.select([i for i, t in enumerate(dataset["turn"]) if t == turn])
 
     keep.__name__ = f"turn_{turn}_docs"
     return keep

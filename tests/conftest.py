@@ -1,0 +1,48 @@
+"""Shared fixtures. Tests run offline on CPU; torch threads are set deliberately because
+torch with default threads next to another busy process slows down many times."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+try:  # pragma: no cover - torch is a dependency, but keep collection import-light
+    import torch
+
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+except ImportError:  # pragma: no cover
+    pass
+
+from tide_bench.data.sources import SAMPLE_DIR, _load_cached
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's data source choice or a stale dataset cache."""
+    monkeypatch.delenv("TIDE_BENCH_DATA", raising=False)
+    _load_cached.cache_clear()
+
+
+@pytest.fixture
+def sample_copy(tmp_path: Path) -> Path:
+    """A writable copy of the built-in sample, to break on purpose."""
+    target = tmp_path / "tide"
+    shutil.copytree(SAMPLE_DIR, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def demo_model_dir() -> Path:
+    """The offline demo model as a transformers folder (converted once, then cached)."""
+    from tide_bench.demo.model import prepare_demo_model
+
+    return prepare_demo_model()

@@ -1,0 +1,82 @@
+"""Reference metrics on hand-checkable pairs, and the bootstrap summary."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tide_bench.core.stats import mean_ci
+from tide_bench.metrics.reference import ReferenceScorer, distinct_n, summarize_metrics, tokenize
+
+
+@pytest.fixture(scope="module")
+def scorer() -> ReferenceScorer:
+    return ReferenceScorer()
+
+
+def test_tokenize_and_distinct_by_hand() -> None:
+    assert tokenize("It's OK, ok.") == ["it", "'", "s", "ok", ",", "ok", "."]
+    tokens = "a a a b".split()
+    assert distinct_n(tokens, 1) == pytest.approx(2 / 4)
+    assert distinct_n(tokens, 2) == pytest.approx(2 / 3)  # (a a), (a a), (a b)
+    assert math.isnan(distinct_n(["a"], 2))
+
+
+def test_identical_reply_scores_one(scorer: ReferenceScorer) -> None:
+    text = "That sounds frightening, and your reaction makes sense."
+    (row,) = scorer.score([text], [text])
+    assert row["rouge_l"] == pytest.approx(1.0)
+    assert row["cosine_sim"] == pytest.approx(1.0, abs=1e-4)
+    assert row["length_tokens"] == 10
+
+
+def test_rouge_l_by_hand(scorer: ReferenceScorer) -> None:
+    # reference "the cat sat on the mat" (6), reply "the cat lay on a mat" (6); LCS = the cat on mat = 4
+    (row,) = scorer.score(["the cat lay on a mat"], ["the cat sat on the mat"])
+    assert row["rouge_l"] == pytest.approx(4 / 6)
+
+
+def test_cosine_orders_related_above_unrelated(scorer: ReferenceScorer) -> None:
+    ref = "It makes sense that the fireworks frighten you after what you went through."
+    rows = scorer.score(
+        ["Fireworks can be really scary after trauma; your fear is understandable.", "The quarterly tax return is due in April."],
+        [ref, ref],
+    )
+    assert rows[0]["cosine_sim"] > rows[1]["cosine_sim"] + 0.3
+
+
+def test_unloadable_embedding_model_gives_nan_and_a_note() -> None:
+    s = ReferenceScorer("/nonexistent/embedding-model")
+    (row,) = s.score(["a b"], ["a b"])
+    assert math.isnan(row["cosine_sim"])
+    assert "failed to load" in s.notes["cosine_sim"]
+    assert row["rouge_l"] == pytest.approx(1.0)
+
+
+def test_skipped_metrics_are_declared() -> None:
+    notes = ReferenceScorer().describe()["notes"]
+    assert notes["bertscore"].startswith("skipped") and notes["meteor"].startswith("skipped")
+
+
+def test_mean_ci_properties() -> None:
+    values = np.random.default_rng(0).normal(3.0, 1.0, size=400)
+    ci = mean_ci(values)
+    assert ci.n == 400 and ci.ci_low < ci.mean < ci.ci_high
+    assert ci.ci_high - ci.ci_low == pytest.approx(2 * 1.96 / 20, rel=0.2)  # ~ normal-theory width
+    assert mean_ci(values) == ci  # seeded: same interval every time
+    assert mean_ci([]).mean is None and mean_ci([]).n == 0
+    assert mean_ci([2.0]).ci_low is None and mean_ci([2.0]).mean == 2.0
+    assert mean_ci([1.0, float("nan"), 3.0]).n == 2
+
+
+def test_summary_groups_by_turn_and_scenario() -> None:
+    rows = [
+        {"cosine_sim": 0.5, "rouge_l": 0.1, "distinct_1": 1, "distinct_2": 1, "length_tokens": 10, "turn": 1, "scenario": "a"},
+        {"cosine_sim": 0.7, "rouge_l": 0.3, "distinct_1": 1, "distinct_2": 1, "length_tokens": 20, "turn": 2, "scenario": "a"},
+    ]
+    s = summarize_metrics(rows)
+    assert s["overall"]["cosine_sim"]["mean"] == pytest.approx(0.6)
+    assert s["by_turn"]["2"]["rouge_l"]["mean"] == pytest.approx(0.3)
+    assert s["by_scenario"]["a"]["n_items"] == 2

@@ -16,7 +16,7 @@ from tide_bench.tasks.registry import tasks_path
 def test_every_command_has_help(command: list[str]) -> None:
     result = CliRunner().invoke(cli, [*command, "--help"])
     assert result.exit_code == 0
-    assert "Usage:" in result.output and len(result.output) > 200 or command == ["tasks-path"]
+    assert ("Usage:" in result.output and len(result.output) > 200) or command == ["tasks-path"]
 
 
 def test_data_validate_sample() -> None:

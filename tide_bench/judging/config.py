@@ -1,0 +1,189 @@
+"""Judge configurations: one folder per judge under ``judges/``, like AlpacaEval's evaluators.
+
+A configuration names the provider, model, rubric, prompt template, decoding settings and
+whether the judge sees the reference reply. Its ``version`` is a content hash of everything
+that can change a judgment (provider, model, rubric, prompt, decoding, reference flag, output
+schema); operational settings (concurrency, timeouts, retries, prices) are excluded. Every
+judgment records the version, so judgments from different configurations are never mixed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tide_bench.core.errors import ConfigError
+from tide_bench.core.hashing import sha256_json
+from tide_bench.core.resources import resource_dir
+from tide_bench.judging.rubric import Rubric, load_rubric
+
+PROVIDERS = ("anthropic", "openai", "openai-compatible")
+OUTPUT_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    system: str
+    user: str
+    reference_block: str
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens; ``batch`` multiplies everything in batch mode."""
+
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+    batch: float = 0.5
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    name: str
+    provider: str
+    model: str
+    family: str | None
+    api_key_env: str | None
+    base_url: str | None
+    rubric: Rubric
+    prompt: PromptTemplate
+    reference: bool
+    decoding: dict[str, Any]
+    prompt_caching: bool
+    concurrency: int
+    timeout_s: float
+    max_retries: int
+    schema_retries: int
+    expected_output_tokens: int
+    prices: Prices | None
+    source: str
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 60.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def versioned_content(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "rubric": self.rubric.to_dict(),
+            "prompt": {"system": self.prompt.system, "user": self.prompt.user, "reference_block": self.prompt.reference_block},
+            "reference": self.reference,
+            "decoding": self.decoding,
+            "output_schema_version": OUTPUT_SCHEMA_VERSION,
+        }
+
+    @property
+    def version(self) -> str:
+        return sha256_json(self.versioned_content())[:16]
+
+    def identity(self) -> dict[str, Any]:
+        """What every judgment records about its judge."""
+        return {
+            "name": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "family": self.family,
+            "version": self.version,
+            "rubric": f"{self.rubric.id}@v{self.rubric.version}",
+            "reference": self.reference,
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """The resolved configuration, written next to the judgments (no secrets in it)."""
+        return {
+            **self.identity(),
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "decoding": self.decoding,
+            "prompt_caching": self.prompt_caching,
+            "concurrency": self.concurrency,
+            "timeout_s": self.timeout_s,
+            "max_retries": self.max_retries,
+            "schema_retries": self.schema_retries,
+            "prices_usd_per_mtok": None if self.prices is None else vars(self.prices),
+            "source": self.source,
+            "rubric_sha256": self.rubric.content_hash(),
+        }
+
+
+def available_judges() -> list[str]:
+    root = resource_dir("judges")
+    return sorted(p.parent.name for p in root.glob("*/config.yaml"))
+
+
+def _load_prices(key: str) -> Prices | None:
+    table = yaml.safe_load((resource_dir("judges") / "prices.yaml").read_text(encoding="utf-8")) or {}
+    row = table.get(key)
+    return None if row is None else Prices(**{k: float(v) for k, v in row.items()})
+
+
+def _load_prompt(path: Path) -> PromptTemplate:
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        return PromptTemplate(system=str(raw["system"]), user=str(raw["user"]), reference_block=str(raw["reference_block"]))
+    except (KeyError, TypeError):
+        raise ConfigError("prompt template needs 'system', 'user' and 'reference_block'", path=path) from None
+
+
+def load_judge(
+    name_or_path: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    reference: bool | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> JudgeConfig:
+    """Load ``judges/<name>/config.yaml`` (or a path to a config file), with CLI overrides."""
+    candidate = Path(name_or_path)
+    path = candidate if candidate.suffix in (".yaml", ".yml") and candidate.is_file() else resource_dir("judges") / name_or_path / "config.yaml"
+    if not path.is_file():
+        raise ConfigError(f"unknown judge {name_or_path!r}", hint=f"available: {', '.join(available_judges())}, or a path to a config.yaml")
+    try:
+        raw: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if model:
+        raw["model"] = model
+    if base_url:
+        raw["base_url"] = base_url
+    if reference is not None:
+        raw["reference"] = reference
+    provider = raw.get("provider")
+    if provider not in PROVIDERS:
+        raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}", path=path, field="provider")
+    if not raw.get("model"):
+        raise ConfigError("no judge model given", path=path, field="model", hint="pass --model MODEL_ID")
+    if provider == "openai-compatible" and not raw.get("base_url"):
+        raise ConfigError("an OpenAI-compatible judge needs a server URL", path=path, field="base_url", hint="pass --base-url http://HOST:PORT/v1")
+    folder = path.parent
+    try:
+        return JudgeConfig(
+            name=str(raw.get("name") or folder.name),
+            provider=str(provider),
+            model=str(raw["model"]),
+            family=raw.get("family"),
+            api_key_env=raw.get("api_key_env"),
+            base_url=raw.get("base_url"),
+            rubric=load_rubric((folder / raw.get("rubric", "../rubric_v1.yaml")).resolve()),
+            prompt=_load_prompt((folder / raw.get("prompt", "../prompt_v1.yaml")).resolve()),
+            reference=bool(raw.get("reference", False)),
+            decoding=dict(raw.get("decoding") or {"temperature": 0.0, "max_tokens": 1024}),
+            prompt_caching=bool(raw.get("prompt_caching", True)),
+            concurrency=int(raw.get("concurrency", 16)),
+            timeout_s=float(raw.get("timeout_s", 120)),
+            max_retries=int(raw.get("max_retries", 6)),
+            schema_retries=int(raw.get("schema_retries", 2)),
+            expected_output_tokens=int(raw.get("expected_output_tokens", 350)),
+            prices=_load_prices(str(raw.get("prices") or raw["model"])),
+            source=str(path),
+            backoff_base_s=float(raw.get("backoff_base_s", 1.0)),
+            backoff_cap_s=float(raw.get("backoff_cap_s", 60.0)),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid value: {exc}", path=path) from None

@@ -1,0 +1,22 @@
+"""Provider adapters: one small class per API family, all returning a :class:`CallOutcome`."""
+
+from __future__ import annotations
+
+from tide_bench.judging.config import JudgeConfig
+from tide_bench.judging.providers.base import CallOutcome, Provider
+from tide_bench.judging.secrets import api_key
+
+
+def make_provider(config: JudgeConfig) -> Provider:
+    """Build the provider for ``config``; a missing required key fails here, before any work."""
+    if config.provider == "anthropic":
+        from tide_bench.judging.providers.anthropic_api import AnthropicProvider
+
+        return AnthropicProvider(config, api_key(config.api_key_env, required=True, provider=config.name))
+    from tide_bench.judging.providers.openai_api import OpenAIProvider
+
+    required = config.provider == "openai"
+    return OpenAIProvider(config, api_key(config.api_key_env, required=required, provider=config.name))
+
+
+__all__ = ["CallOutcome", "Provider", "make_provider"]

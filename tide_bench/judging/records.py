@@ -1,0 +1,63 @@
+"""One line of ``judgments.jsonl``: a scored or unscored judgment of one item.
+
+Fields: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rationales`` per
+factor (null when unscored), ``safety`` (``{"flagged", "reason"}``, null when unscored),
+``unscored_kind`` and ``unscored_reason`` (null when scored), ``judge`` (name, provider,
+model, family, config version, rubric), ``usage`` (tokens of every call this judgment
+cost, retries included), ``attempts``, ``mode`` (sync/batch), ``turn``, ``scenario``,
+``persona_id``, ``cached`` (reused from the cache in this run), ``key`` (the cache key).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tide_bench.generation.run_dir import Generation
+from tide_bench.judging.config import JudgeConfig
+from tide_bench.judging.parse import Rating
+from tide_bench.judging.usage import Usage
+
+UNSCORED_KINDS = (
+    "refusal",
+    "content_filtered",
+    "malformed_output",
+    "schema_violation",
+    "api_rejected",
+    "transient_failure",
+    "budget_exhausted",
+    "empty_reply",
+)
+
+
+def make_record(
+    gen: Generation,
+    config: JudgeConfig,
+    key: str,
+    *,
+    rating: Rating | None = None,
+    kind: str | None = None,
+    reason: str | None = None,
+    usage: Usage | None = None,
+    attempts: int = 0,
+    mode: str = "sync",
+) -> dict[str, Any]:
+    if rating is None and kind not in UNSCORED_KINDS:
+        raise ValueError(f"unscored records need a known kind, got {kind!r}")
+    return {
+        "item_id": gen.item_id,
+        "status": "scored" if rating else "unscored",
+        "scores": dict(rating.scores) if rating else None,
+        "rationales": dict(rating.rationales) if rating else None,
+        "safety": {"flagged": rating.safety_flagged, "reason": rating.safety_reason} if rating else None,
+        "unscored_kind": None if rating else kind,
+        "unscored_reason": None if rating else reason,
+        "judge": config.identity(),
+        "usage": (usage or Usage()).as_dict(),
+        "attempts": attempts,
+        "mode": mode,
+        "turn": gen.turn,
+        "scenario": gen.scenario,
+        "persona_id": gen.persona_id,
+        "cached": False,
+        "key": key,
+    }

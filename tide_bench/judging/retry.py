@@ -1,0 +1,121 @@
+"""Retries with exponential backoff and full jitter, honouring ``retry-after``.
+
+Retried: 429 (rate limit), 529 (overloaded), 408/409, any 5xx, connection errors and
+timeouts. Fatal for the whole run (raised at once): 401/403 (key rejected), 404 (unknown
+model or URL). Other 4xx: the item is recorded as unscored with the reason (a retry would
+get the same answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from tide_bench.core.errors import TideBenchError
+from tide_bench.judging.secrets import redact
+
+T = TypeVar("T")
+RETRY_STATUSES = {408, 409, 429, 529}
+
+
+class FatalJudgeError(TideBenchError):
+    """The judge cannot work at all (bad key, unknown model, unreachable server)."""
+
+
+class RequestRejected(Exception):
+    """A non-retryable rejection of one request; the item becomes unscored."""
+
+
+class TransientFailure(Exception):
+    """Retries exhausted on transient errors; the item becomes unscored (and is not cached)."""
+
+
+def _connection_error_types() -> tuple[type[BaseException], ...]:
+    types: list[type[BaseException]] = []
+    try:
+        import anthropic
+
+        types.append(anthropic.APIConnectionError)
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import openai
+
+        types.append(openai.APIConnectionError)
+    except ImportError:  # pragma: no cover
+        pass
+    types += [ConnectionError, TimeoutError]
+    return tuple(types)
+
+
+def retry_after_seconds(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def describe(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    kind = type(exc).__name__
+    message = getattr(exc, "message", None) or str(exc)
+    text = f"HTTP {status} {kind}: {message}" if status else f"{kind}: {message}"
+    return redact(text)[:500]
+
+
+async def call_with_retries(
+    fn: Callable[[], Awaitable[T]],
+    *,
+    max_retries: int,
+    base_s: float,
+    cap_s: float,
+    on_retry: Callable[[int, str], Any] | None = None,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    rng: random.Random | None = None,
+) -> tuple[T, int]:
+    """Run ``fn`` until it succeeds; return ``(result, attempts)``."""
+    rng = rng or random.Random()
+    connection_errors = _connection_error_types()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await fn(), attempt
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            if status in (401, 403):
+                raise FatalJudgeError(f"the judge API rejected the credentials ({describe(exc)})", hint="check the API key environment variable") from None
+            if status == 404:
+                raise FatalJudgeError(f"the judge API answered 404 ({describe(exc)})", hint="check the judge model id and --base-url") from None
+            transient = isinstance(exc, connection_errors) or status in RETRY_STATUSES or (status is not None and status >= 500)
+            if not transient:
+                if status is not None:
+                    raise RequestRejected(describe(exc)) from None
+                raise
+            if attempt > max_retries:
+                raise TransientFailure(f"{describe(exc)} (gave up after {attempt} attempts)") from None
+            delay = rng.uniform(0, min(cap_s, base_s * 2 ** (attempt - 1)))
+            hinted = retry_after_seconds(exc)
+            if hinted is not None:
+                delay = max(delay, min(hinted, cap_s))
+            if on_retry:
+                on_retry(attempt, describe(exc))
+            await sleep(delay)

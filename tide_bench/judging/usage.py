@@ -1,0 +1,38 @@
+"""Token usage and its price: actual cost from the API's usage fields and the price table."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from tide_bench.judging.config import Prices
+
+
+@dataclass
+class Usage:
+    """Tokens of one or more calls. ``input_tokens`` excludes cached prompt tokens."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    calls: int = 0
+
+    def add(self, other: Usage) -> Usage:
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "calls"):
+            setattr(self, key, getattr(self, key) + getattr(other, key))
+        return self
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    def cost(self, prices: Prices | None, *, batch: bool = False) -> float | None:
+        """USD, or None when the model has no price entry (never a made-up number)."""
+        if prices is None:
+            return None
+        usd = (
+            self.input_tokens * prices.input
+            + self.output_tokens * prices.output
+            + self.cache_read_tokens * prices.cache_read
+            + self.cache_write_tokens * prices.cache_write
+        ) / 1e6
+        return usd * (prices.batch if batch else 1.0)

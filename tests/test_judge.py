@@ -303,7 +303,7 @@ def test_self_preference_is_flagged(tmp_path: Path, server: FakeLLMServer) -> No
 
 
 def test_bad_inputs(tmp_path: Path, server: FakeLLMServer) -> None:
-    with pytest.raises(DataError, match="no run.json"):
+    with pytest.raises(DataError, match=r"no run\.json"):
         judge_run(tmp_path, tmp_path / "j", claude(server))
     run = make_run(tmp_path / "run")
     manifest = json.loads((run / "run.json").read_text())

@@ -6,12 +6,14 @@ pipeline working, they are not benchmark results, and the output says so.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tide_bench.demo.model import demo_model_args
 from tide_bench.generation import EvalConfig, load_run, run_eval
+from tide_bench.judging import JudgeConfig
 from tide_bench.metrics.reference import METRIC_NAMES
 
 Echo = Callable[[str], None]
@@ -41,9 +43,9 @@ def run_demo(
 ) -> dict[str, Any]:
     """Run the demo into ``out`` and return what each stage produced."""
     out = Path(out)
-    echo("[1/3] preparing the offline demo model (SmolLM2-135M-Instruct; first time ~20 s)")
+    echo("[model] preparing the offline demo model (SmolLM2-135M-Instruct; first time ~20 s)")
     model_args = demo_model_args()
-    echo("[2/3] generating replies on the built-in synthetic sample (test split) through lm-eval")
+    echo("[generate] generating replies on the built-in synthetic sample (test split) through lm-eval")
     manifest_path = run_eval(
         EvalConfig(
             model="hf",
@@ -59,13 +61,38 @@ def run_demo(
         )
     )
     run = load_run(manifest_path.parent)
-    echo("[3/3] reference metrics against the sample's reference replies")
+    echo("[metrics] reference metrics against the sample's reference replies")
     echo(format_metric_table(run.manifest["reference_metrics"]))
     example = run.generations[0]
     echo(f"\nexample ({example.item_id}):\n  client: {example.client_utterance}\n  model:  {example.reply.strip()}")
-    echo(
-        "\njudge: not run. Enable it with an API key (ANTHROPIC_API_KEY / OPENAI_API_KEY) or a local "
-        "OpenAI-compatible server; see docs/judging.md."
-    )
+    produced: dict[str, Any] = {"run": str(run.root), "manifest": str(manifest_path)}
+    judge = configured_judge()
+    if judge is None:
+        echo(
+            "\n[judge] skipped: no judge configured. Set ANTHROPIC_API_KEY (Claude), OPENAI_API_KEY (OpenAI), or "
+            "TIDE_BENCH_JUDGE_BASE_URL + TIDE_BENCH_JUDGE_MODEL (your own OpenAI-compatible server). "
+            "Judging sends the sample dialogue to that server; see docs/judging.md and docs/privacy.md."
+        )
+    else:
+        from tide_bench.judging import JudgeOptions, judge_run
+        from tide_bench.judging.report import format_summary
+
+        echo(f"\n[judge] rating the replies with {judge.name} ({judge.model})")
+        result = judge_run(run, run.root / "judge", judge, JudgeOptions())
+        echo(format_summary(result.summary))
+        produced["judge"] = str(result.out)
     echo(f"\nrun directory: {run.root}\nNOTE: demo model on a synthetic sample; these are not benchmark results.")
-    return {"run": str(run.root), "manifest": str(manifest_path)}
+    return produced
+
+
+def configured_judge() -> JudgeConfig | None:
+    """The judge the environment configures, if any (never a canned or random stand-in)."""
+    from tide_bench.judging import load_judge
+
+    if os.environ.get("TIDE_BENCH_JUDGE_BASE_URL") and os.environ.get("TIDE_BENCH_JUDGE_MODEL"):
+        return load_judge("local", model=os.environ["TIDE_BENCH_JUDGE_MODEL"], base_url=os.environ["TIDE_BENCH_JUDGE_BASE_URL"])
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return load_judge("claude-sonnet")
+    if os.environ.get("OPENAI_API_KEY"):
+        return load_judge("openai-gpt")
+    return None

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from tide_bench import __version__
+from tide_bench.cli.audit_cmd import audit_cmd
 from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo
 from tide_bench.cli.eval_cmd import eval_cmd, tasks_path_cmd
@@ -43,6 +44,7 @@ def cli() -> None:
       tide-bench data validate --data DIR     check a TIDE snapshot (counts, schema, splits)
       tide-bench eval ...                     generate replies through lm-evaluation-harness
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
+      tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
       tide-bench demo                         the whole pipeline offline on the built-in sample
 
     TIDE text is sensitive mental-health dialogue. Read docs/privacy.md before sending it
@@ -54,6 +56,7 @@ cli.add_command(data)
 cli.add_command(eval_cmd)
 cli.add_command(tasks_path_cmd)
 cli.add_command(judge_cmd)
+cli.add_command(audit_cmd)
 cli.add_command(demo)
 
 

@@ -68,3 +68,25 @@ def mean_ci(
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return MeanCI(mean, float(low), float(high), n, level)
+
+
+def bootstrap_weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    """``(resamples, n)`` counts: how often each of ``n`` units is drawn in each resample.
+
+    Any statistic that is a weighted sum over units (coincidence matrices, moments) is then
+    bootstrapped with one matrix product instead of a Python loop over resamples x units.
+    """
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    flat = idx + (np.arange(resamples)[:, None] * n)
+    return np.bincount(flat.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+
+
+def percentile_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Percentile interval of bootstrap replicates, ignoring undefined (NaN) replicates."""
+    finite = samples[np.isfinite(samples)]
+    if finite.size < max(10, samples.size // 2):
+        return None, None
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(finite, [alpha, 1.0 - alpha])
+    return float(low), float(high)

@@ -10,6 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def format_location(path: str | None, line: int | None = None, field: str | None = None) -> str:
+    """``"file:line, field 'x'"``: how every error and validation problem says where."""
+    parts = []
+    if path:
+        parts.append(path if line is None else f"{path}:{line}")
+    if field:
+        parts.append(f"field '{field}'")
+    return ", ".join(parts)
+
+
 class TideBenchError(Exception):
     """An error the user can fix; the message says what and where."""
 
@@ -30,12 +40,8 @@ class TideBenchError(Exception):
         super().__init__(self._format())
 
     def _format(self) -> str:
-        where = []
-        if self.path:
-            where.append(self.path if self.line is None else f"{self.path}:{self.line}")
-        if self.field:
-            where.append(f"field '{self.field}'")
-        text = f"{', '.join(where)}: {self.detail}" if where else self.detail
+        where = format_location(self.path, self.line, self.field)
+        text = f"{where}: {self.detail}" if where else self.detail
         if self.hint:
             text += f"\n  hint: {self.hint}"
         return text

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tide_bench.core.errors import format_location
 from tide_bench.data.schema import TideItem, make_item_id
 from tide_bench.data.splits import split_of
 
@@ -54,12 +55,7 @@ class Problem:
     field: str | None = None
 
     def location(self) -> str:
-        parts = []
-        if self.path:
-            parts.append(self.path if self.line is None else f"{self.path}:{self.line}")
-        if self.field:
-            parts.append(f"field '{self.field}'")
-        return ", ".join(parts)
+        return format_location(self.path, self.line, self.field)
 
     def __str__(self) -> str:
         loc = self.location()

@@ -20,12 +20,16 @@ def test_demo_runs_every_configured_stage(tmp_path: Path, demo_model_dir: Path, 
         monkeypatch.setenv("TIDE_BENCH_JUDGE_BASE_URL", server.url + "/v1")
         monkeypatch.setenv("TIDE_BENCH_JUDGE_MODEL", "fake-judge")
         lines: list[str] = []
-        produced = run_demo(tmp_path / "demo", limit=1, max_gen_toks=12, batch_size=2, echo=lines.append)
+        produced = run_demo(tmp_path / "demo", max_gen_toks=8, batch_size=6, echo=lines.append)
         text = "\n".join(lines)
-        assert (tmp_path / "demo" / "run" / "run.json").is_file()
+        assert (tmp_path / "demo" / "runs" / "demo-smollm2-chat" / "run.json").is_file()
         assert "cosine_sim" in text and "not benchmark results" in text
-        assert "[judge] rating the replies with local (fake-judge)" in text
-        assert Path(produced["judge"], "judgments.jsonl").is_file() and server.total_calls == 2
+        assert "[judge] demo-smollm2-chat: rating the replies with local (fake-judge)" in text
+        assert Path(produced["judge"], "judgments.jsonl").is_file() and server.total_calls == 24
+        site = Path(produced["site"])
+        assert site.is_file() and "Demo board" in site.read_text() and "refused" not in text
+        rows = __import__("json").loads((site.parent / "leaderboard.json").read_text())["rows"]
+        assert len(rows) == 2 and all(r["judged"] for r in rows)
     finally:
         server.stop()
 

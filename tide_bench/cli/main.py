@@ -18,6 +18,7 @@ from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo
 from tide_bench.cli.eval_cmd import eval_cmd, tasks_path_cmd
 from tide_bench.cli.judge_cmd import judge_cmd
+from tide_bench.cli.leaderboard_cmd import leaderboard, submit_cmd
 from tide_bench.core.errors import TideBenchError
 
 USER_ERROR_EXIT = 2
@@ -45,6 +46,8 @@ def cli() -> None:
       tide-bench eval ...                     generate replies through lm-evaluation-harness
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
+      tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
+      tide-bench leaderboard validate|build   check submissions; build the static site
       tide-bench demo                         the whole pipeline offline on the built-in sample
 
     TIDE text is sensitive mental-health dialogue. Read docs/privacy.md before sending it
@@ -57,6 +60,8 @@ cli.add_command(eval_cmd)
 cli.add_command(tasks_path_cmd)
 cli.add_command(judge_cmd)
 cli.add_command(audit_cmd)
+cli.add_command(submit_cmd)
+cli.add_command(leaderboard)
 cli.add_command(demo)
 
 

@@ -15,6 +15,12 @@ from typing import Any
 
 from tide_bench.core.errors import TideBenchError
 
+try:  # orjson parses the large samples files several times faster; json is the fallback
+    from orjson import JSONDecodeError as _FastDecodeError
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    _loads, _FastDecodeError = json.loads, json.JSONDecodeError
+
 
 def read_json(path: str | Path, error: type[TideBenchError] = TideBenchError) -> Any:
     """Parse a JSON file, naming the file, line and column on failure."""
@@ -44,11 +50,19 @@ def iter_jsonl(path: str | Path, error: type[TideBenchError] = TideBenchError) -
             if not raw.strip():
                 continue
             try:
-                yield number, json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise error("invalid UTF-8", path=path, line=number) from None
-            except json.JSONDecodeError as exc:
-                raise error(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=number) from None
+                yield number, _loads(raw)
+            except (UnicodeDecodeError, _FastDecodeError, json.JSONDecodeError) as exc:
+                if not _is_utf8(raw):
+                    raise error("invalid UTF-8", path=path, line=number) from None
+                raise error(f"invalid JSON: {getattr(exc, 'msg', str(exc))}", path=path, line=number) from None
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,16 +71,20 @@ def mean_ci(
     return MeanCI(mean, float(low), float(high), n, level)
 
 
+@lru_cache(maxsize=8)
 def bootstrap_weights(n: int, resamples: int, seed: int) -> np.ndarray:
     """``(resamples, n)`` counts: how often each of ``n`` units is drawn in each resample.
 
     Any statistic that is a weighted sum over units (coincidence matrices, moments) is then
     bootstrapped with one matrix product instead of a Python loop over resamples x units.
+    The result depends only on its arguments, so it is cached (and read-only).
     """
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(resamples, n))
     flat = idx + (np.arange(resamples)[:, None] * n)
-    return np.bincount(flat.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+    weights = np.bincount(flat.ravel(), minlength=resamples * n).reshape(resamples, n).astype(np.float64)
+    weights.setflags(write=False)
+    return weights
 
 
 def percentile_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:

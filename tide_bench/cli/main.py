@@ -17,6 +17,7 @@ from tide_bench.cli.audit_cmd import audit_cmd
 from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo
 from tide_bench.cli.eval_cmd import eval_cmd, tasks_path_cmd
+from tide_bench.cli.finetune_cmd import finetune_cmd
 from tide_bench.cli.judge_cmd import judge_cmd
 from tide_bench.cli.leaderboard_cmd import leaderboard, submit_cmd
 from tide_bench.core.errors import TideBenchError
@@ -44,6 +45,7 @@ def cli() -> None:
     The pipeline, one command per stage:
       tide-bench data validate --data DIR     check a TIDE snapshot (counts, schema, splits)
       tide-bench eval ...                     generate replies through lm-evaluation-harness
+      tide-bench finetune --model M --out A   LoRA on the train split (the paper's fine-tuned condition)
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
       tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
@@ -57,6 +59,7 @@ def cli() -> None:
 
 cli.add_command(data)
 cli.add_command(eval_cmd)
+cli.add_command(finetune_cmd)
 cli.add_command(tasks_path_cmd)
 cli.add_command(judge_cmd)
 cli.add_command(audit_cmd)

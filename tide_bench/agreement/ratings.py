@@ -129,9 +129,18 @@ def judge_rater_id(judge: dict[str, Any]) -> str:
     return f"judge:{judge.get('name')}@{str(judge.get('version', ''))[:8]}"
 
 
+def annotation_prefix(path: Path, table: RatingsTable) -> str:
+    """Ratings collected with ``tide-bench annotate`` name items ``<run folder>/<item id>``;
+    a judge's items match them through the run folder its judge directory sits in."""
+    run_name = path.resolve().parent.parent.name
+    prefix = f"{run_name}/"
+    return prefix if any(r[0].startswith(prefix) for r in table.rows) else ""
+
+
 def load_judgments(path: str | Path, table: RatingsTable) -> RatingsTable:
     """Add a judge's scored items as ratings; count its unscored ones."""
     path = Path(path)
+    prefix = annotation_prefix(path, table)
     per_judge: dict[str, Counter[str]] = defaultdict(Counter)
     for line, rec in iter_jsonl(path, DataError):
         judge = rec.get("judge") if isinstance(rec, dict) else None
@@ -144,7 +153,7 @@ def load_judgments(path: str | Path, table: RatingsTable) -> RatingsTable:
             continue
         per_judge[rid]["__scored__"] += 1
         for dimension, score in (rec.get("scores") or {}).items():
-            table.rows.append((str(rec["item_id"]), rid, dimension, _parse_score(score, path, line, None, None)))
+            table.rows.append((prefix + str(rec["item_id"]), rid, dimension, _parse_score(score, path, line, None, None)))
     for rid, counts in per_judge.items():
         table.judges[rid] = {
             "file": str(path),

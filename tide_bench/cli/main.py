@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from tide_bench import __version__
+from tide_bench.cli.annotate_cmd import annotate
 from tide_bench.cli.audit_cmd import audit_cmd
 from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo
@@ -48,6 +49,7 @@ def cli() -> None:
       tide-bench finetune --model M --out A   LoRA on the train split (the paper's fine-tuned condition)
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
+      tide-bench annotate build|collect       offline, blinded rating pages for people; merge returns
       tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
       tide-bench leaderboard validate|build   check submissions; build the static site
       tide-bench demo                         the whole pipeline offline on the built-in sample
@@ -63,6 +65,7 @@ cli.add_command(finetune_cmd)
 cli.add_command(tasks_path_cmd)
 cli.add_command(judge_cmd)
 cli.add_command(audit_cmd)
+cli.add_command(annotate)
 cli.add_command(submit_cmd)
 cli.add_command(leaderboard)
 cli.add_command(demo)

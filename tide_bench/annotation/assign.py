@@ -1,0 +1,129 @@
+"""Assignment: which rater rates which reply, blinded, with guaranteed overlap.
+
+Units are (run, item) pairs drawn from one or more run directories, stratified by scenario
+and turn. Every unit gets ``overlap`` distinct raters (alpha needs overlap), each rater gets
+``per_rater`` units plus ``repeats`` units shown a second time (self-consistency), shuffled per
+rater with the seed. Raters see an opaque unit id only; which model wrote a reply is in
+``assignment.json``, which stays with the researcher.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tide_bench.core.errors import ConfigError
+from tide_bench.core.hashing import sha256_json, sha256_text
+from tide_bench.core.jsonio import atomic_write_text, write_json
+from tide_bench.core.provenance import utc_now
+from tide_bench.generation.run_dir import load_run
+from tide_bench.judging.rubric import load_rubric
+
+ASSIGNMENT = "assignment.json"
+
+
+@dataclass
+class AssignmentOptions:
+    per_rater: int = 40
+    raters: int = 5
+    overlap: int = 3
+    repeats: int = 2
+    seed: int = 20250521
+    title: str = "Rating supportive replies"
+
+
+def unit_item_id(run_name: str, item_id: str) -> str:
+    """The item id a unit gets in the ratings table: ``<run folder>/<TIDE item id>``."""
+    return f"{run_name}/{item_id}"
+
+
+def _stratified(units: list[dict[str, Any]], n: int, rng: random.Random) -> list[dict[str, Any]]:
+    """``n`` units, spread evenly over (scenario, turn) strata, round robin."""
+    strata: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for u in units:
+        strata[(u["scenario"], u["turn"])].append(u)
+    for group in strata.values():
+        rng.shuffle(group)
+    keys = sorted(strata)
+    rng.shuffle(keys)
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < n and any(strata[k] for k in keys):
+        for k in keys:
+            if strata[k] and len(chosen) < n:
+                chosen.append(strata[k].pop())
+    return chosen
+
+
+def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
+    if options.overlap < 1 or options.overlap > options.raters:
+        raise ConfigError(f"--overlap must be between 1 and --raters ({options.raters})")
+    if options.repeats > options.per_rater:
+        raise ConfigError("--repeats cannot exceed --per-rater")
+    rng = random.Random(options.seed)
+    pool = []
+    for path in runs:
+        run = load_run(path)
+        for gen in run.generations:
+            if gen.reply.strip():
+                pool.append({"run": run.root.name, "model": run.model_name, "item_id": gen.item_id, "scenario": gen.scenario, "turn": gen.turn,
+                             "history": gen.history, "client": gen.client_utterance, "reply": gen.reply})
+    names = [Path(p).name for p in runs]
+    if len(set(names)) != len(names):
+        raise ConfigError("run folders must have distinct names: the name identifies the model in the ratings table")
+    n_units = (options.per_rater * options.raters) // options.overlap
+    if n_units > len(pool):
+        raise ConfigError(f"{options.raters} raters x {options.per_rater} items at overlap {options.overlap} needs {n_units} replies; the runs hold {len(pool)}",
+                          hint="lower --per-rater or --raters, raise --overlap, or add runs")
+    units = _stratified(pool, n_units, rng)
+    for index, unit in enumerate(units):
+        unit["unit_id"] = f"u{index + 1:04d}"
+    rng.shuffle(units)
+    # Each unit goes to `overlap` consecutive raters (mod R): every unit gets distinct raters and
+    # every rater the same load (n_units * overlap / R = per_rater, up to rounding).
+    per_rater: dict[int, list[str]] = {r: [] for r in range(options.raters)}
+    for index, unit in enumerate(units):
+        for k in range(options.overlap):
+            per_rater[(index * options.overlap + k) % options.raters].append(unit["unit_id"])
+    raters = []
+    for r in range(options.raters):
+        order = list(per_rater[r])
+        rng.shuffle(order)
+        repeated = order[: options.repeats]
+        for unit_id in repeated:  # the second showing goes to the far half of the list
+            order.insert(rng.randint(len(order) // 2 + 1, len(order)), unit_id)
+        raters.append({"rater_id": f"rater-{r + 1}", "sequence": order, "repeated": repeated})
+    rubric = load_rubric()
+    return {
+        "schema_version": 1,
+        "kind": "tide-bench-annotation",
+        "created_at": utc_now(),
+        "options": vars(options),
+        "runs": names,
+        "rubric": rubric.to_dict(),
+        "rubric_sha256": rubric.content_hash(),
+        "units": {u["unit_id"]: u for u in units},
+        "raters": raters,
+    }
+
+
+def build_annotation(runs: list[str | Path], out: str | Path, options: AssignmentOptions | None = None) -> dict[str, Any]:
+    """Write ``assignment.json`` and one self-contained ``rater-N.html`` per rater."""
+    from tide_bench.annotation.page import render_page
+
+    options = options or AssignmentOptions()
+    assignment = plan(runs, options)
+    assignment["assignment_id"] = sha256_json({k: assignment[k] for k in ("options", "runs", "units", "raters")})[:16]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pages = {}
+    for rater in assignment["raters"]:
+        html = render_page(assignment, rater)
+        name = f"{rater['rater_id']}.html"
+        atomic_write_text(out / name, html)
+        pages[rater["rater_id"]] = {"file": name, "sha256": sha256_text(html)}
+    assignment["pages"] = pages
+    write_json(out / ASSIGNMENT, assignment)
+    return assignment

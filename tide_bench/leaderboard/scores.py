@@ -16,6 +16,7 @@ import numpy as np
 
 from tide_bench.core.stats import bootstrap_weights, percentile_ci
 from tide_bench.judging.families import self_preference
+from tide_bench.judging.summary import unscored_reasons
 from tide_bench.leaderboard.submission import Submission
 
 FACTORS = ("emotion_recognition", "distress_normalization", "supportive_reflection")
@@ -62,9 +63,7 @@ def score(sub: Submission) -> dict[str, Any]:
     weights = bootstrap_weights(n, RESAMPLES, SEED)
     cols = _column_cis(values, weights)
     unscored = [r for r in sub.judgments.values() if r["status"] == "unscored"]
-    reasons: dict[str, int] = {}
-    for r in unscored:
-        reasons[r["unscored_kind"]] = reasons.get(r["unscored_kind"], 0) + 1
+    reasons = unscored_reasons(unscored)
     scenarios = sorted({g.scenario or "(none)" for g in gens})
     per_scenario = {}
     for scen in scenarios:

@@ -26,6 +26,7 @@ from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_dir import MANIFEST_NAME, read_generations
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.summary import item_overall
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.submission import JUDGE, META, RUN, Submission, read_meta
 from tide_bench.metrics.reference import ReferenceScorer
@@ -131,7 +132,7 @@ def _judgments(sub: Submission, board: BoardConfig, result: CheckResult) -> None
     if summary_path.is_file() and records:
         summary = read_json(summary_path)
         scored = [r for r in records.values() if r["status"] == "scored"]
-        recomputed = fmean(fmean(r["scores"].values()) for r in scored) if scored else None
+        recomputed = fmean(item_overall(r) for r in scored) if scored else None
         claimed = (summary.get("empathy") or {}).get("mean")
         if summary.get("n_scored") != len(scored) or (recomputed is not None and (claimed is None or abs(claimed - recomputed) > 1e-6)):
             result.errors.append(f"{JUDGE}/judge_summary.json does not match the judgments (claims n_scored={summary.get('n_scored')}, empathy={claimed}; recomputed {len(scored)}, {recomputed}): submit the files `tide-bench judge` wrote, unedited")
@@ -148,8 +149,6 @@ def spot_check(sub: Submission, k: int, result: CheckResult, seed: int = 0) -> N
         for metric, tolerance in SPOT_TOLERANCE.items():
             stored, value = gen.metrics.get(metric), row[metric]
             if stored is None or value != value:  # not stored, or not computable here (NaN)
-                continue
-            if stored != stored and value != value:
                 continue
             if abs(stored - value) > tolerance:
                 bad.append(f"{gen.item_id} {metric} stored {stored:.4f}, recomputed {value:.4f}")

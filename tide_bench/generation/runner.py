@@ -160,9 +160,9 @@ def run_eval(config: EvalConfig) -> Path:
         tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
     files = _written_files(tracker, out, list(results["configs"]))
     generations = read_generations(out, files["samples"])  # read back: unreadable output is not a run
-    reference = summarize_metrics(
-        {**g.metrics, "turn": g.turn, "scenario": g.scenario} for g in generations
-    ) | {"method": ReferenceScorer(config.embedding_model).describe()}
+    scorer = ReferenceScorer(config.embedding_model)
+    scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
+    reference = summarize_metrics({**g.metrics, "turn": g.turn, "scenario": g.scenario} for g in generations) | {"method": scorer.describe()}
     manifest = build_manifest(
         config=asdict(config) | {"output_dir": str(out)},
         results=results,

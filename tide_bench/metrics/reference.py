@@ -115,13 +115,19 @@ class ReferenceScorer:
             "notes": dict(self.notes),
         }
 
+    def load_embedder(self) -> Any | None:
+        """The embedding model, or None with the reason kept in :attr:`notes` (loaded once per process)."""
+        try:
+            return _load_embedder(self.embedding_model)
+        except Exception as exc:  # the reason is recorded; generation results must survive
+            self.notes["cosine_sim"] = f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
+            return None
+
     def cosine(self, replies: Sequence[str], references: Sequence[str]) -> np.ndarray:
         if not replies:
             return np.zeros(0)
-        try:
-            model = _load_embedder(self.embedding_model)
-        except Exception as exc:  # the reason is recorded; generation results must survive
-            self.notes["cosine_sim"] = f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
+        model = self.load_embedder()
+        if model is None:
             return np.full(len(replies), np.nan)
         store = EmbeddingStore.for_model(f"{self.embedding_model}|{self.precision}")
         known = store.get_many(references)

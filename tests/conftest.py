@@ -40,6 +40,16 @@ def sample_copy(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def multi_exchange_copy(tmp_path: Path) -> Path:
+    """A writable copy of the two-exchanges-per-conversation fixture."""
+    from tests.helpers import MULTI_EXCHANGE
+
+    target = tmp_path / "tide-multi"
+    shutil.copytree(MULTI_EXCHANGE, target)
+    return target
+
+
 @pytest.fixture(scope="session")
 def demo_model_dir() -> Path:
     """The offline demo model as a transformers folder (converted once, then cached)."""

@@ -16,6 +16,7 @@ from tide_bench.judging import judge_run, load_judge
 from tide_bench.leaderboard import build_site, create_submission, load_board, validate_folder
 from tide_bench.leaderboard.config import BoardConfig
 
+HALF = ("conversation_1", "conversation_2")  # half of each persona's conversations
 XSS_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
 
@@ -77,9 +78,9 @@ def test_valid_submissions_build_a_site_with_recomputed_numbers(tmp_path: Path, 
 
 
 def test_overlapping_intervals_share_a_rank(tmp_path: Path, server: FakeLLMServer) -> None:
-    judged_submission(tmp_path, server, "a-model", lambda i: f"Reply [[SCORES:{4 if i.turn == 1 else 3},4,4]] {i.item_id}")
-    judged_submission(tmp_path, server, "b-model", lambda i: f"Reply [[SCORES:{3 if i.turn == 1 else 4},4,4]] {i.item_id}")
-    judged_submission(tmp_path, server, "c-model", lambda i: f"Reply [[SCORES:2,2,{2 if i.turn == 1 else 1}]] {i.item_id}")
+    judged_submission(tmp_path, server, "a-model", lambda i: f"Reply [[SCORES:{4 if i.conversation_id in HALF else 3},4,4]] {i.item_id}")
+    judged_submission(tmp_path, server, "b-model", lambda i: f"Reply [[SCORES:{3 if i.conversation_id in HALF else 4},4,4]] {i.item_id}")
+    judged_submission(tmp_path, server, "c-model", lambda i: f"Reply [[SCORES:2,2,{2 if i.conversation_id in HALF else 1}]] {i.item_id}")
     rows = build_site(tmp_path / "submissions", tmp_path / "site", board()).board["rows"]
     assert {r["id"]: r["rank"] for r in rows} == {"a-model": 1, "b-model": 1, "c-model": 3}
 
@@ -91,7 +92,7 @@ def _edit_jsonl(path: Path, edit) -> None:
 
 
 def _samples(folder: Path) -> Path:
-    return next((folder / "run").rglob("samples_tide_empathy_turn1_*.jsonl"))
+    return next((folder / "run").rglob("samples_tide_empathy_*.jsonl"))
 
 
 def test_tampered_score_is_refused(tmp_path: Path, server: FakeLLMServer) -> None:
@@ -156,7 +157,7 @@ def test_bad_submissions_say_what_to_fix(tmp_path: Path, server: FakeLLMServer, 
 def test_unsafe_paths_and_limit_are_refused(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "paths", lambda i: f"Reply {i.item_id}")
     manifest = json.loads((folder / "run" / "run.json").read_text())
-    manifest["files"]["samples"]["tide_empathy_turn1"] = "../../../../etc/passwd"
+    manifest["files"]["samples"]["tide_empathy"] = "../../../../etc/passwd"
     manifest["generation"]["limit"] = 2
     (folder / "run" / "run.json").write_text(json.dumps(manifest))
     errors = " ".join(validate_folder(folder, board()).errors)

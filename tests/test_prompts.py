@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from tests.helpers import MULTI_EXCHANGE
 from tide_bench.data import load_dataset
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
 
 
 def _turn2_doc() -> dict:
-    item = next(i for i in load_dataset("sample").items if i.item_id == "4/conversation_2/turn2")
+    item = next(i for i in load_dataset(str(MULTI_EXCHANGE)).items if i.item_id == "4/conversation_2/turn2")
     return item.to_doc()
 
 

@@ -8,7 +8,7 @@ import click
 
 from tide_bench.cli.options import data_option, split_option
 from tide_bench.core.errors import ConfigError
-from tide_bench.tasks.registry import GROUP, tasks_path
+from tide_bench.tasks.registry import TASK, tasks_path
 
 
 def parse_gen_kwargs(text: str | None) -> dict | None:
@@ -33,11 +33,11 @@ def _batch_size(value: str) -> str | int:
 @click.option("--output-dir", required=True, type=click.Path(path_type=Path), help="Run directory to create: lm-eval results + samples and run.json.")
 @data_option
 @split_option
-@click.option("--tasks", default=GROUP, show_default=True, help="Comma-separated tide-bench tasks (the group or its per-turn subtasks).")
+@click.option("--tasks", default=TASK, show_default=True, help="Comma-separated tide-bench tasks: tide_empathy (every client turn), or tide_empathy_turn1 / tide_empathy_turn2 (one turn; multi-exchange data only).")
 @click.option("--device", default=None, help="cpu, cuda, cuda:0, ... (default: lm-eval's choice).")
 @click.option("--batch-size", default="1", show_default=True, help="Integer, or 'auto' / 'auto:N' (hf).")
 @click.option("--max-batch-size", type=int, default=None, help="Upper bound for --batch-size auto.")
-@click.option("--limit", type=float, default=None, help="Items per subtask (testing only: a limited run is not a benchmark result).")
+@click.option("--limit", type=float, default=None, help="Items per task (testing only: a limited run is not a benchmark result).")
 @click.option("--chat-template/--no-chat-template", default=True, show_default=True, help="Send genuine multi-turn chat messages through the model's chat template.")
 @click.option("--system-instruction", default=None, help="Extra system text placed before the task's system prompt.")
 @click.option("--gen-kwargs", default=None, help="Override generation settings, e.g. 'max_gen_toks=128'.")

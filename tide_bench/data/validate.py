@@ -33,6 +33,7 @@ def validate(spec: str | None = None) -> dict:
         "n_warnings": len(dataset.problems) - len(errors),
         "problems": [asdict(p) | {"text": str(p)} for p in dataset.problems],
         "notes": notes,
+        "shape": dataset.shape.to_dict() | {"summary": dataset.shape.summary()},
         "dataset_sha256": dataset.content_hash("all") if not errors else None,
     }
 
@@ -40,9 +41,16 @@ def validate(spec: str | None = None) -> dict:
 def format_report(report: dict) -> str:
     """Readable text for the terminal."""
     c = report["counts"]
+    shape = report["shape"]
     lines = [
         f"source: {report['source']}",
         f"personas: {c['personas']}   conversations: {c['conversations']}   generation items: {c['items']}",
+        "",
+        "shape the loader found:",
+        f"  exchanges:      {shape['summary']}",
+        *(f"  files:          {name} ({n})" for name, n in shape["file_patterns"].items()),
+        *(f"  file content:   {name} ({n} files)" for name, n in shape["containers"].items()),
+        *(f"  conversation:   {name} ({n})" for name, n in shape["conversation_forms"].items()),
         "",
         f"{'split':<12}{'personas':>10}{'conversations':>15}{'items':>8}",
     ]

@@ -27,7 +27,7 @@ from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
 from tide_bench.generation.run_dir import read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
-from tide_bench.tasks.registry import GROUP, task_manager
+from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
 
 LM_EVAL_SUBDIR = "lm_eval"
 
@@ -41,7 +41,7 @@ class EvalConfig:
     output_dir: Path = Path("runs/run")
     data: str | None = None
     split: str = "test"
-    tasks: list[str] = field(default_factory=lambda: [GROUP])
+    tasks: list[str] = field(default_factory=lambda: [TASK])
     device: str | None = None
     batch_size: str | int = 1
     max_batch_size: int | None = None
@@ -119,6 +119,10 @@ def run_eval(config: EvalConfig) -> Path:
     provenance = dataset.provenance(config.split)
     manager = task_manager(config.metadata())
     _check_tasks(config.tasks, manager)
+    for task in config.tasks:
+        turn = turn_of_task(task)
+        if turn is not None:
+            check_turn_available(dataset, config.split, turn)
     out = _prepare_output_dir(config)
     lm = create_model(config)
     t_model = time.perf_counter()

@@ -16,7 +16,6 @@ from tide_bench.cli.main import cli
 from tide_bench.data.sources import SAMPLE_DIR
 from tide_bench.generation import load_run
 from tide_bench.metrics.reference import METRIC_NAMES
-from tide_bench.tasks.registry import tasks_path
 
 pytestmark = pytest.mark.slow
 
@@ -65,17 +64,22 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, demo_model_dir: Path,
 
 @pytest.fixture(scope="module")
 def multi_exchange_run(tmp_path_factory: pytest.TempPathFactory, demo_model_dir: Path) -> Path:
+    """Also passes lm-eval's own options through (response cache, request cache, four seeds)."""
     out = tmp_path_factory.mktemp("runs") / "multi"
-    result = _eval(str(MULTI_EXCHANGE), out, demo_model_dir)
+    cache = out.parent / "responses"
+    result = _eval(str(MULTI_EXCHANGE), out, demo_model_dir, "--use_cache", str(cache), "--cache_requests", "true",
+                   "--seed", "1,2,3,4")
     assert result.exit_code == 0, result.output
+    assert (out.parent / "responses_rank0.db").is_file()  # lm-eval's CachingLM wrote its sqlite file
     return out
 
 
 def test_eval_with_limit_runs_to_completion_on_a_single_exchange_snapshot(
-    tmp_path: Path, demo_model_dir: Path, snapshot: Path
+    tmp_path: Path, demo_model_dir: Path, snapshot: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     result = _eval(str(snapshot), tmp_path / "r", demo_model_dir, "--limit", "2")
     assert result.exit_code == 0, result.output
+    assert not [r for r in caplog.records if "Custom kwargs can be passed" in r.getMessage()]  # lm-eval's irrelevant hint
     run = load_run(tmp_path / "r")
     assert [g.turn for g in run.generations] == [1, 1]
     assert json.loads((tmp_path / "r" / "run.json").read_text())["generation"]["limit"] == 2
@@ -98,8 +102,11 @@ def test_multi_exchange_run_answers_turn_two_with_history(multi_exchange_run: Pa
     assert {g.turn for g in run.generations} == {1, 2}
     turn2 = next(g for g in run.generations if g.turn == 2)
     assert turn2.prompt.count("<|im_start|>user") == 2  # history + current client turn
-    by_turn = json.loads((multi_exchange_run / "run.json").read_text())["reference_metrics"]["by_turn"]
-    assert set(by_turn) == {"1", "2"}
+    manifest = json.loads((multi_exchange_run / "run.json").read_text())
+    assert set(manifest["reference_metrics"]["by_turn"]) == {"1", "2"}
+    generation = manifest["generation"]
+    assert generation["response_cache_used"] is True and generation["cache_requests"] == "true"
+    assert generation["seed"] == [1, 2, 3, 4]
 
 
 def test_manifest_records_what_produced_the_run(finished_run: Path, snapshot: Path) -> None:
@@ -122,9 +129,11 @@ def test_manifest_records_what_produced_the_run(finished_run: Path, snapshot: Pa
 
 
 def test_plain_lm_eval_runs_the_task_on_single_exchange_data(tmp_path: Path, demo_model_dir: Path, snapshot: Path) -> None:
-    """The README's `lm_eval --include_path ... --tasks tide_empathy` on the likely real shape."""
+    """The older `lm_eval --include_path "$(tide-bench tasks-path)" --tasks tide_empathy` on the
+    likely real shape: it keeps working, without "overrides existing task" warnings."""
+    include = CliRunner().invoke(cli, ["tasks-path"]).stdout.strip()
     proc = subprocess.run(
-        [sys.executable, "-m", "lm_eval", "--include_path", str(tasks_path()), "--tasks", "tide_empathy",
+        [sys.executable, "-m", "lm_eval", "--include_path", include, "--tasks", "tide_empathy",
          "--metadata", json.dumps({"tide_data": str(snapshot)}),
          "--model", "hf", "--model_args", f"pretrained={demo_model_dir},dtype=float32", "--device", "cpu",
          "--batch_size", "2", "--limit", "2", "--gen_kwargs", "max_gen_toks=8", "--apply_chat_template",
@@ -132,6 +141,7 @@ def test_plain_lm_eval_runs_the_task_on_single_exchange_data(tmp_path: Path, dem
         capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "overrides existing task" not in proc.stderr
     samples = list((tmp_path / "out").rglob("samples_tide_empathy_*.jsonl"))
     assert len(samples) == 1
     docs = [json.loads(line)["doc"] for line in samples[0].read_text().splitlines()]

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.spellings import SpellingGroup
 
-@click.group("annotate")
+
+@click.group("annotate", cls=SpellingGroup)
 def annotate() -> None:
     """Collect human ratings with offline, blinded annotation pages."""
 

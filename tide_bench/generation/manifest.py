@@ -61,7 +61,7 @@ def build_manifest(
     started_at: str,
     finished_at: str,
     timings: dict[str, float],
-    command: list[str],
+    command: list[str] | None,
     environment: dict[str, Any],
 ) -> dict[str, Any]:
     parsed = parse_model_args(config["model_args"])
@@ -104,6 +104,8 @@ def build_manifest(
             "batch_size": config.get("batch_size"),
             "device": config.get("device"),
             "seed": config.get("seed"),
+            "response_cache_used": bool(config.get("use_cache")),
+            "cache_requests": config.get("cache_requests"),
         },
         "files": files,
         "n_generations": n_generations,

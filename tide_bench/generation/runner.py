@@ -6,16 +6,23 @@ What it adds to a plain ``lm_eval`` call, and nothing more:
 * the data source and split chosen explicitly and checked *before* the model loads;
 * clear errors for an unknown task, unknown backend or a model that fails to load;
 * lm-eval's own results and samples files, written by lm-eval's own ``EvaluationTracker``
-  exactly as the ``lm_eval`` CLI writes them (under ``OUTPUT/lm_eval/``);
+  exactly as the ``lm_eval`` CLI writes them (under ``OUTPUT/lm_eval/``), with lm-eval's
+  response cache, request cache, W&B and Hub logging passed through when asked for;
+* lm-eval's hint about ``--metadata`` (printed once per task, irrelevant here: tide-bench
+  passes the metadata itself) filtered out; every other warning kept;
 * ``run.json``: the manifest of what produced the run, written last and atomically, so a
   run directory without it is an incomplete run (and later stages refuse it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +37,10 @@ from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
 from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
 
 LM_EVAL_SUBDIR = "lm_eval"
+HUB_LOG_KEYS = frozenset({
+    "hub_results_org", "hub_repo_name", "details_repo_name", "results_repo_name", "push_results_to_hub",
+    "push_samples_to_hub", "public_repo", "leaderboard_url", "point_of_contact", "gated",
+})
 
 
 @dataclass
@@ -49,10 +60,18 @@ class EvalConfig:
     apply_chat_template: bool = True
     system_instruction: str | None = None
     gen_kwargs: dict[str, Any] | None = None
-    seed: int = 1234
+    seed: int | tuple[int | None, int | None, int | None, int | None] = 1234
     embedding_model: str | None = None
     overwrite: bool = False
     bootstrap_iters: int = 1000
+    use_cache: str | None = None
+    cache_requests: str | None = None
+    wandb_args: dict[str, Any] | None = None
+    hf_hub_log_args: dict[str, Any] | None = None
+
+    def seeds(self) -> tuple[int | None, int | None, int | None, int | None]:
+        """(python, numpy, torch, few-shot) seeds, as lm-eval's ``--seed`` takes them."""
+        return self.seed if isinstance(self.seed, tuple) else (self.seed,) * 4
 
     def metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {METADATA_KEY: self.data, "tide_split": self.split}
@@ -105,13 +124,77 @@ def create_model(config: EvalConfig) -> Any:
         ) from None
 
 
+class _DropMetadataHint(logging.Filter):
+    """lm-eval's hint that custom kwargs go in ``--metadata`` (once per task, every run)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_lm_eval() -> Iterator[None]:
+    logger, hint = logging.getLogger("lm_eval.api.task"), _DropMetadataHint()
+    logger.addFilter(hint)
+    try:
+        yield
+    finally:
+        logger.removeFilter(hint)
+
+
+def _cache_requests(value: str | None) -> dict[str, bool]:
+    if value is None:
+        return {}
+    if value not in ("true", "refresh", "delete"):
+        raise ConfigError(f"--cache-requests {value!r}: choose true, refresh or delete")
+    return {
+        "cache_requests": value in ("true", "refresh"),
+        "rewrite_requests_cache": value == "refresh",
+        "delete_requests_cache": value == "delete",
+    }
+
+
+def _hub_args(config: EvalConfig) -> dict[str, Any]:
+    """The user's ``--hf-hub-log-args``, checked before anything is written or loaded."""
+    hub = dict(config.hf_hub_log_args or {})
+    unknown = sorted(set(hub) - HUB_LOG_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}")
+    if str(hub.get("push_samples_to_hub", "")).lower() == "true" and str(hub.get("public_repo", "")).lower() == "true":
+        raise ConfigError(
+            "push_samples_to_hub with public_repo would publish TIDE dialogue (gated, CC BY-NC 4.0) to a public repository",
+            hint="push to a private repository (public_repo=False), or push results only",
+        )
+    return hub
+
+
+def _tracker(hub: dict[str, Any], out: Path) -> Any:
+    """lm-eval's ``EvaluationTracker``: our output folder, plus the Hub logging asked for."""
+    from lm_eval.loggers import EvaluationTracker
+
+    if hub and os.environ.get("HF_TOKEN"):
+        hub = hub | {"token": os.environ["HF_TOKEN"]}  # from the environment only; never written anywhere
+    return EvaluationTracker(output_path=str(out / LM_EVAL_SUBDIR), **hub)
+
+
+def _wandb(config: EvalConfig) -> Any:
+    """lm-eval's W&B logger when ``--wandb-args`` asks for it (checked before the model loads)."""
+    if not config.wandb_args:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is None:
+        raise ConfigError("--wandb-args needs the wandb package", hint="pip install 'wandb>=0.13.6'")
+    from lm_eval.loggers import WandbLogger
+
+    return WandbLogger(config.wandb_args)
+
+
 def run_eval(config: EvalConfig) -> Path:
     """Generate replies for the chosen TIDE split and write a complete run directory.
 
     Returns the path of ``run.json``.
     """
     from lm_eval import simple_evaluate
-    from lm_eval.loggers import EvaluationTracker
 
     started_at, t0 = utc_now(), time.perf_counter()
     config.data = choose_spec(config.data)
@@ -123,29 +206,34 @@ def run_eval(config: EvalConfig) -> Path:
         turn = turn_of_task(task)
         if turn is not None:
             check_turn_available(dataset, config.split, turn)
+    caching, hub, wandb = _cache_requests(config.cache_requests), _hub_args(config), _wandb(config)
     out = _prepare_output_dir(config)
+    tracker = _tracker(hub, out)
     lm = create_model(config)
     t_model = time.perf_counter()
-    tracker = EvaluationTracker(output_path=str(out / LM_EVAL_SUBDIR))
-    results = simple_evaluate(
-        model=lm,
-        model_args=config.model_args,
-        tasks=list(config.tasks),
-        task_manager=manager,
-        limit=config.limit,
-        log_samples=True,
-        evaluation_tracker=tracker,
-        system_instruction=config.system_instruction,
-        apply_chat_template=config.apply_chat_template,
-        gen_kwargs=dict(config.gen_kwargs) if config.gen_kwargs else None,
-        random_seed=config.seed,
-        numpy_random_seed=config.seed,
-        torch_random_seed=config.seed,
-        fewshot_random_seed=config.seed,
-        bootstrap_iters=config.bootstrap_iters,
-        batch_size=config.batch_size,
-        device=config.device,
-    )
+    seeds = config.seeds()
+    with _quiet_lm_eval():
+        results = simple_evaluate(
+            model=lm,
+            model_args=config.model_args,
+            tasks=list(config.tasks),
+            task_manager=manager,
+            limit=config.limit,
+            log_samples=True,
+            evaluation_tracker=tracker,
+            system_instruction=config.system_instruction,
+            apply_chat_template=config.apply_chat_template,
+            gen_kwargs=dict(config.gen_kwargs) if config.gen_kwargs else None,
+            use_cache=config.use_cache,
+            **caching,
+            random_seed=seeds[0],
+            numpy_random_seed=seeds[1],
+            torch_random_seed=seeds[2],
+            fewshot_random_seed=seeds[3],
+            bootstrap_iters=config.bootstrap_iters,
+            batch_size=config.batch_size,
+            device=config.device,
+        )
     if results is None:  # non-zero rank of a distributed run: rank 0 writes
         return out / MANIFEST_NAME
     # simple_evaluate saw a model object; record the backend name and args as the CLI would.
@@ -162,13 +250,17 @@ def run_eval(config: EvalConfig) -> Path:
     tracker.save_results_aggregated(results=results, samples=samples)
     for task_name in results["configs"]:
         tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
+    if wandb is not None:
+        wandb.post_init(results)
+        wandb.log_eval_result()
+        wandb.log_eval_samples(samples)
     files = _written_files(tracker, out, list(results["configs"]))
     generations = read_generations(out, files["samples"])  # read back: unreadable output is not a run
     scorer = ReferenceScorer(config.embedding_model)
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
     reference = summarize_metrics({**g.metrics, "turn": g.turn, "scenario": g.scenario} for g in generations) | {"method": scorer.describe()}
     manifest = build_manifest(
-        config=asdict(config) | {"output_dir": str(out)},
+        config=asdict(config) | {"output_dir": str(out), "hf_hub_log_args": sorted(config.hf_hub_log_args or {})},
         results=results,
         files=files,
         provenance=provenance,

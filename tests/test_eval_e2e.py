@@ -223,3 +223,15 @@ def test_the_whole_pipeline_runs_on_both_data_shapes(
     assert site.accepted == ["pipeline-model"], site.refused
     rows = json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]
     assert rows[0]["n_items"] == len(run.generations)
+
+
+def test_the_reference_is_a_run_like_any_model(tmp_path: Path) -> None:
+    """`--model reference` answers every item with TIDE's reference reply, through lm-eval."""
+    result = _invoke("eval", "--data", "sample", "--model", "reference", "--output-dir", str(tmp_path / "ref"))
+    assert result.exit_code == 0, result.output
+    run = load_run(tmp_path / "ref")
+    assert len(run.generations) == 12 and all(g.reply == g.reference_reply for g in run.generations)
+    manifest = run.manifest
+    assert manifest["model"]["name"] == "TIDE reference (Claude 3.5 Sonnet)" and manifest["model"]["is_reference"] is True
+    assert "overall" not in manifest["reference_metrics"]  # no cosine 1.0 printed as a result
+    assert manifest["reference_metrics"]["not_applicable"].startswith("not applicable")

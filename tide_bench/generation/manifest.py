@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.jsonio import read_json
+from tide_bench.generation import reference
 from tide_bench.generation.run_dir import MANIFEST_NAME
+from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION
 
 __all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args"]
-from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION
 
 SCHEMA_VERSION = 1
 ADAPTER_CARD = "adapter_card.json"
@@ -65,6 +66,7 @@ def build_manifest(
     environment: dict[str, Any],
 ) -> dict[str, Any]:
     parsed = parse_model_args(config["model_args"])
+    is_reference = reference.is_reference(config["model"])
     lm_config = results.get("config", {})
     first_task = next(iter(results.get("configs", {}).values()), {})
     return {
@@ -89,7 +91,8 @@ def build_manifest(
             "backend": config["model"],
             "args": config["model_args"],
             "parsed_args": parsed,
-            "name": parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            "name": reference.LABEL if is_reference else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            "is_reference": is_reference,
             "revision": parsed.get("revision") or lm_config.get("model_revision"),
             "sha": lm_config.get("model_sha"),
             "num_parameters": lm_config.get("model_num_parameters"),

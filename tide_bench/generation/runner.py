@@ -32,6 +32,7 @@ from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import environment, utc_now
 from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
+from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
 from tide_bench.generation.run_dir import read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
 from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
@@ -103,6 +104,10 @@ def create_model(config: EvalConfig) -> Any:
     """Instantiate the lm-eval backend, turning load failures into a clear error."""
     from lm_eval.api import registry
 
+    if is_reference(config.model):
+        from tide_bench.generation.reference_model import ReferenceLM
+
+        return ReferenceLM()
     try:
         cls = registry.get_model(config.model)
     except Exception:
@@ -259,6 +264,8 @@ def run_eval(config: EvalConfig) -> Path:
     scorer = ReferenceScorer(config.embedding_model)
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
     reference = summarize_metrics({**g.metrics, "turn": g.turn, "scenario": g.scenario} for g in generations) | {"method": scorer.describe()}
+    if is_reference(config.model):
+        reference = {"not_applicable": NOT_APPLICABLE}
     manifest = build_manifest(
         config=asdict(config) | {"output_dir": str(out), "hf_hub_log_args": sorted(config.hf_hub_log_args or {})},
         results=results,

@@ -375,3 +375,15 @@ def test_fuzz_any_snapshot_file_gives_items_or_located_problems(
         assert problem.path is not None and problem.path.startswith(("conversations/", "metadata/")), problem
     for item in reader.items:
         assert item.client_utterance.strip() and item.reference_reply.strip()
+
+
+def test_validate_reports_references_that_use_persona_facts_the_conversation_never_states() -> None:
+    from tests.helpers import MULTI_EXCHANGE
+    from tide_bench.data import format_report
+
+    clean = validate("sample")["persona_facts_in_references"]
+    assert (clean["n_checked"], clean["n_leaking"]) == (40, 0)  # the sample follows the context rule
+    leaky = validate(str(MULTI_EXCHANGE))  # the first sample named traumas the clients never mentioned
+    leaks = leaky["persona_facts_in_references"]
+    assert leaks["n_leaking"] >= 12 and {"item_id": "1/conversation_2/turn1", "terms": ["assault"]} in leaks["examples"]
+    assert "use metadata words the conversation never states" in format_report(leaky)

@@ -16,6 +16,7 @@ from tide_bench.cli.main import cli
 from tide_bench.data.sources import SAMPLE_DIR
 from tide_bench.generation import load_run
 from tide_bench.metrics.reference import METRIC_NAMES
+from tide_bench.tasks.prompts import prompt_sha256
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +69,7 @@ def multi_exchange_run(tmp_path_factory: pytest.TempPathFactory, demo_model_dir:
     out = tmp_path_factory.mktemp("runs") / "multi"
     cache = out.parent / "responses"
     result = _eval(str(MULTI_EXCHANGE), out, demo_model_dir, "--use_cache", str(cache), "--cache_requests", "true",
-                   "--seed", "1,2,3,4")
+                   "--seed", "1,2,3,4", "--system_instruction", "Answer in one sentence.")
     assert result.exit_code == 0, result.output
     assert (out.parent / "responses_rank0.db").is_file()  # lm-eval's CachingLM wrote its sqlite file
     return out
@@ -107,13 +108,17 @@ def test_multi_exchange_run_answers_turn_two_with_history(multi_exchange_run: Pa
     generation = manifest["generation"]
     assert generation["response_cache_used"] is True and generation["cache_requests"] == "true"
     assert generation["seed"] == [1, 2, 3, 4]
+    prompt = manifest["prompt"]  # the extra instruction is part of the hashed prompt
+    assert prompt["system_instruction"] == "Answer in one sentence."
+    assert prompt["prompt_sha256"] == prompt_sha256(prompt["system_prompt"], "Answer in one sentence.") != prompt["task_prompt_sha256"]
 
 
 def test_manifest_records_what_produced_the_run(finished_run: Path, snapshot: Path) -> None:
     m = json.loads((finished_run / "run.json").read_text())
     assert m["data"]["source"] == f"local:{snapshot.resolve()}" and not m["data"]["is_synthetic_sample"]
     assert m["data"]["split"] == "validation" and len(m["data"]["split_sha256"]) == 64
-    assert m["prompt"]["prompt_sha256"] and m["prompt"]["task_version"] == 1.0
+    assert m["prompt"]["prompt_sha256"] == m["prompt"]["task_prompt_sha256"]  # no extra instruction
+    assert m["prompt"]["task_version"] == 2.0 and m["prompt"]["condition"] == "neutral"
     assert m["model"]["backend"] == "hf" and m["model"]["num_parameters"] > 100_000_000
     assert m["tasks"] == ["tide_empathy"] and m["subtasks"] == ["tide_empathy"]
     assert m["generation"]["gen_kwargs"]["tide_empathy"]["max_gen_toks"] == 16

@@ -18,9 +18,16 @@ from click.testing import CliRunner
 
 from tide_bench.cli.main import cli
 from tide_bench.tasks import registry
-from tide_bench.tasks.registry import TASK, TURN_TASKS, installed_tasks_dir, lm_eval_copy_status, tasks_path
+from tide_bench.tasks.registry import (
+    GUIDED_TASK,
+    TASK,
+    TURN_TASKS,
+    installed_tasks_dir,
+    lm_eval_copy_status,
+    tasks_path,
+)
 
-NAMES = {TASK, *TURN_TASKS}
+NAMES = {TASK, GUIDED_TASK, *TURN_TASKS}
 
 
 def test_lm_eval_s_own_copy_of_the_tasks_is_current() -> None:

@@ -30,7 +30,7 @@ def _load(names: list[str], data: str = "sample") -> dict:
 
 def test_task_and_per_turn_tasks_are_indexed_by_lm_eval() -> None:
     names = set(task_manager().all_tasks)
-    assert TASK in names and set(TURN_TASKS) <= names
+    assert TASK in names and set(TURN_TASKS) <= names and "tide_empathy_guided" in names
     assert len(names) < 10  # only our tasks: no 14k-name index
 
 
@@ -106,7 +106,20 @@ def test_single_exchange_prompt_is_system_then_client() -> None:
 
 def test_prompt_version_is_in_the_task_config() -> None:
     meta = _load([TASK])[TASK].config.metadata
-    assert len(meta["prompt_sha256"]) == 64 and meta["version"] == 1.0
+    assert len(meta["prompt_sha256"]) == 64 and meta["version"] == 2.0 and meta["prompt_condition"] == "neutral"
+
+
+def test_the_guided_condition_is_its_own_task_with_the_rubric_aware_prompt() -> None:
+    from tide_bench.tasks.registry import GUIDED_TASK
+
+    tasks = _load([TASK, GUIDED_TASK])
+    neutral, guided = tasks[TASK].config, tasks[GUIDED_TASK].config
+    assert guided.metadata["prompt_condition"] == "guided" and guided.metadata["version"] == 2.0
+    assert "recognise the emotions" in guided.description and "recognise" not in neutral.description
+    assert "understandable" not in neutral.description  # no rubric vocabulary to echo
+    assert "clearly and kindly" in neutral.description and "clearly and kindly" in guided.description
+    assert guided.metadata["prompt_sha256"] != neutral.metadata["prompt_sha256"]
+    assert len(list(tasks[GUIDED_TASK].test_docs())) == len(list(tasks[TASK].test_docs()))
 
 
 def test_fewshot_is_refused() -> None:

@@ -38,3 +38,10 @@ def test_prompt_hash_tracks_the_system_prompt() -> None:
     assert prompt_sha256("a") == prompt_sha256(" a ")
     assert prompt_sha256("a") != prompt_sha256("b")
     assert len(prompt_sha256(None)) == 64
+
+
+def test_a_system_instruction_changes_the_prompt_hash() -> None:
+    """An instruction prepended with --system-instruction is part of what the model is told."""
+    assert prompt_sha256("a", None) == prompt_sha256("a", "  ") == prompt_sha256("a")
+    assert prompt_sha256("a", "Always say it makes sense.") != prompt_sha256("a")
+    assert prompt_sha256("a", "x") != prompt_sha256("a", "y")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from tide_bench.data.context_check import format_leaks, persona_leaks
 from tide_bench.data.sources import LoadedDataset, choose_spec, read_source, resolve
 
 EXPECTED_PERSONAS = 500
@@ -34,6 +35,7 @@ def validate(spec: str | None = None) -> dict:
         "problems": [asdict(p) | {"text": str(p)} for p in dataset.problems],
         "notes": notes,
         "shape": dataset.shape.to_dict() | {"summary": dataset.shape.summary()},
+        "persona_facts_in_references": persona_leaks(dataset.items),
         "dataset_sha256": dataset.content_hash("all") if not errors else None,
     }
 
@@ -59,6 +61,7 @@ def format_report(report: dict) -> str:
     lines += ["", "items per scenario:"]
     lines += [f"  {name:<28}{n:>6}" for name, n in c["by_scenario"].items()]
     lines += ["items per turn:"] + [f"  turn {t:<23}{n:>6}" for t, n in c["by_turn"].items()]
+    lines = format_leaks(report["persona_facts_in_references"], [*lines, ""])
     if report["dataset_sha256"]:
         lines.append(f"\ndataset sha256: {report['dataset_sha256']}")
     for note in report["notes"]:

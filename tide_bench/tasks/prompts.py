@@ -7,7 +7,9 @@ the client utterance to answer. Models without a chat template get a plain trans
 the next ``\\nClient:``.
 
 ``PROMPT_FORMAT_VERSION`` changes whenever the rendering rules below change; together with
-the system prompt text it forms :func:`prompt_sha256`, recorded in every result.
+the system prompt text (and any ``--system-instruction``) it forms :func:`prompt_sha256`,
+recorded in every result. The system prompt is chosen by the task: ``tide_empathy`` carries
+the neutral condition, ``tide_empathy_guided`` the rubric-aware one (``PROMPT_CONDITIONS``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from tide_bench.core.hashing import sha256_json
 
 PROMPT_FORMAT_VERSION = "1"
+PROMPT_CONDITIONS = ("neutral", "guided")
 CLIENT_LABEL = "Client"
 SUPPORTER_LABEL = "Supporter"
 
@@ -45,6 +48,11 @@ def render_plain(messages: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(parts) + f"\n{SUPPORTER_LABEL}:"
 
 
-def prompt_sha256(system_prompt: str | None) -> str:
-    """Version hash of the prompt: system text plus the rendering rules' version."""
-    return sha256_json({"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip()})
+def prompt_sha256(system_prompt: str | None, system_instruction: str | None = None) -> str:
+    """Version hash of everything the model is told: the task's system prompt, any extra
+    ``--system-instruction`` placed before it, and the rendering rules' version. Without an
+    instruction it equals the task's own hash (lm-eval records that one in its results)."""
+    record = {"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip()}
+    if system_instruction and system_instruction.strip():
+        record["system_instruction"] = system_instruction.strip()
+    return sha256_json(record)

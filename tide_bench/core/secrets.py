@@ -35,7 +35,7 @@ KNOWN_KEY_VARS = (
 )
 MIN_SECRET_LENGTH = 6  # shorter values ("EMPTY", "1") would mask ordinary words
 _PATTERNS = (
-    (re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]{8,}"), REDACTED),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), REDACTED),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
     (re.compile(r"\bhf_[A-Za-z0-9]{16,}"), REDACTED),
     (re.compile(r"(?i)(x-api-key|api[_-]?key|authorization)([\"':= ]+)[A-Za-z0-9._~+/=-]{8,}"), REDACTED),

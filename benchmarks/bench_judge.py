@@ -125,18 +125,21 @@ def cost() -> None:
         scale = 10_000 / est.n_calls
         d = est.as_dict()
         p = config.prices
-        cached_equiv = per_item_user + est.system_tokens * (p.cache_read / p.input)
-        three_calls = 3 * (est.system_tokens + per_item_user)
+        fixed = est.fixed_tokens
+        cached_equiv = per_item_user + fixed * (p.cache_read / p.input)
+        three_calls = 3 * (fixed + per_item_user)
         rows.append([
-            f"{name} ({config.model})", est.system_tokens, f"{per_item_user:.0f}",
-            f"{est.system_tokens + per_item_user:.0f}", f"{cached_equiv:.0f}" if name == "claude-sonnet" else "automatic (not estimated)",
-            f"1 ({est.system_tokens + per_item_user:.0f} in) vs 3 ({three_calls:.0f} in)",
+            f"{name} ({config.model})", est.system_tokens, est.tool_tokens, f"{per_item_user:.0f}",
+            f"{fixed + per_item_user:.0f}", f"{est.tool_tokens / (fixed + per_item_user):.0%}",
+            f"{cached_equiv:.0f}" if name == "claude-sonnet" else "automatic (not estimated)",
+            f"1 ({fixed + per_item_user:.0f} in) vs 3 ({three_calls:.0f} in)",
             f"${d['sync']['cost_usd'] * scale:,.0f}",
             f"${d['batch']['cost_usd'] * scale:,.0f}" if d["batch"] else "n/a (sync only)",
         ])
     print("\n## Cost (estimated from the real prompts at ~4 characters/token; replies of reference length; 350 output tokens per call)\n")
     print(table(
-        ["judge", "system tokens", "item tokens", "input/item, no caching", "input/item with caching (input-price equivalent)", "calls per item: 1 vs 3 per-factor", "$ per 10k items, sync", "$ per 10k items, batch"],
+        ["judge", "system tokens", "tool/schema tokens", "item tokens", "input/item, no caching", "tool share of input",
+         "input/item with caching (input-price equivalent)", "calls per item: 1 vs 3 per-factor", "$ per 10k items, sync", "$ per 10k items, batch"],
         rows,
     ))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import make_run
@@ -45,7 +45,8 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def assert_clean(result: Result, allowed: tuple[int, ...] = (0, 2)) -> None:
-    assert result.exit_code in allowed, (result.exit_code, result.output, result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)  # no traceback
+    assert result.exit_code in allowed, (result.exit_code, result.output)
     assert "Traceback" not in result.output
     if result.exit_code == 2:
         errors = [line for line in result.output.splitlines() if line.lower().startswith("error")]
@@ -55,9 +56,20 @@ def assert_clean(result: Result, allowed: tuple[int, ...] = (0, 2)) -> None:
 NUMBER = st.sampled_from(["-1", "0", "1", "2.5", "abc", "nan", "inf", "1e400", ""])
 
 
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.lstrip("-").isdigit() else None
+
+
 @SETTINGS
-@given(target=st.sampled_from(["run", "run.json", "missing", "empty", "broken", None]),
-       judge=st.sampled_from(["claude-sonnet", "nope", "bad_yaml", "local", "openai-gpt"]),
+@given(target=st.sampled_from(["run", "run", "run.json", "missing", "empty", "broken", None]),
+       judge=st.sampled_from(["claude-sonnet", "claude-sonnet", "nope", "bad_yaml", "local", "openai-gpt"]),
        max_cost=st.none() | NUMBER, concurrency=st.none() | NUMBER, price_in=st.none() | NUMBER,
        mode=st.sampled_from(["sync", "batch", "fast"]), probes=st.booleans())
 def test_judge_bad_input(places: dict[str, Path], target: str | None, judge: str, max_cost: str | None, concurrency: str | None,
@@ -68,7 +80,18 @@ def test_judge_bad_input(places: dict[str, Path], target: str | None, judge: str
     for flag, value in (("--max-cost", max_cost), ("--concurrency", concurrency), ("--price-in", price_in)):
         args += [flag, value] if value is not None else []
     args += ["--probes"] if probes else []
-    assert_clean(CliRunner().invoke(cli, args, env={"ANTHROPIC_API_KEY": ""}))
+    cost = None if max_cost is None else _float(max_cost)
+    bad = (
+        (max_cost is not None and (cost is None or not cost >= 0))
+        or (concurrency is not None and ((_int(concurrency) or 0) < 1))
+        or price_in is not None  # half of a price pair
+        or mode == "fast"
+        or judge in ("nope", "bad_yaml", "local")  # unknown, malformed, or missing its --model
+        or (not probes and target != "run")
+    )
+    result = CliRunner().invoke(cli, args, env={"ANTHROPIC_API_KEY": ""})
+    assert_clean(result)
+    assert result.exit_code == (2 if bad else 0), (args, result.output)
 
 
 def test_judge_refuses_a_run_json_path_with_a_hint(places: dict[str, Path]) -> None:
@@ -83,13 +106,20 @@ def test_judge_refuses_a_negative_budget(places: dict[str, Path]) -> None:
 
 
 @SETTINGS
-@given(runs=st.lists(st.sampled_from(["run", "run.json", "missing", "empty", "broken"]), min_size=1, max_size=2),
+@example(runs=["run"], numbers=["0", "2", "2", "0"])  # zero items per rater
+@example(runs=["run"], numbers=["2", "2", "2", "-1"])  # negative repeats
+@given(runs=st.lists(st.sampled_from(["run", "run", "run", "run.json", "missing", "empty", "broken"]), min_size=1, max_size=2),
        numbers=st.lists(st.sampled_from(["-2", "0", "1", "2", "3", "7", "50", "x"]), min_size=4, max_size=4))
 def test_annotate_build_bad_input(places: dict[str, Path], runs: list[str], numbers: list[str]) -> None:
     args = ["annotate", "build", *(str(places[r]) for r in runs), "--out", str(places["root"] / "build")]
     for flag, value in zip(("--per-rater", "--raters", "--overlap", "--repeats"), numbers, strict=True):
         args += [flag, value]
-    assert_clean(CliRunner().invoke(cli, args))
+    result = CliRunner().invoke(cli, args)
+    assert_clean(result)
+    per_rater, raters, overlap, repeats = (_int(n) or -99 if n != "0" else 0 for n in numbers)  # "x" -> -99: never sane
+    sane = per_rater >= 1 and raters >= 1 and 1 <= overlap <= raters and 0 <= repeats <= per_rater
+    if result.exit_code == 0:  # a plan is written only from sane numbers and real runs
+        assert sane and set(runs) == {"run"}, (numbers, runs)
 
 
 @SETTINGS

@@ -20,7 +20,6 @@ from click.testing import CliRunner
 from tests.fakes.llm_server import FakeLLMServer
 from tests.helpers import make_run
 from tide_bench.cli.main import cli
-from tide_bench.core.secrets import REDACTED, redact, redact_command, redact_model_args, redact_url, register_secret
 from tide_bench.data import load_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +27,7 @@ BUILTIN = "plantedBUILTINkey0123456789abcdef"  # not shaped like any known key: 
 CUSTOM = "corpgw.PLANTEDCUSTOM0123456789"
 PROXY_PASSWORD = "GATEWAYSECRET987654"
 HF_TOKEN = "hf_PLANTEDTOKEN0123456789abcdefgh"
+REDACTED = "[REDACTED]"
 SECRETS = (BUILTIN, CUSTOM, PROXY_PASSWORD, HF_TOKEN, base64.b64encode(f"proxyuser:{PROXY_PASSWORD}".encode()).decode())
 
 
@@ -72,6 +72,8 @@ def planted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_redactor_units() -> None:
+    from tide_bench.core.secrets import redact, redact_command, redact_model_args, redact_url, register_secret
+
     assert redact_model_args("pretrained=org/m,token=hf_abcdefghijklmnopqrstu,dtype=bfloat16") == f"pretrained=org/m,token={REDACTED},dtype=bfloat16"
     assert redact_model_args("api_key=abc12345678,hf_token=xyz98765432,auth_token=qq11223344") == (
         f"api_key={REDACTED},hf_token={REDACTED},auth_token={REDACTED}")

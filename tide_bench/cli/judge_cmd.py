@@ -65,7 +65,7 @@ def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | Non
           --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-72B-Instruct
       tide-bench judge --probes --out probes/
     """
-    from tide_bench.judging import JudgeOptions, judge_run, load_judge
+    from tide_bench.judging import JudgeOptions, check_budget, judge_run, load_judge
     from tide_bench.judging import dry_run as estimate_run
     from tide_bench.judging.estimate import format_estimate
     from tide_bench.judging.probes import format_report, probe_run, run_probes
@@ -86,6 +86,7 @@ def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | Non
         target = run_dir
     else:
         raise ConfigError("give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge")
+    check_budget(config, max_cost)  # a budget that could not be enforced is refused, in a dry run too
     if dry_run:
         click.echo(format_estimate(estimate_run(target, out, config, options)))
         return

@@ -10,7 +10,7 @@ one folder per judge configuration. Public API::
 """
 
 from tide_bench.judging.config import JudgeConfig, available_judges, load_judge
-from tide_bench.judging.engine import JudgeOptions, JudgeResult, dry_run, judge_run
+from tide_bench.judging.engine import JudgeOptions, JudgeResult, check_budget, dry_run, judge_run
 from tide_bench.judging.rubric import Rubric, load_rubric
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "JudgeResult",
     "Rubric",
     "available_judges",
+    "check_budget",
     "dry_run",
     "judge_run",
     "load_judge",

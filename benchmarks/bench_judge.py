@@ -50,7 +50,8 @@ def synthetic_run(n: int) -> RunDirectory:
 
 def start_server_process(latency: float) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--latency", str(latency)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    port = int(proc.stdout.readline())  # type: ignore[union-attr]
+    assert proc.stdout is not None  # stdout=PIPE
+    port = int(proc.stdout.readline())
     return proc, f"http://127.0.0.1:{port}"
 
 

@@ -43,17 +43,15 @@ FUZZ = settings(max_examples=20, derandomize=True, deadline=None, database=None,
 FUZZ_PURE = settings(max_examples=150, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.fixture(scope="module")
-def server():
-    srv = FakeLLMServer().start()
-    yield srv
-    srv.stop()
-
-
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.setenv(var, KEY)
+
+
+@pytest.fixture
+def server(llm_server: FakeLLMServer) -> FakeLLMServer:
+    return llm_server
 
 
 def judge_for(dialect: str, server: FakeLLMServer, **kw: Any):

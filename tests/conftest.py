@@ -56,3 +56,13 @@ def demo_model_dir() -> Path:
     from tide_bench.demo.model import prepare_demo_model
 
     return prepare_demo_model()
+
+
+@pytest.fixture(scope="module")
+def llm_server():
+    """A fake LLM API server on 127.0.0.1 (tests/fakes/llm_server.py), shared by a module's tests."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    yield server
+    server.stop()

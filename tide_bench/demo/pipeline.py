@@ -124,7 +124,7 @@ def run_demo(
             from tide_bench.judging.report import format_summary
 
             echo(f"[judge] {sid}: rating the replies with {judge.name} ({judge.model})")
-            result = judge_run(run, run.root / "judge", judge, JudgeOptions())
+            result = judge_run(run, run.root / "judge", judge, JudgeOptions(overwrite=overwrite))
             echo(format_summary(result.summary))
             produced["judge"] = str(result.out)
         meta_path = out / "runs" / f"{sid}.submission.yaml"

@@ -30,6 +30,7 @@ from typing import Any
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import environment, utc_now
+from tide_bench.core.secrets import redact_command, redact_model_args
 from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
 from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
@@ -124,7 +125,7 @@ def create_model(config: EvalConfig) -> Any:
         raise
     except Exception as exc:
         raise ConfigError(
-            f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}",
+            redact_model_args(f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}"),
             hint="check the model path or hub id, --model-args, network access and available memory",
         ) from None
 
@@ -215,12 +216,13 @@ def run_eval(config: EvalConfig) -> Path:
     out = _prepare_output_dir(config)
     tracker = _tracker(hub, out)
     lm = create_model(config)
+    public_args = redact_model_args(config.model_args)  # tokens in --model-args never reach a file
     t_model = time.perf_counter()
     seeds = config.seeds()
     with _quiet_lm_eval():
         results = simple_evaluate(
             model=lm,
-            model_args=config.model_args,
+            model_args=public_args,
             tasks=list(config.tasks),
             task_manager=manager,
             limit=config.limit,
@@ -244,13 +246,13 @@ def run_eval(config: EvalConfig) -> Path:
     # simple_evaluate saw a model object; record the backend name and args as the CLI would.
     tracker.general_config_tracker.log_experiment_args(
         model_source=config.model,
-        model_args=config.model_args,
+        model_args=public_args,
         system_instruction=config.system_instruction,
         chat_template=lm.chat_template(config.apply_chat_template) if config.apply_chat_template else None,
         fewshot_as_multiturn=True,
     )
     results["config"]["model"] = config.model
-    results["config"]["model_args"] = config.model_args
+    results["config"]["model_args"] = public_args
     samples = results.pop("samples")
     tracker.save_results_aggregated(results=results, samples=samples)
     for task_name in results["configs"]:
@@ -267,7 +269,8 @@ def run_eval(config: EvalConfig) -> Path:
     if is_reference(config.model):
         reference = {"not_applicable": NOT_APPLICABLE}
     manifest = build_manifest(
-        config=asdict(config) | {"output_dir": str(out), "hf_hub_log_args": sorted(config.hf_hub_log_args or {})},
+        config=asdict(config)
+        | {"output_dir": str(out), "model_args": public_args, "hf_hub_log_args": sorted(config.hf_hub_log_args or {})},
         results=results,
         files=files,
         provenance=provenance,
@@ -276,7 +279,7 @@ def run_eval(config: EvalConfig) -> Path:
         started_at=started_at,
         finished_at=utc_now(),
         timings={"model_load_s": round(t_model - t0, 3), "total_s": round(time.perf_counter() - t0, 3)},
-        command=list(sys.argv),
+        command=redact_command(sys.argv),
         environment=environment(),
     )
     write_json(out / MANIFEST_NAME, manifest)

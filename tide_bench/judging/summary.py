@@ -11,11 +11,13 @@ from collections import Counter
 from statistics import fmean
 from typing import Any
 
+from tide_bench.core.hashing import sha256_file
 from tide_bench.core.provenance import utc_now
 from tide_bench.core.stats import mean_ci
-from tide_bench.generation.run_dir import RunDirectory
+from tide_bench.generation.run_dir import MANIFEST_NAME, RunDirectory
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.families import self_preference
+from tide_bench.judging.records import served_models
 from tide_bench.judging.usage import Usage
 
 OVERALL = "empathy"
@@ -78,7 +80,10 @@ def summarize_judgments(
             "data": run.manifest.get("data"),
             "prompt_sha256": (run.manifest.get("prompt") or {}).get("prompt_sha256"),
             "n_generations": len(run.generations),
+            "folder": str(run.root),
+            "run_json_sha256": sha256_file(run.root / MANIFEST_NAME) if (run.root / MANIFEST_NAME).is_file() else None,
         },
+        "served_models": served_models(records),
         **score_block(records, keys),
         "unscored_reasons": unscored_reasons(records),
         "n_safety_flagged": sum(1 for r in records if r["status"] == "scored" and r["safety"]["flagged"]),

@@ -215,3 +215,17 @@ def test_import_computes_metrics_lm_eval_skipped(tmp_path: Path) -> None:
     copied = [json.loads(x) for x in (tmp_path / "run" / manifest["files"]["samples"]["tide_empathy"]).read_text().splitlines()]
     assert all(0.0 <= r["rouge_l"] <= 1.0 for r in copied)
     assert manifest["reference_metrics"]["overall"]["rouge_l"]["n"] == 12
+
+
+def test_import_masks_tokens_in_the_model_args_lm_eval_recorded(tmp_path: Path) -> None:
+    out = make_lm_eval_output(tmp_path)
+    token = "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2"
+    _edit_results(out, lambda d: [d["config"]["model_args"].update(token=token, add_bos_token=True),
+                                  d["configs"]["tide_empathy"]["metadata"].update(token=token)])
+    result = _import(out, tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            assert token not in path.read_text(), path
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert "token=[REDACTED]" in manifest["model"]["args"] and "add_bos_token=True" in manifest["model"]["args"]

@@ -122,6 +122,15 @@ def redact_model_args(args: str) -> str:
     return redact(_SECRET_ARG.sub(mask, args))
 
 
+def redact_args_dict(args: dict[str, Any]) -> dict[str, Any]:
+    """Model arguments as lm-eval records them in a results file (a dict), credentials masked."""
+    masked = {}
+    for key, value in args.items():
+        text = redact_model_args(f"{key}={value}")
+        masked[key] = value if text == f"{key}={value}" else REDACTED
+    return masked
+
+
 def redact_command(argv: Iterable[str]) -> list[str]:
     """A command line with credentials in model arguments, URLs and known keys masked."""
     return [redact_model_args(arg) for arg in argv]

@@ -33,6 +33,7 @@ from typing import Any
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.jsonio import iter_jsonl, read_json, write_json, write_jsonl
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.secrets import redact_args_dict, redact_json, redact_model_args
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
@@ -186,7 +187,20 @@ def _model_args(config: dict[str, Any]) -> str:
     args = config.get("model_args")
     if isinstance(args, dict):
         return ",".join(f"{k}={v}" for k, v in args.items())
-    return str(args or "")
+    return redact_model_args(str(args or ""))
+
+
+def _public_results(results: dict[str, Any]) -> dict[str, Any]:
+    """lm-eval's results with credentials masked: model args (``token=hf_...``) are recorded in
+    ``config`` and, through the task metadata, in every task's config."""
+    public = json.loads(json.dumps(results, default=str))
+    config = public.get("config")
+    if isinstance(config, dict) and isinstance(config.get("model_args"), dict):
+        config["model_args"] = redact_args_dict(config["model_args"])
+    for task in (public.get("configs") or {}).values():
+        if isinstance(task, dict) and isinstance(task.get("metadata"), dict):
+            task["metadata"] = redact_args_dict(task["metadata"])
+    return redact_json(public)
 
 
 def _started_at(results: dict[str, Any]) -> str | None:
@@ -221,13 +235,14 @@ def import_lm_eval_run(
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST_NAME).exists():
         raise ConfigError(f"{out} is not empty and holds no run", hint="choose an empty or new folder")
     records, added = _with_metrics(output, generations, embedding_model)
-    results, config = output.results, output.results.get("config") or {}
+    results = _public_results(output.results)
+    config = results.get("config") or {}
     folder = out / LM_EVAL_SUBDIR / output.results_path.parent.name
     if (out / MANIFEST_NAME).exists():
         (out / MANIFEST_NAME).unlink()
         shutil.rmtree(out / LM_EVAL_SUBDIR, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(output.results_path, folder / output.results_path.name)
+    write_json(folder / output.results_path.name, results)
     files = {"results": str((folder / output.results_path.name).relative_to(out)), "samples": {}}
     for task, path in output.samples.items():
         write_jsonl(folder / path.name, records[task])

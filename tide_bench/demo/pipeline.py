@@ -100,9 +100,13 @@ def run_demo(
         echo(f"\n[finetune] LoRA on the sample's train split for {finetune_steps} steps (shows the mechanism, not a result)")
         adapter = out / "adapters" / "demo-smollm2-lora"
         base = model_args.split(",")[0].removeprefix("pretrained=")
-        card = finetune(FinetuneConfig(model=base, data="sample", out=adapter, max_steps=finetune_steps, batch_size=2, grad_accum=1,
-                                       learning_rate=1e-3, max_length=512, patience=100), progress=True)
-        echo(f"[finetune] {card['training']['steps']} steps, {card['training']['tokens_per_second']} tokens/s; adapter in {adapter}")
+        # Two sequences per step (CPU micro-batch 1), validated at the start and the end: a minute or two on 2 cores.
+        card = finetune(FinetuneConfig(model=base, data="sample", out=adapter, max_steps=finetune_steps, batch_size=1,
+                                       grad_accum=2, learning_rate=1e-3, max_length=512, eval_steps=finetune_steps,
+                                       overwrite=overwrite), progress=True)
+        t = card["training"]
+        echo(f"[finetune] {t['steps']} steps, {t['tokens_per_second']} tokens/s ({card['hyperparameters']['precision']}); "
+             f"saved: {t['saved']}; adapter in {adapter}")
         variants.append(("demo-smollm2-lora", True, f"{model_args},peft={adapter}"))
     for sid, chat, args in variants:
         echo(f"\n[generate] {sid}: replies on the built-in synthetic sample (test split) through lm-eval")

@@ -44,10 +44,23 @@ def history(card: dict[str, Any], key: str) -> list[tuple[int, float]]:
 @pytest.fixture(scope="module")
 def adapter(tmp_path_factory: pytest.TempPathFactory, demo_model_dir: Path) -> Path:
     out = tmp_path_factory.mktemp("ft") / "adapter"
-    finetune(FinetuneConfig(
-        model=str(demo_model_dir), data="sample", out=out, limit_examples=2, batch_size=2, grad_accum=1,
-        max_steps=6, eval_steps=3, learning_rate=3e-3, patience=100, rank=8, alpha=16,  # precision auto
-    ), progress=False)
+    finetune(
+        FinetuneConfig(
+            model=str(demo_model_dir),
+            data="sample",
+            out=out,
+            limit_examples=2,
+            batch_size=2,
+            grad_accum=1,
+            max_steps=6,
+            eval_steps=3,
+            learning_rate=3e-3,
+            patience=100,
+            rank=8,
+            alpha=16,  # precision auto
+        ),
+        progress=False,
+    )
     return out
 
 
@@ -64,7 +77,11 @@ def test_a_few_steps_reduce_training_loss_on_a_fixed_batch(adapter: Path) -> Non
 def test_card_records_what_produced_the_adapter(adapter: Path, demo_model_dir: Path) -> None:
     card = json.loads((adapter / "adapter_card.json").read_text())
     assert card["base_model"] == str(demo_model_dir)
-    assert card["data"]["split"] == "train" and card["data"]["source"].startswith("sample") and len(card["data"]["split_sha256"]) == 64
+    assert (
+        card["data"]["split"] == "train"
+        and card["data"]["source"].startswith("sample")
+        and len(card["data"]["split_sha256"]) == 64
+    )
     assert card["trained_on_test_split"] is False
     hp = card["hyperparameters"]
     assert hp["rank"] == 8 and hp["alpha"] == 16 and hp["target_modules"] == ["k_proj", "o_proj", "q_proj", "v_proj"]
@@ -79,7 +96,9 @@ def test_card_records_what_produced_the_adapter(adapter: Path, demo_model_dir: P
     assert card["truncation"]["train"]["too_long"] == 0 and card["truncation"]["train"]["too_long_share"] == 0.0
     training = card["training"]
     assert history(card, "val_loss")[0][0] == 0 and training["initial_val_loss"] is not None
-    assert training["best_step"] in (3, 6) and card["best"]["val_loss"] == min(v for s, v in history(card, "val_loss") if s)
+    assert training["best_step"] in (3, 6) and card["best"]["val_loss"] == min(
+        v for s, v in history(card, "val_loss") if s
+    )
     assert training["tokens"] > 0 and training["tokens_per_second"] > 0
 
 
@@ -87,9 +106,21 @@ def test_best_adapter_is_restored_under_early_stopping(tmp_path: Path, demo_mode
     """A high learning rate on two examples overfits: validation loss rises after its best, training stops
     early, and the adapter on disk must be the best one (its validation loss recomputed here), not the last."""
     out = tmp_path / "adapter"
-    card = finetune(FinetuneConfig(model=str(demo_model_dir), data="sample", out=out, limit_examples=2, batch_size=1,
-                                   grad_accum=1, epochs=8, patience=2, learning_rate=8e-3, precision="fp32"),
-                    progress=False)
+    card = finetune(
+        FinetuneConfig(
+            model=str(demo_model_dir),
+            data="sample",
+            out=out,
+            limit_examples=2,
+            batch_size=1,
+            grad_accum=1,
+            epochs=8,
+            patience=2,
+            learning_rate=8e-3,
+            precision="fp32",
+        ),
+        progress=False,
+    )
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -98,10 +129,14 @@ def test_best_adapter_is_restored_under_early_stopping(tmp_path: Path, demo_mode
     tokenizer = AutoTokenizer.from_pretrained(out)
     items = load_dataset("sample").items_for("validation")[:2]
     examples = encode_split(items, tokenizer, 1024, chat_template=True).examples
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(demo_model_dir, dtype=torch.float32), out).eval()
+    model = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(demo_model_dir, dtype=torch.float32), out
+    ).eval()
     with torch.no_grad():
-        losses = [float(model(input_ids=torch.tensor([e["input_ids"]]), labels=torch.tensor([e["labels"]])).loss)
-                  for e in examples]
+        losses = [
+            float(model(input_ids=torch.tensor([e["input_ids"]]), labels=torch.tensor([e["labels"]])).loss)
+            for e in examples
+        ]
     saved_val_loss = sum(losses) / len(losses)
     training = card["training"]
     assert saved_val_loss == pytest.approx(training["best_val_loss"], abs=1e-4)
@@ -124,8 +159,19 @@ class InterruptAfterCheckpoint(TrainerCallback):
 
 
 def schedule_config(demo_model_dir: Path, out: Path, **changes: Any) -> FinetuneConfig:
-    return FinetuneConfig(model=str(demo_model_dir), data="sample", out=out, limit_examples=8, validation_split=None,
-                          batch_size=1, grad_accum=1, max_steps=4, eval_steps=2, precision="fp32", **changes)
+    return FinetuneConfig(
+        model=str(demo_model_dir),
+        data="sample",
+        out=out,
+        limit_examples=8,
+        validation_split=None,
+        batch_size=1,
+        grad_accum=1,
+        max_steps=4,
+        eval_steps=2,
+        precision="fp32",
+        **changes,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +179,9 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory, demo_model_dir: Path
     return finetune(schedule_config(demo_model_dir, tmp_path_factory.mktemp("full") / "adapter"), progress=False)
 
 
-def test_resume_after_interruption_continues_the_schedule(tmp_path: Path, demo_model_dir: Path,
-                                                          uninterrupted: dict[str, Any]) -> None:
+def test_resume_after_interruption_continues_the_schedule(
+    tmp_path: Path, demo_model_dir: Path, uninterrupted: dict[str, Any]
+) -> None:
     out = tmp_path / "adapter"
     with pytest.raises(Interrupted):
         finetune(schedule_config(demo_model_dir, out), progress=False, callbacks=[InterruptAfterCheckpoint()])
@@ -161,16 +208,46 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_two_processes_follow_one_processes_schedule_and_report_once(tmp_path: Path, demo_model_dir: Path,
-                                                                       uninterrupted: dict[str, Any]) -> None:
+def test_two_processes_follow_one_processes_schedule_and_report_once(
+    tmp_path: Path, demo_model_dir: Path, uninterrupted: dict[str, Any]
+) -> None:
     """`accelerate launch` with two CPU processes (gloo): the LR of every step equals the one-process run's,
     both processes train, and exactly one "adapter written" line is printed."""
     out = tmp_path / "adapter"
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", str(_free_port()), "-m", "tide_bench.finetune",
-               "--model", str(demo_model_dir), "--data", "sample", "--out", str(out), "--limit-examples", "8",
-               "--batch-size", "1", "--grad-accum", "1", "--max-steps", "4", "--precision", "fp32"]
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(_free_port()),
+        "-m",
+        "tide_bench.finetune",
+        "--model",
+        str(demo_model_dir),
+        "--data",
+        "sample",
+        "--out",
+        str(out),
+        "--limit-examples",
+        "8",
+        "--batch-size",
+        "1",
+        "--grad-accum",
+        "1",
+        "--max-steps",
+        "4",
+        "--precision",
+        "fp32",
+    ]
     env = os.environ | {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
     output = done.stdout + done.stderr
@@ -181,7 +258,9 @@ def test_two_processes_follow_one_processes_schedule_and_report_once(tmp_path: P
     assert history(card, "lr") == history(uninterrupted, "lr")
 
 
-def test_merge_writes_a_plain_model_with_the_adapter_folded_in(tmp_path: Path, adapter: Path, demo_model_dir: Path) -> None:
+def test_merge_writes_a_plain_model_with_the_adapter_folded_in(
+    tmp_path: Path, adapter: Path, demo_model_dir: Path
+) -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
@@ -191,21 +270,48 @@ def test_merge_writes_a_plain_model_with_the_adapter_folded_in(tmp_path: Path, a
     assert not (merged_dir / "adapter_config.json").exists() and (merged_dir / "tokenizer_config.json").is_file()
     ids = torch.tensor([[1, 200, 3000, 42, 7]])
     merged = AutoModelForCausalLM.from_pretrained(merged_dir).eval()
-    tuned = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(demo_model_dir, dtype=torch.float32), adapter).eval()
+    tuned = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(demo_model_dir, dtype=torch.float32), adapter
+    ).eval()
     base = AutoModelForCausalLM.from_pretrained(demo_model_dir, dtype=torch.float32).eval()
     with torch.no_grad():
         m, t, b = merged(ids).logits, tuned(ids).logits, base(ids).logits
     folded, change = float((m - t).abs().max()), float((m - b).abs().max())
-    assert folded < 0.01 and change > 20 * folded, (folded, change)  # fp32 sums in another order vs the adapter's effect
+    assert folded < 0.01 and change > 20 * folded, (
+        folded,
+        change,
+    )  # fp32 sums in another order vs the adapter's effect
     result = CliRunner().invoke(cli, ["finetune", "merge", str(adapter), "--out", str(merged_dir)])
     assert result.exit_code == 2 and "is not empty" in result.output
 
 
-def test_adapter_loads_through_lm_eval_peft_and_changes_generations(tmp_path: Path, adapter: Path, demo_model_dir: Path) -> None:
+def test_adapter_loads_through_lm_eval_peft_and_changes_generations(
+    tmp_path: Path, adapter: Path, demo_model_dir: Path
+) -> None:
     replies = {}
-    for name, args in (("base", f"pretrained={demo_model_dir}"), ("tuned", f"pretrained={demo_model_dir},peft={adapter}")):
-        result = CliRunner().invoke(cli, ["eval", "--data", "sample", "--model-args", args, "--device", "cpu", "--limit", "1",
-                                          "--gen-kwargs", "max_gen_toks=24", "--output-dir", str(tmp_path / name)], catch_exceptions=False)
+    for name, args in (
+        ("base", f"pretrained={demo_model_dir}"),
+        ("tuned", f"pretrained={demo_model_dir},peft={adapter}"),
+    ):
+        result = CliRunner().invoke(
+            cli,
+            [
+                "eval",
+                "--data",
+                "sample",
+                "--model-args",
+                args,
+                "--device",
+                "cpu",
+                "--limit",
+                "1",
+                "--gen-kwargs",
+                "max_gen_toks=24",
+                "--output-dir",
+                str(tmp_path / name),
+            ],
+            catch_exceptions=False,
+        )
         assert result.exit_code == 0, result.output
         run = load_run(tmp_path / name)
         replies[name] = [g.reply for g in run.generations]
@@ -219,9 +325,16 @@ def test_adapter_loads_through_lm_eval_peft_and_changes_generations(tmp_path: Pa
 
 def test_refusals(tmp_path: Path, demo_model_dir: Path) -> None:
     with pytest.raises(ConfigError, match="refusing to train on the test split"):
-        finetune(FinetuneConfig(model=str(demo_model_dir), data="sample", out=tmp_path / "a", split="test"), progress=False)
+        finetune(
+            FinetuneConfig(model=str(demo_model_dir), data="sample", out=tmp_path / "a", split="test"), progress=False
+        )
     with pytest.raises(ConfigError, match=r"(?s)unknown target module\(s\) c_attn.*q_proj"):
-        finetune(FinetuneConfig(model=str(demo_model_dir), data="sample", out=tmp_path / "b", target_modules=["c_attn"], max_steps=1), progress=False)
+        finetune(
+            FinetuneConfig(
+                model=str(demo_model_dir), data="sample", out=tmp_path / "b", target_modules=["c_attn"], max_steps=1
+            ),
+            progress=False,
+        )
     only_test = tmp_path / "tide"
     for sub in ("conversations", "metadata"):
         (only_test / sub).mkdir(parents=True)

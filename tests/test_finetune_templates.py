@@ -62,16 +62,21 @@ def items() -> list:
 def lm_eval_prompt_ids(tok: Any, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
     """What lm-eval's hf backend renders and tokenizes, with the model args tide-bench eval passes."""
     args = dict(part.split("=") for part in with_template_kwargs("hf", "pretrained=x").split(",")[1:])
-    fake = SimpleNamespace(tokenizer=tok, chat_template_args={k: v == "True" for k, v in args.items()},
-                           backend="causal", add_bos_token=None)
+    fake = SimpleNamespace(
+        tokenizer=tok,
+        chat_template_args={k: v == "True" for k, v in args.items()},
+        backend="causal",
+        add_bos_token=None,
+    )
     prompt = HFLM.apply_chat_template(fake, messages, add_generation_prompt=True)
     ids, _ = HFLM.tok_batch_encode(fake, [prompt])
     return prompt, ids[0].tolist()
 
 
 @pytest.mark.parametrize("name", TRAINABLE)
-def test_prompt_tokens_are_lm_evals_and_labels_are_the_reply_and_its_end_of_turn(base_tokenizer: Any, items: list,
-                                                                                   name: str) -> None:
+def test_prompt_tokens_are_lm_evals_and_labels_are_the_reply_and_its_end_of_turn(
+    base_tokenizer: Any, items: list, name: str
+) -> None:
     tok, spec = tokenizer_for(base_tokenizer, name), SPECS[name]
     for item in items:
         example = encode(item, tok, 4096, chat_template=True)
@@ -100,36 +105,42 @@ def test_system_prompt_kept_or_dropped_exactly_as_lm_eval_does(base_tokenizer: A
 
 
 def test_thinking_templates_render_without_a_think_block_at_training_and_evaluation(
-        base_tokenizer: Any, items: list, monkeypatch: pytest.MonkeyPatch) -> None:
+    base_tokenizer: Any, items: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tok = tokenizer_for(base_tokenizer, "qwen3")
     example = encode(items[0], tok, 4096, chat_template=True)
     assert example is not None
     think = tok.convert_tokens_to_ids("<think>")
     prompt_part = [t for t, label in zip(example["input_ids"], example["labels"], strict=True) if label == IGNORE]
     assert think in prompt_part and think not in [t for t in example["labels"] if t != IGNORE]
-    assert "enable_thinking=False" in with_template_kwargs("hf", "pretrained=m") and \
-        "enable_thinking" not in with_template_kwargs("openai-chat-completions", "model=m")
+    assert "enable_thinking=False" in with_template_kwargs(
+        "hf", "pretrained=m"
+    ) and "enable_thinking" not in with_template_kwargs("openai-chat-completions", "model=m")
     monkeypatch.setattr("tide_bench.finetune.chat.CHAT_TEMPLATE_KWARGS", {})  # what the old code rendered
     with pytest.raises(TemplateMismatch, match=r"puts '<think>"):
         encode(items[0], tok, 4096, chat_template=True)
 
 
 @pytest.mark.parametrize("name", REFUSED)
-def test_templates_that_cannot_give_reply_only_labels_are_refused_with_the_reason(base_tokenizer: Any, items: list,
-                                                                                  name: str) -> None:
+def test_templates_that_cannot_give_reply_only_labels_are_refused_with_the_reason(
+    base_tokenizer: Any, items: list, name: str
+) -> None:
     with pytest.raises(TemplateMismatch, match=SPECS[name]["refusal"]):
         encode(items[0], tokenizer_for(base_tokenizer, name), 4096, chat_template=True)
 
 
-def test_refusal_comes_before_any_model_loads_and_the_cli_says_it_in_one_line(base_tokenizer: Any, tmp_path: Path,
-                                                                               demo_model_dir: Path) -> None:
+def test_refusal_comes_before_any_model_loads_and_the_cli_says_it_in_one_line(
+    base_tokenizer: Any, tmp_path: Path, demo_model_dir: Path
+) -> None:
     folder = tmp_path / "mistral-like"  # a tokenizer and config, no weights: loading the model would fail otherwise
     tokenizer_for(base_tokenizer, "mistral_v0_3").save_pretrained(folder)
     (folder / "config.json").write_text((demo_model_dir / "config.json").read_text())
     with pytest.raises(TemplateMismatch, match="does not keep the evaluation prompt"):
         finetune(FinetuneConfig(model=str(folder), data="sample", out=tmp_path / "a", max_steps=1), progress=False)
     assert not (tmp_path / "a").exists()
-    result = CliRunner().invoke(cli, ["finetune", "--model", str(folder), "--data", "sample", "--out", str(tmp_path / "b")])
+    result = CliRunner().invoke(
+        cli, ["finetune", "--model", str(folder), "--data", "sample", "--out", str(tmp_path / "b")]
+    )
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "does not keep the evaluation prompt as the start of the conversation" in result.output
 
@@ -142,7 +153,9 @@ def test_plain_transcript_gets_bos_exactly_as_lm_eval_adds_it(base_tokenizer: An
     from tide_bench.tasks.prompts import render_plain
 
     fake = SimpleNamespace(tokenizer=tok, backend="causal", add_bos_token=None)
-    eval_ids = HFLM.tok_batch_encode(fake, [render_plain(build_messages(items[0].to_doc(), system_prompt()))])[0][0].tolist()
+    eval_ids = HFLM.tok_batch_encode(fake, [render_plain(build_messages(items[0].to_doc(), system_prompt()))])[0][
+        0
+    ].tolist()
     n_prompt = sum(1 for label in example["labels"] if label == IGNORE)
     assert eval_ids[0] == tok.bos_token_id and example["input_ids"][:n_prompt] == eval_ids
     assert example["input_ids"][-1] == tok.eos_token_id and example["labels"][-1] == tok.eos_token_id
@@ -162,5 +175,12 @@ def test_too_long_examples_are_left_out_counted_and_never_cut(base_tokenizer: An
         assert len(example["input_ids"]) <= limit
         assert eot in example["labels"][-2:]  # the end-of-turn token is always learned
     with pytest.raises(TideBenchError, match="every training example is longer"):
-        finetune(FinetuneConfig(model=str(Path(base_tokenizer.name_or_path)), data="sample", out=Path("/nonexistent/x"),
-                                max_length=lengths[0] - 1), progress=False)
+        finetune(
+            FinetuneConfig(
+                model=str(Path(base_tokenizer.name_or_path)),
+                data="sample",
+                out=Path("/nonexistent/x"),
+                max_length=lengths[0] - 1,
+            ),
+            progress=False,
+        )

@@ -16,25 +16,31 @@ from tide_bench.finetune.precision import DeviceFacts, choose_precision, cpu_has
 from tide_bench.finetune.trainer import keep_reply_logits
 
 
-@pytest.mark.parametrize(("requested", "facts", "expected"), [
-    ("auto", DeviceFacts("cuda", cuda_bf16=True), "bf16"),
-    ("auto", DeviceFacts("cuda", cuda_bf16=False), "fp16"),
-    ("fp32", DeviceFacts("cuda", cuda_bf16=True), "fp32"),
-    ("auto", DeviceFacts("cpu", cpu_bf16=True), "bf16"),
-    ("auto", DeviceFacts("cpu", cpu_bf16=False), "fp32"),
-    ("bf16", DeviceFacts("cpu", cpu_bf16=True), "bf16"),
-    ("fp32", DeviceFacts("cpu", cpu_bf16=True), "fp32"),
-    ("auto", DeviceFacts("mps"), "fp32"),
-])
+@pytest.mark.parametrize(
+    ("requested", "facts", "expected"),
+    [
+        ("auto", DeviceFacts("cuda", cuda_bf16=True), "bf16"),
+        ("auto", DeviceFacts("cuda", cuda_bf16=False), "fp16"),
+        ("fp32", DeviceFacts("cuda", cuda_bf16=True), "fp32"),
+        ("auto", DeviceFacts("cpu", cpu_bf16=True), "bf16"),
+        ("auto", DeviceFacts("cpu", cpu_bf16=False), "fp32"),
+        ("bf16", DeviceFacts("cpu", cpu_bf16=True), "bf16"),
+        ("fp32", DeviceFacts("cpu", cpu_bf16=True), "fp32"),
+        ("auto", DeviceFacts("mps"), "fp32"),
+    ],
+)
 def test_precision_choice(requested: str, facts: DeviceFacts, expected: str) -> None:
     assert choose_precision(requested, facts).name == expected
 
 
-@pytest.mark.parametrize(("requested", "facts", "message"), [
-    ("bf16", DeviceFacts("cpu", cpu_bf16=False), "pathologically slow"),
-    ("fp16", DeviceFacts("cpu", cpu_bf16=True), "needs a CUDA GPU"),
-    ("bf16", DeviceFacts("cuda", cuda_bf16=False), "does not support bf16"),
-])
+@pytest.mark.parametrize(
+    ("requested", "facts", "message"),
+    [
+        ("bf16", DeviceFacts("cpu", cpu_bf16=False), "pathologically slow"),
+        ("fp16", DeviceFacts("cpu", cpu_bf16=True), "needs a CUDA GPU"),
+        ("bf16", DeviceFacts("cuda", cuda_bf16=False), "does not support bf16"),
+    ],
+)
 def test_precision_refusals(requested: str, facts: DeviceFacts, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         choose_precision(requested, facts)
@@ -62,18 +68,23 @@ def test_batch_defaults_keep_sixteen_sequences_per_step_and_the_schedule_matches
     assert gpu.steps_per_epoch == 7 and gpu.total_steps == 21 and gpu.eval_steps == 7 and gpu.warmup_steps == 0
     two = plan_steps(FinetuneConfig(model="m", out=Path("o"), batch_size=1, grad_accum=1, max_steps=4), 8, "cpu", 2)
     assert two.steps_per_epoch == 4 and two.total_steps == 4 and two.eval_steps == 4
-    mine = plan_steps(FinetuneConfig(model="m", out=Path("o"), batch_size=2, eval_steps=50, warmup_steps=3), 10, "cpu", 1)
+    mine = plan_steps(
+        FinetuneConfig(model="m", out=Path("o"), batch_size=2, eval_steps=50, warmup_steps=3), 10, "cpu", 1
+    )
     assert mine.grad_accum == 8 and mine.eval_steps == 3 and mine.warmup_steps == 3  # eval never past the last step
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"split": "test"}, "refusing to train on the test split"),
-    ({"split": "validation"}, "validation split is the training split"),
-    ({"batch_size": 0}, "batch_size must be a positive"),
-    ({"dropout": 1.0}, "dropout must be in"),
-    ({"quantize": "8bit"}, "unknown quantization"),
-    ({"resume": "latest", "overwrite": True}, "choose one"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"split": "test"}, "refusing to train on the test split"),
+        ({"split": "validation"}, "validation split is the training split"),
+        ({"batch_size": 0}, "batch_size must be a positive"),
+        ({"dropout": 1.0}, "dropout must be in"),
+        ({"quantize": "8bit"}, "unknown quantization"),
+        ({"resume": "latest", "overwrite": True}, "choose one"),
+    ],
+)
 def test_config_refusals(changes: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         check_config(FinetuneConfig(model="m", out=Path("o"), **changes))
@@ -83,7 +94,9 @@ def test_quantization_needs_cuda_and_says_so() -> None:
     check_quantization(None, "cpu")
     with pytest.raises(ConfigError, match="needs a CUDA GPU; this run is on cpu"):
         check_quantization("4bit", "cpu")
-    result = CliRunner().invoke(cli, ["finetune", "--model", "m", "--data", "sample", "--out", "o", "--quantize", "4bit"])
+    result = CliRunner().invoke(
+        cli, ["finetune", "--model", "m", "--data", "sample", "--out", "o", "--quantize", "4bit"]
+    )
     assert result.exit_code == 2 and "needs a CUDA GPU" in result.output and "Traceback" not in result.output
 
 
@@ -92,8 +105,16 @@ def _tiny(kind: str) -> object:
 
     if kind == "gpt2":
         return AutoModelForCausalLM.from_config(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64))
-    return AutoModelForCausalLM.from_config(LlamaConfig(num_hidden_layers=1, hidden_size=16, intermediate_size=32,
-                                                        num_attention_heads=2, num_key_value_heads=2, vocab_size=64))
+    return AutoModelForCausalLM.from_config(
+        LlamaConfig(
+            num_hidden_layers=1,
+            hidden_size=16,
+            intermediate_size=32,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            vocab_size=64,
+        )
+    )
 
 
 def test_lora_targets_accept_gpt2_conv1d_all_linear_and_refuse_unknown_names() -> None:
@@ -133,7 +154,9 @@ def test_output_folder_is_never_mixed_and_resume_checks_it_continues_the_same_ru
     (out / "checkpoint-2").mkdir()
     with pytest.raises(ConfigError, match="is not empty"):
         check_output_folder(config)
-    assert checkpoint_to_resume(FinetuneConfig(model="m", out=out, max_steps=4, resume="latest")) == out / "checkpoint-2"
+    assert (
+        checkpoint_to_resume(FinetuneConfig(model="m", out=out, max_steps=4, resume="latest")) == out / "checkpoint-2"
+    )
     with pytest.raises(ConfigError, match=r"settings differ: max_steps: 4 -> 8"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=out, max_steps=8, resume="latest"))
     foreign = tmp_path / "photos"

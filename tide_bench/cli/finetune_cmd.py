@@ -15,50 +15,108 @@ from tide_bench.core.errors import ConfigError
 @click.option("--model", default=None, help="Base model: hub id or local folder, e.g. Qwen/Qwen2.5-0.5B-Instruct.")
 @click.option("--revision", default=None, help="Base model revision (commit) to pin.")
 @data_option
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.")
-@click.option("--split", type=click.Choice(["train", "validation", "test"]), default="train", show_default=True,
-              help="Training split (persona-disjoint from validation/test).")
-@click.option("--allow-test-split", is_flag=True,
-              help="Permit --split test (ablations only; recorded in the card; the leaderboard evaluates on test).")
-@click.option("--no-validation", is_flag=True,
-              help="No validation split: no early stopping, the last step's adapter is saved.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["train", "validation", "test"]),
+    default="train",
+    show_default=True,
+    help="Training split (persona-disjoint from validation/test).",
+)
+@click.option(
+    "--allow-test-split",
+    is_flag=True,
+    help="Permit --split test (ablations only; recorded in the card; the leaderboard evaluates on test).",
+)
+@click.option(
+    "--no-validation", is_flag=True, help="No validation split: no early stopping, the last step's adapter is saved."
+)
 @click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank r.")
 @click.option("--alpha", type=int, default=32, show_default=True, help="LoRA alpha.")
 @click.option("--dropout", type=float, default=0.05, show_default=True, help="LoRA dropout.")
-@click.option("--target-modules", default=None,
-              help="Comma-separated module names, or 'all-linear' (default: the architecture's attention projections).")
+@click.option(
+    "--target-modules",
+    default=None,
+    help="Comma-separated module names, or 'all-linear' (default: the architecture's attention projections).",
+)
 @click.option("--epochs", type=int, default=3, show_default=True)
 @click.option("--max-steps", type=int, default=None, help="Stop after this many optimizer steps (overrides --epochs).")
 @click.option("--learning-rate", type=float, default=2e-4, show_default=True)
-@click.option("--batch-size", type=int, default=None,
-              help="Sequences per device per micro-batch. Default: 4 on a GPU, 1 on a CPU (faster and smaller there).")
-@click.option("--grad-accum", type=int, default=None,
-              help="Micro-batches per optimizer step. Default: enough for 16 sequences per step.")
-@click.option("--max-length", type=int, default=1024, show_default=True,
-              help="Tokens per example. Longer examples are left out and reported (count and share), never cut.")
+@click.option(
+    "--batch-size",
+    type=int,
+    default=None,
+    help="Sequences per device per micro-batch. Default: 4 on a GPU, 1 on a CPU (faster and smaller there).",
+)
+@click.option(
+    "--grad-accum",
+    type=int,
+    default=None,
+    help="Micro-batches per optimizer step. Default: enough for 16 sequences per step.",
+)
+@click.option(
+    "--max-length",
+    type=int,
+    default=1024,
+    show_default=True,
+    help="Tokens per example. Longer examples are left out and reported (count and share), never cut.",
+)
 @click.option("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default: 3%% of the steps).")
 @click.option("--weight-decay", type=float, default=0.0, show_default=True)
 @click.option("--max-grad-norm", type=float, default=1.0, show_default=True, help="Gradient clipping (0: off).")
-@click.option("--eval-steps", type=int, default=None,
-              help="Validate and checkpoint every N optimizer steps (default: once per epoch, and at the last step).")
-@click.option("--patience", type=int, default=2, show_default=True,
-              help="Early stopping: evaluations without improvement. The best adapter is the one saved.")
+@click.option(
+    "--eval-steps",
+    type=int,
+    default=None,
+    help="Validate and checkpoint every N optimizer steps (default: once per epoch, and at the last step).",
+)
+@click.option(
+    "--patience",
+    type=int,
+    default=2,
+    show_default=True,
+    help="Early stopping: evaluations without improvement. The best adapter is the one saved.",
+)
 @click.option("--seed", type=int, default=1234, show_default=True)
-@click.option("--precision", type=click.Choice(["auto", "bf16", "fp16", "fp32"]), default="auto", show_default=True,
-              help="auto: bf16 on GPUs that support it (fp16 on others); on a CPU bf16 only with native bf16 "
-                   "instructions (AVX512-BF16/AMX), else fp32. The base model loads in this dtype.")
-@click.option("--quantize", type=click.Choice(["4bit"]), default=None,
-              help="QLoRA: the base in 4-bit NF4 (bitsandbytes, CUDA GPU only), for 3B-5B models on one GPU.")
+@click.option(
+    "--precision",
+    type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
+    default="auto",
+    show_default=True,
+    help="auto: bf16 on GPUs that support it (fp16 on others); on a CPU bf16 only with native bf16 "
+    "instructions (AVX512-BF16/AMX), else fp32. The base model loads in this dtype.",
+)
+@click.option(
+    "--quantize",
+    type=click.Choice(["4bit"]),
+    default=None,
+    help="QLoRA: the base in 4-bit NF4 (bitsandbytes, CUDA GPU only), for 3B-5B models on one GPU.",
+)
 @click.option("--gradient-checkpointing", is_flag=True, help="Trade compute for memory.")
 @click.option("--no-chat-template", is_flag=True, help="Train on the plain transcript format (for base models).")
 @click.option("--limit-examples", type=int, default=None, help="Use only the first N examples of each split (testing).")
-@click.option("--resume", is_flag=False, flag_value="latest", default=None, metavar="[CHECKPOINT]",
-              help="Continue an interrupted run in --out from its latest checkpoint (or the one given), same options.")
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[CHECKPOINT]",
+    help="Continue an interrupted run in --out from its latest checkpoint (or the one given), same options.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an earlier adapter in --out.")
 @click.option("--keep-checkpoints", is_flag=True, help="Keep --out/checkpoint-N folders after a successful run.")
-@click.option("--report-to", type=click.Choice(["auto", "none", "tensorboard", "wandb"]), default="auto",
-              show_default=True, help="auto: tensorboard when installed; wandb when installed and configured.")
+@click.option(
+    "--report-to",
+    type=click.Choice(["auto", "none", "tensorboard", "wandb"]),
+    default="auto",
+    show_default=True,
+    help="auto: tensorboard when installed; wandb when installed and configured.",
+)
 @click.pass_context
 def finetune_cmd(ctx: click.Context, **opts: Any) -> None:
     """LoRA fine-tuning on TIDE's train split with the evaluation prompts (loss on replies only).
@@ -99,23 +157,39 @@ def finetune_cmd(ctx: click.Context, **opts: Any) -> None:
         return
     t, trunc = card["training"], card["truncation"]["train"]
     if trunc["too_long"]:
-        click.echo(f"note: {trunc['too_long']} of {trunc['items']} training examples ({trunc['too_long_share']:.1%}) are "
-                   f"longer than --max-length {config.max_length} and were left out", err=True)
+        click.echo(
+            f"note: {trunc['too_long']} of {trunc['items']} training examples ({trunc['too_long_share']:.1%}) are "
+            f"longer than --max-length {config.max_length} and were left out",
+            err=True,
+        )
     if t["beats_base"] is False:
-        click.echo(f"warning: no evaluated step beat the untrained model's validation loss ({t['initial_val_loss']:.4f}); "
-                   "the saved adapter is the least bad one: lower --learning-rate or check the data", err=True)
-    best = f"best validation loss {t['best_val_loss']:.4f} at step {t['best_step']}" if t["best_val_loss"] is not None \
+        click.echo(
+            f"warning: no evaluated step beat the untrained model's validation loss ({t['initial_val_loss']:.4f}); "
+            "the saved adapter is the least bad one: lower --learning-rate or check the data",
+            err=True,
+        )
+    best = (
+        f"best validation loss {t['best_val_loss']:.4f} at step {t['best_step']}"
+        if t["best_val_loss"] is not None
         else "no validation"
-    click.echo(f"adapter written: {config.out} ({t['steps']} steps, {t['stopped']}; {best}; saved: {t['saved']}; "
-               f"{t['tokens_per_second']} tokens/s)")
+    )
+    click.echo(
+        f"adapter written: {config.out} ({t['steps']} steps, {t['stopped']}; {best}; saved: {t['saved']}; "
+        f"{t['tokens_per_second']} tokens/s)"
+    )
 
 
 @finetune_cmd.command("merge")
 @click.argument("adapter", type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for the merged model.")
 @click.option("--base", default=None, help="Base model (default: the one named in the adapter card).")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]), default="auto", show_default=True,
-              help="Weights dtype of the merged model (auto: the base model's own).")
+@click.option(
+    "--dtype",
+    type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
+    default="auto",
+    show_default=True,
+    help="Weights dtype of the merged model (auto: the base model's own).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an earlier merged model in --out.")
 def merge_cmd(adapter: Path, out: Path, base: str | None, dtype: str, overwrite: bool) -> None:
     """Merge a LoRA adapter into its base model and save full weights (e.g. for the vLLM backend).

@@ -104,9 +104,9 @@ def run_demo(
         card = finetune(FinetuneConfig(model=base, data="sample", out=adapter, max_steps=finetune_steps, batch_size=1,
                                        grad_accum=2, learning_rate=1e-3, max_length=512, eval_steps=finetune_steps,
                                        overwrite=overwrite), progress=True)
-        t = card["training"]
-        echo(f"[finetune] {t['steps']} steps, {t['tokens_per_second']} tokens/s ({card['hyperparameters']['precision']}); "
-             f"saved: {t['saved']}; adapter in {adapter}")
+        t, precision = card["training"], card["hyperparameters"]["precision"]
+        echo(f"[finetune] {t['steps']} steps, {t['tokens_per_second']} tokens/s ({precision}); saved: {t['saved']}; "
+             f"adapter in {adapter}")
         variants.append(("demo-smollm2-lora", True, f"{model_args},peft={adapter}"))
     for sid, chat, args in variants:
         echo(f"\n[generate] {sid}: replies on the built-in synthetic sample (test split) through lm-eval")

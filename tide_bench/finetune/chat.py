@@ -60,8 +60,11 @@ def template_sha256(tokenizer: Any) -> str | None:
 
 
 def _apply(tokenizer: Any, messages: Sequence[Mapping[str, str]], generation_prompt: bool) -> str:
-    return str(tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=generation_prompt,
-                                             **CHAT_TEMPLATE_KWARGS))
+    return str(
+        tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=generation_prompt, **CHAT_TEMPLATE_KWARGS
+        )
+    )
 
 
 def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[str, bool]:
@@ -77,24 +80,30 @@ def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[str, 
         try:
             return _apply(tokenizer, without_system, True), True
         except jinja2.exceptions.TemplateError as second:
-            raise ConfigError(f"the model's chat template fails on the TIDE prompt, even without the system message: "
-                              f"{second}") from None
+            raise ConfigError(
+                f"the model's chat template fails on the TIDE prompt, even without the system message: {second}"
+            ) from None
 
 
 def _divergence(prompt: str, full: str) -> str:
     at = next((i for i, (a, b) in enumerate(zip(prompt, full, strict=False)) if a != b), min(len(prompt), len(full)))
-    return (f"at character {at} the evaluation prompt reads {prompt[at:at + SNIPPET]!r} "
-            f"but the conversation with the reply reads {full[at:at + SNIPPET]!r}")
+    return (
+        f"at character {at} the evaluation prompt reads {prompt[at : at + SNIPPET]!r} "
+        f"but the conversation with the reply reads {full[at : at + SNIPPET]!r}"
+    )
 
 
-def render_example(tokenizer: Any, messages: list[dict[str, str]], reply: str, chat_template: bool,
-                   item_id: str = "") -> RenderedExample:
+def render_example(
+    tokenizer: Any, messages: list[dict[str, str]], reply: str, chat_template: bool, item_id: str = ""
+) -> RenderedExample:
     """Prompt and completion for one example; raises :class:`TemplateMismatch` when the mask would be wrong."""
     if not uses_chat_template(tokenizer, chat_template):
         eos = tokenizer.eos_token
         if not eos:
-            raise ConfigError("the tokenizer has no end-of-sequence token: the model could never learn to stop",
-                              hint="use a tokenizer with eos_token, or the model's chat template")
+            raise ConfigError(
+                "the tokenizer has no end-of-sequence token: the model could never learn to stop",
+                hint="use a tokenizer with eos_token, or the model's chat template",
+            )
         return RenderedExample(render_plain(messages), f" {reply.strip()}{eos}", eos, False)
     prompt, dropped = render_prompt(tokenizer, messages)
     kept = [m for m in messages if not (dropped and m["role"] == "system")]
@@ -103,29 +112,35 @@ def render_example(tokenizer: Any, messages: list[dict[str, str]], reply: str, c
     try:
         full = _apply(tokenizer, [*kept, {"role": "assistant", "content": reply}], False)
     except jinja2.exceptions.TemplateError as exc:
-        raise ConfigError(f"the model's chat template fails on a conversation with the reply ({item_id}): {exc}") from None
+        raise ConfigError(
+            f"the model's chat template fails on a conversation with the reply ({item_id}): {exc}"
+        ) from None
     where = f" (example {item_id})" if item_id else ""
     if not full.startswith(prompt):
         raise TemplateMismatch(
             f"the chat template does not keep the evaluation prompt as the start of the conversation{where}: "
-            f"{_divergence(prompt, full)}. Reply-only labels would train on a prompt the model never sees at evaluation",
+            f"{_divergence(prompt, full)}. Reply-only labels would train on a prompt the model never sees "
+            "at evaluation",
             hint="templates that move the system prompt into the last user turn (Mistral v0.3/Nemo style) do this; "
-                 "use --no-chat-template, or a model whose template renders earlier turns the same with or without a reply",
+            "use --no-chat-template, or a model whose template renders earlier turns the same with or without a reply",
         )
-    completion = full[len(prompt):]
+    completion = full[len(prompt) :]
     target = reply.strip()
     start = completion.find(target)
     if start < 0:
-        raise TemplateMismatch(f"the chat template changes the reply text{where}: the rendered assistant turn does not "
-                               f"contain it verbatim (it begins {completion[:SNIPPET]!r})")
+        raise TemplateMismatch(
+            f"the chat template changes the reply text{where}: the rendered assistant turn does not "
+            f"contain it verbatim (it begins {completion[:SNIPPET]!r})"
+        )
     if completion[:start].strip():
         raise TemplateMismatch(
             f"the chat template puts {completion[:start].strip()[:SNIPPET]!r} between the evaluation prompt and the "
             f"reply{where}: the model would learn to write it, and evaluation would score it",
             hint="thinking templates must render with enable_thinking=False at training and evaluation alike",
         )
-    end_of_turn = completion[start + len(target):]
+    end_of_turn = completion[start + len(target) :]
     if not end_of_turn.strip():
-        raise TemplateMismatch(f"the chat template adds no end-of-turn marker after the reply{where}: "
-                               f"the model would never learn to stop")
+        raise TemplateMismatch(
+            f"the chat template adds no end-of-turn marker after the reply{where}: the model would never learn to stop"
+        )
     return RenderedExample(prompt, completion, end_of_turn, dropped)

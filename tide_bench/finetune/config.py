@@ -22,9 +22,31 @@ REPORT_CHOICES = ("auto", "none", "tensorboard", "wandb")
 
 # Fields that decide what is trained: a resumed run must use the same values.
 RESUME_FIXED = (
-    "model", "revision", "data", "split", "validation_split", "rank", "alpha", "dropout", "target_modules",
-    "epochs", "max_steps", "learning_rate", "batch_size", "grad_accum", "max_length", "warmup_ratio", "warmup_steps",
-    "weight_decay", "max_grad_norm", "eval_steps", "seed", "precision", "quantize", "chat_template", "limit_examples",
+    "model",
+    "revision",
+    "data",
+    "split",
+    "validation_split",
+    "rank",
+    "alpha",
+    "dropout",
+    "target_modules",
+    "epochs",
+    "max_steps",
+    "learning_rate",
+    "batch_size",
+    "grad_accum",
+    "max_length",
+    "warmup_ratio",
+    "warmup_steps",
+    "weight_decay",
+    "max_grad_norm",
+    "eval_steps",
+    "seed",
+    "precision",
+    "quantize",
+    "chat_template",
+    "limit_examples",
 )
 
 
@@ -87,11 +109,23 @@ def check_config(config: FinetuneConfig) -> None:
         )
     if config.validation_split and config.validation_split == config.split:
         raise ConfigError(
-            f"the validation split is the training split ({config.split!r}): early stopping would select on training data",
+            f"the validation split is the training split ({config.split!r}): "
+            "early stopping would select on training data",
             hint="train on 'train' and validate on 'validation', or turn validation off (--no-validation)",
         )
-    positive = ("rank", "alpha", "epochs", "max_length", "patience", "max_steps", "batch_size", "grad_accum", "eval_steps",
-                "limit_examples", "warmup_steps")
+    positive = (
+        "rank",
+        "alpha",
+        "epochs",
+        "max_length",
+        "patience",
+        "max_steps",
+        "batch_size",
+        "grad_accum",
+        "eval_steps",
+        "limit_examples",
+        "warmup_steps",
+    )
     for name in positive:
         value = getattr(config, name)
         if value is not None and (not isinstance(value, int) or value < (0 if name == "warmup_steps" else 1)):
@@ -105,7 +139,9 @@ def check_config(config: FinetuneConfig) -> None:
     if config.quantize is not None and config.quantize not in QUANTIZE_CHOICES:
         raise ConfigError(f"unknown quantization {config.quantize!r}", hint="--quantize 4bit (QLoRA)", field="quantize")
     if config.report_to not in REPORT_CHOICES:
-        raise ConfigError(f"unknown --report-to {config.report_to!r}", hint=", ".join(REPORT_CHOICES), field="report_to")
+        raise ConfigError(
+            f"unknown --report-to {config.report_to!r}", hint=", ".join(REPORT_CHOICES), field="report_to"
+        )
     if config.resume and config.overwrite:
         raise ConfigError("--resume continues the run in --out; --overwrite would delete it: choose one")
 

@@ -64,12 +64,18 @@ class EncodedSplit:
         return len(self.too_long) / self.n_items if self.n_items else 0.0
 
     def report(self) -> dict[str, Any]:
-        return {"items": self.n_items, "examples": len(self.examples), "too_long": len(self.too_long),
-                "too_long_share": round(self.too_long_share, 4), "too_long_items": self.too_long[:20]}
+        return {
+            "items": self.n_items,
+            "examples": len(self.examples),
+            "too_long": len(self.too_long),
+            "too_long_share": round(self.too_long_share, 4),
+            "too_long_items": self.too_long[:20],
+        }
 
 
-def encode(item: TideItem, tokenizer: Any, max_length: int, chat_template: bool,
-           split: EncodedSplit | None = None) -> dict[str, list[int]] | None:
+def encode(
+    item: TideItem, tokenizer: Any, max_length: int, chat_template: bool, split: EncodedSplit | None = None
+) -> dict[str, list[int]] | None:
     """input_ids / labels for one item, or None when it is longer than ``max_length``."""
     messages = build_messages(item.to_doc(), system_prompt())
     rendered = render_example(tokenizer, messages, item.reference_reply, chat_template, item.item_id)
@@ -78,7 +84,7 @@ def encode(item: TideItem, tokenizer: Any, max_length: int, chat_template: bool,
     retokenized = full_ids[: len(prompt_ids)] != prompt_ids
     if retokenized:  # a token merged across the boundary: keep the evaluation prompt's own tokens
         full_ids = prompt_ids + list(tokenizer(rendered.completion, add_special_tokens=False)["input_ids"])
-    labels = [IGNORE] * len(prompt_ids) + full_ids[len(prompt_ids):]
+    labels = [IGNORE] * len(prompt_ids) + full_ids[len(prompt_ids) :]
     if split is not None:
         split.system_dropped += rendered.system_dropped
         split.boundary_retokenized += retokenized

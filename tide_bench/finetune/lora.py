@@ -32,7 +32,9 @@ def linear_module_names(model: Any) -> list[str]:
     import torch
     from transformers.pytorch_utils import Conv1D
 
-    names = {name.split(".")[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear | Conv1D)}
+    names = {
+        name.split(".")[-1] for name, module in model.named_modules() if isinstance(module, torch.nn.Linear | Conv1D)
+    }
     return sorted(names - {"lm_head"})
 
 
@@ -44,12 +46,16 @@ def resolve_targets(model: Any, requested: list[str] | None) -> list[str] | str:
     model_type = getattr(model.config, "model_type", "?")
     targets = requested or DEFAULT_TARGETS.get(model_type) or (ATTENTION if set(ATTENTION) <= set(linear) else None)
     if not targets:
-        raise ConfigError(f"no default LoRA target modules for architecture {model_type!r}",
-                          hint=f"pass --target-modules {ALL_LINEAR}, or names from: {', '.join(linear)}")
+        raise ConfigError(
+            f"no default LoRA target modules for architecture {model_type!r}",
+            hint=f"pass --target-modules {ALL_LINEAR}, or names from: {', '.join(linear)}",
+        )
     unknown = [t for t in targets if t not in linear]
     if unknown:
-        raise ConfigError(f"unknown target module(s) {', '.join(unknown)} for {model_type}",
-                          hint=f"linear modules of this model: {', '.join(linear)}; or {ALL_LINEAR}")
+        raise ConfigError(
+            f"unknown target module(s) {', '.join(unknown)} for {model_type}",
+            hint=f"linear modules of this model: {', '.join(linear)}; or {ALL_LINEAR}",
+        )
     return list(targets)
 
 
@@ -58,11 +64,15 @@ def check_quantization(quantize: str | None, device: str) -> None:
     if quantize is None:
         return
     if device != "cuda":
-        raise ConfigError(f"--quantize {quantize} (QLoRA with bitsandbytes) needs a CUDA GPU; this run is on {device}",
-                          hint="drop --quantize on this machine; a 0.5B-1.5B model trains in bf16/fp32 without it")
+        raise ConfigError(
+            f"--quantize {quantize} (QLoRA with bitsandbytes) needs a CUDA GPU; this run is on {device}",
+            hint="drop --quantize on this machine; a 0.5B-1.5B model trains in bf16/fp32 without it",
+        )
     if importlib.util.find_spec("bitsandbytes") is None:
-        raise ConfigError("--quantize 4bit needs bitsandbytes, which is not installed",
-                          hint="pip install 'tide-bench[qlora]'  (or: pip install bitsandbytes)")
+        raise ConfigError(
+            "--quantize 4bit needs bitsandbytes, which is not installed",
+            hint="pip install 'tide-bench[qlora]'  (or: pip install bitsandbytes)",
+        )
 
 
 def load_base_model(config: FinetuneConfig, precision: Precision, local_process_index: int = 0) -> Any:
@@ -76,9 +86,15 @@ def load_base_model(config: FinetuneConfig, precision: Precision, local_process_
         from transformers import BitsAndBytesConfig
 
         compute = dtype if dtype != torch.float32 else torch.bfloat16
-        kwargs |= {"quantization_config": BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                                             bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=compute),
-                   "device_map": {"": local_process_index}}
+        kwargs |= {
+            "quantization_config": BitsAndBytesConfig(
+                load_in_4bit=True,
+                bnb_4bit_quant_type="nf4",
+                bnb_4bit_use_double_quant=True,
+                bnb_4bit_compute_dtype=compute,
+            ),
+            "device_map": {"": local_process_index},
+        }
     try:
         model = AutoModelForCausalLM.from_pretrained(config.model, **kwargs)
     except OSError as exc:
@@ -86,8 +102,11 @@ def load_base_model(config: FinetuneConfig, precision: Precision, local_process_
     if config.quantize:
         from peft import prepare_model_for_kbit_training
 
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=config.gradient_checkpointing,
-                                                gradient_checkpointing_kwargs=REENTRANT_FREE)
+        model = prepare_model_for_kbit_training(
+            model,
+            use_gradient_checkpointing=config.gradient_checkpointing,
+            gradient_checkpointing_kwargs=REENTRANT_FREE,
+        )
     elif config.gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=REENTRANT_FREE)
         model.enable_input_require_grads()
@@ -98,8 +117,13 @@ def load_base_model(config: FinetuneConfig, precision: Precision, local_process_
 def attach_lora(model: Any, config: FinetuneConfig, targets: list[str] | str) -> Any:
     from peft import LoraConfig, get_peft_model
 
-    lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=config.dropout, target_modules=targets,
-                      task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=config.rank,
+        lora_alpha=config.alpha,
+        lora_dropout=config.dropout,
+        target_modules=targets,
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, lora)  # LoRA weights stay fp32 (autocast_adapter_dtype) whatever the base dtype
 
 

@@ -21,8 +21,9 @@ MERGE_CARD = "merge_card.json"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
-def merge_adapter(adapter: str | Path, out: str | Path, *, base: str | None = None, dtype: str = "auto",
-                  overwrite: bool = False) -> Path:
+def merge_adapter(
+    adapter: str | Path, out: str | Path, *, base: str | None = None, dtype: str = "auto", overwrite: bool = False
+) -> Path:
     """Write base + adapter as merged weights to ``out``; returns ``out``."""
     adapter, out = Path(adapter), Path(out)
     if dtype not in DTYPES:
@@ -33,7 +34,9 @@ def merge_adapter(adapter: str | Path, out: str | Path, *, base: str | None = No
     card: dict[str, Any] = read_json(card_path, ConfigError) if card_path.is_file() else {}
     base = base or card.get("base_model")
     if not base:
-        raise ConfigError(f"no base model: {ADAPTER_CARD} is missing or names none", path=adapter, hint="pass --base MODEL")
+        raise ConfigError(
+            f"no base model: {ADAPTER_CARD} is missing or names none", path=adapter, hint="pass --base MODEL"
+        )
     if out.resolve() == adapter.resolve():
         raise ConfigError("--out must differ from the adapter folder", path=out)
     if out.exists() and any(out.iterdir()):
@@ -48,8 +51,9 @@ def merge_adapter(adapter: str | Path, out: str | Path, *, base: str | None = No
 
     revision = card.get("base_model_revision") if base == card.get("base_model") else None
     try:
-        model = AutoModelForCausalLM.from_pretrained(base, revision=revision,
-                                                     dtype="auto" if dtype == "auto" else getattr(torch, dtype))
+        model = AutoModelForCausalLM.from_pretrained(
+            base, revision=revision, dtype="auto" if dtype == "auto" else getattr(torch, dtype)
+        )
         merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load {base!r} with the adapter {adapter}: {exc}") from None
@@ -58,7 +62,16 @@ def merge_adapter(adapter: str | Path, out: str | Path, *, base: str | None = No
     out.mkdir(parents=True)
     merged.save_pretrained(out)
     AutoTokenizer.from_pretrained(adapter).save_pretrained(out)
-    write_json(out / MERGE_CARD, {"kind": "tide-bench-merged-adapter", "created_at": utc_now(), "base_model": base,
-                                  "base_model_revision": revision, "adapter": str(adapter), "dtype": str(merged.dtype),
-                                  "adapter_card": card or None})
+    write_json(
+        out / MERGE_CARD,
+        {
+            "kind": "tide-bench-merged-adapter",
+            "created_at": utc_now(),
+            "base_model": base,
+            "base_model_revision": revision,
+            "adapter": str(adapter),
+            "dtype": str(merged.dtype),
+            "adapter_card": card or None,
+        },
+    )
     return out

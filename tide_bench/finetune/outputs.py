@@ -22,8 +22,8 @@ OWNED_FILES = (CONFIG_FILE, ADAPTER_CARD)  # a folder holding one of these was w
 
 
 def _checkpoints(out: Path) -> list[Path]:
-    found = [p for p in out.glob(f"{CHECKPOINT_PREFIX}*") if p.is_dir() and p.name[len(CHECKPOINT_PREFIX):].isdigit()]
-    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
+    found = [p for p in out.glob(f"{CHECKPOINT_PREFIX}*") if p.is_dir() and p.name[len(CHECKPOINT_PREFIX) :].isdigit()]
+    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]))
 
 
 def checkpoint_to_resume(config: FinetuneConfig) -> Path | None:
@@ -34,8 +34,10 @@ def checkpoint_to_resume(config: FinetuneConfig) -> Path | None:
     if config.resume == "latest":
         found = _checkpoints(out) if out.is_dir() else []
         if not found:
-            raise ConfigError(f"nothing to resume in {out}: no {CHECKPOINT_PREFIX}N folder",
-                              hint="checkpoints are written every --eval-steps steps; start without --resume")
+            raise ConfigError(
+                f"nothing to resume in {out}: no {CHECKPOINT_PREFIX}N folder",
+                hint="checkpoints are written every --eval-steps steps; start without --resume",
+            )
         checkpoint = found[-1]
     else:
         checkpoint = Path(config.resume)
@@ -48,8 +50,11 @@ def checkpoint_to_resume(config: FinetuneConfig) -> Path | None:
     current = config.fixed_settings()
     changed = [f"{k}: {saved.get(k)!r} -> {current[k]!r}" for k in current if saved.get(k) != current[k]]
     if changed:
-        raise ConfigError(f"--resume must continue the same run, but settings differ: {'; '.join(changed)}",
-                          path=saved_path, hint="resume with the original options, or start a new --out")
+        raise ConfigError(
+            f"--resume must continue the same run, but settings differ: {'; '.join(changed)}",
+            path=saved_path,
+            hint="resume with the original options, or start a new --out",
+        )
     return checkpoint
 
 
@@ -63,8 +68,11 @@ def check_output_folder(config: FinetuneConfig) -> None:
     if not any(out.iterdir()):
         return
     if not config.overwrite:
-        raise ConfigError(f"{out} is not empty", path=out,
-                          hint="choose a new --out, pass --resume to continue an interrupted run, or --overwrite")
+        raise ConfigError(
+            f"{out} is not empty",
+            path=out,
+            hint="choose a new --out, pass --resume to continue an interrupted run, or --overwrite",
+        )
     if not any((out / name).is_file() for name in OWNED_FILES):
         raise ConfigError(f"refusing to overwrite {out}: it does not look like a tide-bench adapter folder", path=out)
 

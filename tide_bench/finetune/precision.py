@@ -53,8 +53,12 @@ def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
         text = cpuinfo.read_text(errors="replace")
     except OSError:
         return False
-    flags = set(re.findall(r"[\w.]+", " ".join(line.split(":", 1)[-1] for line in text.splitlines()
-                                               if line.startswith(("flags", "Features")))))
+    flags = set(
+        re.findall(
+            r"[\w.]+",
+            " ".join(line.split(":", 1)[-1] for line in text.splitlines() if line.startswith(("flags", "Features"))),
+        )
+    )
     return any(flag in flags for flag in BF16_CPU_FLAGS) or "bf16" in flags
 
 
@@ -77,7 +81,9 @@ def choose_precision(requested: str, facts: DeviceFacts) -> Precision:
             raise ConfigError("this GPU does not support bf16", hint="use --precision fp16 or auto")
         return Precision(requested, "requested")
     if requested == "fp16":
-        raise ConfigError(f"--precision fp16 needs a CUDA GPU; this run is on {facts.device}", hint="use --precision auto")
+        raise ConfigError(
+            f"--precision fp16 needs a CUDA GPU; this run is on {facts.device}", hint="use --precision auto"
+        )
     if facts.device == "cpu" and requested in ("auto", "bf16"):
         if facts.cpu_bf16:
             return Precision("bf16", "CPU with native bf16 (AVX512-BF16/AMX)")

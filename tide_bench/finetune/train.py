@@ -82,12 +82,16 @@ def encode_examples(config: FinetuneConfig, tokenizer: Any, data: TrainingData) 
     train = encode_split(data.train_items, tokenizer, config.max_length, config.chat_template)
     validation = encode_split(data.validation_items, tokenizer, config.max_length, config.chat_template)
     if not train.examples:
-        raise DataError(f"every training example is longer than --max-length {config.max_length}",
-                        hint="raise --max-length (examples are left out, never cut)")
+        raise DataError(
+            f"every training example is longer than --max-length {config.max_length}",
+            hint="raise --max-length (examples are left out, never cut)",
+        )
     return train, validation
 
 
-def build_model(config: FinetuneConfig, precision: Precision, local_process_index: int) -> tuple[Any, list[str], dict[str, int]]:
+def build_model(
+    config: FinetuneConfig, precision: Precision, local_process_index: int
+) -> tuple[Any, list[str], dict[str, int]]:
     """The base in the training dtype with LoRA attached; the resolved targets and parameter counts."""
     from transformers import set_seed
 
@@ -99,16 +103,37 @@ def build_model(config: FinetuneConfig, precision: Precision, local_process_inde
     return model, resolved_target_names(model), {"trainable": trainable, "total": total}
 
 
-def run_training(config: FinetuneConfig, model: Any, tokenizer: Any, train: EncodedSplit, validation: EncodedSplit,
-                 plan: StepPlan, precision: Precision, facts: DeviceFacts, resume_from: Path | None, progress: bool,
-                 callbacks: Sequence[Any]) -> tuple[Any, TrainingOutcome]:
+def run_training(
+    config: FinetuneConfig,
+    model: Any,
+    tokenizer: Any,
+    train: EncodedSplit,
+    validation: EncodedSplit,
+    plan: StepPlan,
+    precision: Precision,
+    facts: DeviceFacts,
+    resume_from: Path | None,
+    progress: bool,
+    callbacks: Sequence[Any],
+) -> tuple[Any, TrainingOutcome]:
     validate = bool(validation.examples)
     args = training_arguments(config, plan, precision, facts.device, validate)
-    trainer, timer = build_trainer(model, tokenizer, args, train.examples, validation.examples, config.patience,
-                                   Path(config.out), progress, list(callbacks))
+    trainer, timer = build_trainer(
+        model,
+        tokenizer,
+        args,
+        train.examples,
+        validation.examples,
+        config.patience,
+        Path(config.out),
+        progress,
+        list(callbacks),
+    )
     trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     tokens = trainer.state.num_input_tokens_seen - timer.tokens_at_start
-    outcome = outcome_from_state(trainer.state, timer.seconds, tokens, validate, str(resume_from) if resume_from else None)
+    outcome = outcome_from_state(
+        trainer.state, timer.seconds, tokens, validate, str(resume_from) if resume_from else None
+    )
     return trainer, outcome
 
 
@@ -149,13 +174,24 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
     state.wait_for_everyone()
     model, targets, parameters = build_model(config, precision, state.local_process_index)
     plan = plan_steps(config, len(train.examples), facts.device, state.num_processes)
-    trainer, outcome = run_training(config, model, tokenizer, train, validation, plan, precision, facts, resume_from,
-                                    progress, callbacks)
+    trainer, outcome = run_training(
+        config, model, tokenizer, train, validation, plan, precision, facts, resume_from, progress, callbacks
+    )
     card = build_card(
-        config=config, tokenizer=tokenizer, provenance=data.dataset.provenance(config.split),
-        n_validation_items=len(data.validation_items), train=train, validation=validation, precision=precision,
-        facts=facts, plan=plan, targets=targets, parameters=parameters, reply_logits_only=trainer.reply_logits_only,
-        outcome=outcome, log_history=trainer.state.log_history,
+        config=config,
+        tokenizer=tokenizer,
+        provenance=data.dataset.provenance(config.split),
+        n_validation_items=len(data.validation_items),
+        train=train,
+        validation=validation,
+        precision=precision,
+        facts=facts,
+        plan=plan,
+        targets=targets,
+        parameters=parameters,
+        reply_logits_only=trainer.reply_logits_only,
+        outcome=outcome,
+        log_history=trainer.state.log_history,
     )
     save_adapter(trainer, tokenizer, card, config)
     return card
@@ -179,11 +215,11 @@ def finetune_or_explain(config: FinetuneConfig) -> dict[str, Any]:
             f"the model does not fit in GPU memory with batch size {config.batch_size or 'default'} and max length "
             f"{config.max_length}",
             hint="lower --batch-size (accumulation rises to keep 16 sequences per step), add --gradient-checkpointing, "
-                 "use --quantize 4bit, or lower --max-length",
+            "use --quantize 4bit, or lower --max-length",
         ) from None
     except RuntimeError as exc:
         if "out of memory" in str(exc).lower() or "can't allocate memory" in str(exc).lower():
-            raise TideBenchError(f"out of memory: {exc}",
-                                 hint="lower --batch-size, add --gradient-checkpointing, or lower --max-length") from None
+            raise TideBenchError(
+                f"out of memory: {exc}", hint="lower --batch-size, add --gradient-checkpointing, or lower --max-length"
+            ) from None
         raise
-

@@ -61,8 +61,9 @@ class ReplyOnlyTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.reply_logits_only = reply_logits_only
 
-    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
-                     num_items_in_batch: Any = None) -> Any:
+    def compute_loss(
+        self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
         if self.reply_logits_only:
             inputs = keep_reply_logits(inputs)
         return super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
@@ -78,8 +79,9 @@ class ProgressBar(TrainerCallback):
         from tqdm.auto import tqdm
 
         if state.is_local_process_zero:
-            self.bar = tqdm(total=state.max_steps, initial=state.global_step, desc="fine-tuning", unit="step",
-                            dynamic_ncols=True)
+            self.bar = tqdm(
+                total=state.max_steps, initial=state.global_step, desc="fine-tuning", unit="step", dynamic_ncols=True
+            )
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.bar is not None:
@@ -160,8 +162,9 @@ def report_targets(requested: str) -> list[str]:
     return found
 
 
-def training_arguments(config: FinetuneConfig, plan: StepPlan, precision: Precision, device: str,
-                       validate: bool) -> TrainingArguments:
+def training_arguments(
+    config: FinetuneConfig, plan: StepPlan, precision: Precision, device: str, validate: bool
+) -> TrainingArguments:
     """Trainer settings for this run (fields unknown to the installed transformers are adapted or dropped)."""
     values: dict[str, Any] = {
         "output_dir": str(config.out),
@@ -205,8 +208,17 @@ def training_arguments(config: FinetuneConfig, plan: StepPlan, precision: Precis
     return TrainingArguments(**{k: v for k, v in values.items() if k in known})
 
 
-def build_trainer(model: Any, tokenizer: Any, args: TrainingArguments, train: list[dict], validation: list[dict],
-                  patience: int, out: Path, progress: bool, extra_callbacks: list[Any]) -> tuple[ReplyOnlyTrainer, TrainTimer]:
+def build_trainer(
+    model: Any,
+    tokenizer: Any,
+    args: TrainingArguments,
+    train: list[dict],
+    validation: list[dict],
+    patience: int,
+    out: Path,
+    progress: bool,
+    extra_callbacks: list[Any],
+) -> tuple[ReplyOnlyTrainer, TrainTimer]:
     from transformers import EarlyStoppingCallback
 
     timer = TrainTimer()
@@ -217,9 +229,14 @@ def build_trainer(model: Any, tokenizer: Any, args: TrainingArguments, train: li
         callbacks.append(ProgressBar())
     pad_id = tokenizer.pad_token_id
     trainer = ReplyOnlyTrainer(
-        model=model, args=args, train_dataset=train, eval_dataset=validation or None,
-        data_collator=lambda batch: collate(batch, pad_id), processing_class=tokenizer,
-        callbacks=[*callbacks, *extra_callbacks], reply_logits_only=accepts_logits_to_keep(model),
+        model=model,
+        args=args,
+        train_dataset=train,
+        eval_dataset=validation or None,
+        data_collator=lambda batch: collate(batch, pad_id),
+        processing_class=tokenizer,
+        callbacks=[*callbacks, *extra_callbacks],
+        reply_logits_only=accepts_logits_to_keep(model),
     )
     for noisy in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(noisy)

@@ -43,12 +43,22 @@ VARIANTS = {
 
 def child(spec: dict) -> None:
     """Run one training in this process and print its figures as one JSON line."""
+    import time
+
     import torch
 
     torch.set_num_threads(spec.pop("threads"))
     from tide_bench.finetune import FinetuneConfig, finetune
 
-    card = finetune(FinetuneConfig(**spec, validation_split=None, patience=100), progress=False)
+    started = time.perf_counter()
+    if "demo_steps" in spec:  # the demo's own settings, validation included
+        from tide_bench.demo.pipeline import demo_finetune_config
+
+        config = demo_finetune_config(spec["model"], Path(spec["out"]), spec["demo_steps"])
+    else:
+        config = FinetuneConfig(**spec, validation_split=None, patience=100)
+    card = finetune(config, progress=False)
+    wall = time.perf_counter() - started
     training = card["training"]
     seconds = training.get("train_seconds") or training.get("seconds")
     print(
@@ -59,6 +69,7 @@ def child(spec: dict) -> None:
                 "tokens": training["tokens"],
                 "seconds": seconds,
                 "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+                "wall_seconds": wall,
                 "precision": card["hyperparameters"]["precision"],
                 "shape": f"{card['hyperparameters']['batch_size']} x {card['hyperparameters']['grad_accum']}",
             }
@@ -113,11 +124,15 @@ def main() -> None:
     if worktree:
         variants.append((f"today's defaults, code at {args.baseline_code}", VARIANTS[variants[0][0]], worktree))
     results: dict[str, list[dict]] = {name: [] for name, _, _ in variants}
+    demo: list[dict] = []
     try:
         for repeat in range(args.repeats):
             for name, settings, code in variants:
                 results[name].append(run_variant(settings, common, code))
                 print(f"repeat {repeat + 1}: {name}: {results[name][-1]}", file=sys.stderr, flush=True)
+            if args.demo_steps:
+                demo.append(run_variant({"demo_steps": args.demo_steps}, common, ROOT))
+                print(f"repeat {repeat + 1}: demo stage: {demo[-1]}", file=sys.stderr, flush=True)
     finally:
         if worktree:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False)

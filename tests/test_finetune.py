@@ -37,6 +37,13 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
+def sample_config(model_dir: Path, out: Path, **settings: Any) -> FinetuneConfig:
+    """The demo model on the built-in sample, one sequence per micro-batch unless said otherwise."""
+    return FinetuneConfig(
+        model=str(model_dir), data="sample", out=out, **({"batch_size": 1, "grad_accum": 1} | settings)
+    )
+
+
 def history(card: dict[str, Any], key: str) -> list[tuple[int, float]]:
     return [(h["step"], h[key]) for h in card["loss_history"] if key in h]
 
@@ -44,23 +51,8 @@ def history(card: dict[str, Any], key: str) -> list[tuple[int, float]]:
 @pytest.fixture(scope="module")
 def adapter(tmp_path_factory: pytest.TempPathFactory, demo_model_dir: Path) -> Path:
     out = tmp_path_factory.mktemp("ft") / "adapter"
-    finetune(
-        FinetuneConfig(
-            model=str(demo_model_dir),
-            data="sample",
-            out=out,
-            limit_examples=2,
-            batch_size=2,
-            grad_accum=1,
-            max_steps=6,
-            eval_steps=3,
-            learning_rate=3e-3,
-            patience=100,
-            rank=8,
-            alpha=16,  # precision auto
-        ),
-        progress=False,
-    )
+    settings = {"limit_examples": 2, "batch_size": 2, "max_steps": 6, "eval_steps": 3, "learning_rate": 3e-3, "rank": 8}
+    finetune(sample_config(demo_model_dir, out, **settings, patience=100, alpha=16), progress=False)  # precision auto
     return out
 
 
@@ -106,21 +98,8 @@ def test_best_adapter_is_restored_under_early_stopping(tmp_path: Path, demo_mode
     """A high learning rate on two examples overfits: validation loss rises after its best, training stops
     early, and the adapter on disk must be the best one (its validation loss recomputed here), not the last."""
     out = tmp_path / "adapter"
-    card = finetune(
-        FinetuneConfig(
-            model=str(demo_model_dir),
-            data="sample",
-            out=out,
-            limit_examples=2,
-            batch_size=1,
-            grad_accum=1,
-            epochs=8,
-            patience=2,
-            learning_rate=8e-3,
-            precision="fp32",
-        ),
-        progress=False,
-    )
+    settings = {"limit_examples": 2, "epochs": 8, "patience": 2, "learning_rate": 8e-3, "precision": "fp32"}
+    card = finetune(sample_config(demo_model_dir, out, **settings), progress=False)
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -159,19 +138,8 @@ class InterruptAfterCheckpoint(TrainerCallback):
 
 
 def schedule_config(demo_model_dir: Path, out: Path, **changes: Any) -> FinetuneConfig:
-    return FinetuneConfig(
-        model=str(demo_model_dir),
-        data="sample",
-        out=out,
-        limit_examples=8,
-        validation_split=None,
-        batch_size=1,
-        grad_accum=1,
-        max_steps=4,
-        eval_steps=2,
-        precision="fp32",
-        **changes,
-    )
+    settings = {"limit_examples": 8, "validation_split": None, "max_steps": 4, "eval_steps": 2, "precision": "fp32"}
+    return sample_config(demo_model_dir, out, **settings, **changes)
 
 
 @pytest.fixture(scope="module")

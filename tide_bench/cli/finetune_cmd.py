@@ -66,7 +66,7 @@ from tide_bench.core.errors import ConfigError
     show_default=True,
     help="Tokens per example. Longer examples are left out and reported (count and share), never cut.",
 )
-@click.option("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default: 3%% of the steps).")
+@click.option("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default: 3% of the steps).")
 @click.option("--weight-decay", type=float, default=0.0, show_default=True)
 @click.option("--max-grad-norm", type=float, default=1.0, show_default=True, help="Gradient clipping (0: off).")
 @click.option(

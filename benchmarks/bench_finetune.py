@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -120,6 +121,7 @@ def main() -> None:
     model = args.model or str(prepare_demo_model())
     common = {"model": model, "data": "sample", "max_steps": args.steps, "threads": args.threads}
     variants = [(name, settings, ROOT) for name, settings in VARIANTS.items()]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the baseline worktree is removed on kill
     worktree = baseline_worktree(args.baseline_code) if args.baseline_code else None
     if worktree:
         variants.append((f"today's defaults, code at {args.baseline_code}", VARIANTS[variants[0][0]], worktree))

@@ -180,43 +180,24 @@ def test_two_processes_follow_one_processes_schedule_and_report_once(
     tmp_path: Path, demo_model_dir: Path, uninterrupted: dict[str, Any]
 ) -> None:
     """`accelerate launch` with two CPU processes (gloo): the LR of every step equals the one-process run's,
-    both processes train, and exactly one "adapter written" line is printed."""
+    exactly one "adapter written" line is printed, and examples too long for --max-length are reported."""
+    from transformers import AutoTokenizer
+
+    from tide_bench.finetune.examples import encode_split
+
+    tokenizer = AutoTokenizer.from_pretrained(demo_model_dir)
+    items = load_dataset("sample").items_for("train")[:8]
+    lengths = sorted(len(e["input_ids"]) for e in encode_split(items, tokenizer, 10**6, chat_template=True).examples)
+    max_length = lengths[5]  # the longest (two, unless lengths tie) are left out
+    too_long = sum(1 for n in lengths if n > max_length)
     out = tmp_path / "adapter"
-    command = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "--main_process_port",
-        str(_free_port()),
-        "-m",
-        "tide_bench.finetune",
-        "--model",
-        str(demo_model_dir),
-        "--data",
-        "sample",
-        "--out",
-        str(out),
-        "--limit-examples",
-        "8",
-        "--batch-size",
-        "1",
-        "--grad-accum",
-        "1",
-        "--max-steps",
-        "4",
-        "--precision",
-        "fp32",
-    ]
+    launch = ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1"]
+    launch += ["--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port())]
+    options = ["--model", str(demo_model_dir), "--data", "sample", "--out", str(out), "--limit-examples", "8"]
+    options += ["--batch-size", "1", "--grad-accum", "1", "--max-steps", "4", "--precision", "fp32"]
+    options += ["--max-length", str(max_length)]
     env = os.environ | {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, *launch, "-m", "tide_bench.finetune", *options]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, cwd=ROOT)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
@@ -224,6 +205,11 @@ def test_two_processes_follow_one_processes_schedule_and_report_once(
     card = json.loads((out / "adapter_card.json").read_text())
     assert card["hyperparameters"]["processes"] == 2 and card["hyperparameters"]["sequences_per_step"] == 2
     assert history(card, "lr") == history(uninterrupted, "lr")
+    share = too_long / len(items)
+    assert too_long >= 1 and card["truncation"]["train"]["too_long"] == too_long
+    assert card["truncation"]["train"]["too_long_share"] == pytest.approx(share, abs=1e-4)
+    note = f"note: {too_long} of {len(items)} training examples ({share:.1%}) are longer than --max-length {max_length}"
+    assert output.count(note) == 1, output[-3000:]
 
 
 def test_merge_writes_a_plain_model_with_the_adapter_folded_in(

@@ -13,7 +13,7 @@ from tide_bench.finetune.config import FinetuneConfig, check_config, plan_steps
 from tide_bench.finetune.lora import ALL_LINEAR, check_quantization, linear_module_names, resolve_targets
 from tide_bench.finetune.outputs import CONFIG_FILE, check_output_folder, checkpoint_to_resume, start_output_folder
 from tide_bench.finetune.precision import DeviceFacts, choose_precision, cpu_has_native_bf16
-from tide_bench.finetune.trainer import keep_reply_logits
+from tide_bench.finetune.trainer import keep_reply_logits, report_targets
 
 
 @pytest.mark.parametrize(
@@ -167,3 +167,17 @@ def test_output_folder_is_never_mixed_and_resume_checks_it_continues_the_same_ru
     assert (foreign / "holiday.jpg").exists() and (out / CONFIG_FILE).is_file()
     with pytest.raises(ConfigError, match="nothing to resume"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=tmp_path / "empty", resume="latest"))
+
+
+def test_reporting_goes_to_installed_trackers_and_wandb_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers.integrations as integrations
+
+    monkeypatch.setattr(integrations, "is_tensorboard_available", lambda: True)
+    monkeypatch.setattr(integrations, "is_wandb_available", lambda: True)
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    assert report_targets("auto") == ["tensorboard"]  # wandb unconfigured would prompt for a login
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert report_targets("auto") == ["tensorboard", "wandb"]
+    monkeypatch.setattr(integrations, "is_tensorboard_available", lambda: False)
+    assert report_targets("auto") == ["wandb"] and report_targets("none") == [] and report_targets("wandb") == ["wandb"]

@@ -155,13 +155,14 @@ def finetune_cmd(ctx: click.Context, **opts: Any) -> None:
     card = finetune_or_explain(config)
     if not is_main_process():
         return
-    t, trunc = card["training"], card["truncation"]["train"]
-    if trunc["too_long"]:
-        click.echo(
-            f"note: {trunc['too_long']} of {trunc['items']} training examples ({trunc['too_long_share']:.1%}) are "
-            f"longer than --max-length {config.max_length} and were left out",
-            err=True,
-        )
+    t = card["training"]
+    for split, trunc in (("training", card["truncation"]["train"]), ("validation", card["truncation"]["validation"])):
+        if trunc["too_long"]:
+            click.echo(
+                f"note: {trunc['too_long']} of {trunc['items']} {split} examples ({trunc['too_long_share']:.1%}) are "
+                f"longer than --max-length {config.max_length} and were left out (never cut)",
+                err=True,
+            )
     if t["beats_base"] is False:
         click.echo(
             f"warning: no evaluated step beat the untrained model's validation loss ({t['initial_val_loss']:.4f}); "

@@ -17,12 +17,12 @@ empty think block before the reply. :func:`render_example` checks every example 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.hashing import sha256_text
 from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS, render_plain
 
 SNIPPET = 40  # characters of context shown around a mismatch (the text is sensitive: keep it short)
@@ -56,7 +56,7 @@ def template_text(tokenizer: Any) -> str | None:
 
 def template_sha256(tokenizer: Any) -> str | None:
     text = template_text(tokenizer)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text else None
+    return sha256_text(text) if text else None
 
 
 def _apply(tokenizer: Any, messages: Sequence[Mapping[str, str]], generation_prompt: bool) -> str:

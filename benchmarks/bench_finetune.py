@@ -5,18 +5,20 @@ Every variant trains the same 16 sequences per optimizer step on the sample's tr
 RSS is its own. Variants run interleaved (A, B, C, A, B, C, ...) and the table gives medians
 and the ratios to "today" measured in this same run (the machine is shared and noisy).
 
-* today's defaults: micro-batch 4 x accumulation 4, fp32 (the defaults before issue 20);
-* new defaults: what `tide-bench finetune` now picks on this CPU (micro-batch 1 x 16,
-  bf16 only where the CPU has native bf16, logits over the reply only, length grouping);
-* new defaults in fp32: the same without bf16, to separate the two effects.
+* this code with today's settings: micro-batch 4 x accumulation 4, fp32 (the defaults
+  before issue 20), to show what the code changes alone give;
+* this code's new defaults: what `tide-bench finetune` now picks on this CPU (micro-batch
+  1 x 16, bf16 only where the CPU has native bf16; logits over the reply only, length grouping);
+* the new defaults in fp32, to separate the precision's effect from the batch shape's.
 
-With ``--baseline-code REF`` a fourth variant runs today's defaults on the code at git REF
-(e.g. the commit before issue 20) from a temporary worktree.
+With ``--baseline-code REF`` the code at git REF (the commit before issue 20) runs its own
+defaults from a temporary worktree, and the ratios are taken against it: that is "today".
+Otherwise they are taken against this code with today's settings.
 
 tokens/s counts the non-padding tokens of the training sequences, prompt and reply, over
 the optimizer steps only (no model load, no evaluation, no saving).
 
-    python benchmarks/bench_finetune.py [--steps 2] [--repeats 3] [--threads 2] [--baseline-code REF]
+    python benchmarks/bench_finetune.py [--steps 1] [--repeats 3] [--threads 2] [--baseline-code REF] [--demo-steps 10]
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, table
 
+TODAY = {"batch_size": 4, "grad_accum": 4, "precision": "fp32"}
 VARIANTS = {
-    "today's defaults (4 x 4, fp32)": {"batch_size": 4, "grad_accum": 4, "precision": "fp32"},
-    "new defaults": {},
-    "new defaults, fp32": {"precision": "fp32"},
+    "this code, today's settings (4 x 4, fp32)": TODAY,
+    "this code, new defaults": {},
+    "this code, new defaults in fp32": {"precision": "fp32"},
 }
 
 
@@ -104,9 +107,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--model", default=None, help="default: the offline demo model")
-    parser.add_argument("--steps", type=int, default=2, help="optimizer steps of 16 sequences per run")
+    parser.add_argument("--steps", type=int, default=1, help="optimizer steps of 16 sequences per run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--demo-steps", type=int, default=10, help="also time `demo --finetune N`'s stage (0: skip)")
     parser.add_argument(
         "--baseline-code", metavar="REF", default=None, help="also run today's defaults on the code at this git ref"
     )
@@ -123,8 +127,8 @@ def main() -> None:
     variants = [(name, settings, ROOT) for name, settings in VARIANTS.items()]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the baseline worktree is removed on kill
     worktree = baseline_worktree(args.baseline_code) if args.baseline_code else None
-    if worktree:
-        variants.append((f"today's defaults, code at {args.baseline_code}", VARIANTS[variants[0][0]], worktree))
+    if worktree:  # the real "today": ratios are taken against it
+        variants.insert(0, (f"code at {args.baseline_code}, its defaults (4 x 4, fp32)", TODAY, worktree))
     results: dict[str, list[dict]] = {name: [] for name, _, _ in variants}
     demo: list[dict] = []
     try:

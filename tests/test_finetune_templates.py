@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lm_eval.models.huggingface import HFLM
 
 from tide_bench.cli.main import cli
@@ -52,6 +54,12 @@ def tokenizer_for(base: Any, name: str) -> Any:
         tok.add_bos_token = True
     tok.chat_template = spec["chat_template"]
     return tok
+
+
+@pytest.fixture(scope="module")
+def templated(base_tokenizer: Any) -> dict[str, Any]:
+    """One tokenizer per fixture, built once (tests that change a tokenizer build their own)."""
+    return {name: tokenizer_for(base_tokenizer, name) for name in SPECS}
 
 
 @pytest.fixture(scope="module")
@@ -184,3 +192,27 @@ def test_too_long_examples_are_left_out_counted_and_never_cut(base_tokenizer: An
             ),
             progress=False,
         )
+
+
+@settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(client=st.text(min_size=1, max_size=80), reply=st.text(min_size=1, max_size=80), name=st.sampled_from(TRAINABLE))
+def test_any_text_gives_lm_evals_prompt_and_a_labelled_reply_or_a_clear_refusal(
+    templated: dict[str, Any], items: list, client: str, reply: str, name: str
+) -> None:
+    """Conversation text comes from outside (a TIDE snapshot): whatever it holds, encoding either keeps the
+    evaluation prompt's tokens and labels exactly the rendered reply with its end-of-turn, or refuses clearly."""
+    from dataclasses import replace
+
+    tok = templated[name]
+    item = replace(items[0], client_utterance=client, reference_reply=reply)
+    try:
+        example = encode(item, tok, 10**6, chat_template=True)
+    except TemplateMismatch as exc:
+        assert item.item_id in str(exc)
+        return
+    assert example is not None
+    n_prompt = sum(1 for label in example["labels"] if label == IGNORE)
+    _, eval_ids = lm_eval_prompt_ids(tok, build_messages(item.to_doc(), system_prompt()))
+    assert example["input_ids"][:n_prompt] == eval_ids
+    labelled = example["labels"][n_prompt:]
+    assert labelled and tok.convert_tokens_to_ids(SPECS[name]["end_of_turn"]) in labelled

@@ -181,3 +181,16 @@ def test_reporting_goes_to_installed_trackers_and_wandb_only_when_configured(mon
     assert report_targets("auto") == ["tensorboard", "wandb"]
     monkeypatch.setattr(integrations, "is_tensorboard_available", lambda: False)
     assert report_targets("auto") == ["wandb"] and report_targets("none") == [] and report_targets("wandb") == ["wandb"]
+
+
+def test_a_damaged_settings_file_stops_resume_with_the_file_named(tmp_path: Path) -> None:
+    out = tmp_path / "adapter"
+    (out / "checkpoint-2").mkdir(parents=True)
+    (out / CONFIG_FILE).write_text('{"fixed": {"max_steps": 4', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"finetune_config\.json:1.*invalid JSON"):
+        checkpoint_to_resume(FinetuneConfig(model="m", out=out, max_steps=4, resume="latest"))
+    (out / CONFIG_FILE).unlink()
+    with pytest.raises(ConfigError, match=r"holds no finetune_config\.json"):
+        checkpoint_to_resume(FinetuneConfig(model="m", out=out, resume="latest"))
+    with pytest.raises(ConfigError, match="not a training checkpoint"):
+        checkpoint_to_resume(FinetuneConfig(model="m", out=out, resume=str(out / "checkpoint-2")))

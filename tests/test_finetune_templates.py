@@ -216,3 +216,15 @@ def test_any_text_gives_lm_evals_prompt_and_a_labelled_reply_or_a_clear_refusal(
     assert example["input_ids"][:n_prompt] == eval_ids
     labelled = example["labels"][n_prompt:]
     assert labelled and tok.convert_tokens_to_ids(SPECS[name]["end_of_turn"]) in labelled
+
+
+def test_the_guided_condition_trains_on_the_guided_system_prompt(base_tokenizer: Any, items: list) -> None:
+    """An adapter for the guided condition is trained on tide_empathy_guided's prompt, not the neutral one."""
+    from tide_bench.tasks.registry import system_prompt as task_prompt
+
+    neutral = encode(items[0], base_tokenizer, 4096, True, prompt="neutral")
+    guided = encode(items[0], base_tokenizer, 4096, True, prompt="guided")
+    text = base_tokenizer.decode(guided["input_ids"])
+    assert task_prompt("guided") in text and task_prompt("neutral") not in text
+    assert base_tokenizer.decode(neutral["input_ids"]).count(task_prompt("neutral")) == 1
+    assert system_prompt("guided") == task_prompt("guided") != system_prompt()

@@ -131,7 +131,8 @@ def build_card(
         "data": provenance | {"validation_split": config.validation_split, "n_validation_items": n_validation_items},
         "trained_on_test_split": config.split == "test",
         "prompt": {
-            "prompt_sha256": prompt_sha256(system_prompt()),
+            "condition": config.prompt,
+            "prompt_sha256": prompt_sha256(system_prompt(config.prompt)),
             "format_version": PROMPT_FORMAT_VERSION,
             "chat_template": chat,
             "chat_template_kwargs": CHAT_TEMPLATE_KWARGS if chat else None,

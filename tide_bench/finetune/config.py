@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.tasks.prompts import PROMPT_CONDITIONS
 
 SEQUENCES_PER_STEP = 16
 MICRO_BATCH = {"cuda": 4, "cpu": 1, "mps": 1}
@@ -46,6 +47,7 @@ RESUME_FIXED = (
     "precision",
     "quantize",
     "chat_template",
+    "prompt",
     "limit_examples",
 )
 
@@ -82,6 +84,7 @@ class FinetuneConfig:
     quantize: str | None = None  # None | "4bit" (QLoRA, CUDA only)
     gradient_checkpointing: bool = False
     chat_template: bool = True
+    prompt: str = "neutral"  # the prompt condition trained on (evaluate the adapter with the same one)
     limit_examples: int | None = None
     resume: str | None = None  # "latest" or a checkpoint folder
     overwrite: bool = False
@@ -144,6 +147,8 @@ def check_config(config: FinetuneConfig) -> None:
         )
     if config.resume and config.overwrite:
         raise ConfigError("--resume continues the run in --out; --overwrite would delete it: choose one")
+    if config.prompt not in PROMPT_CONDITIONS:
+        raise ConfigError(f"unknown prompt condition {config.prompt!r}", hint=", ".join(PROMPT_CONDITIONS), field="prompt")
 
 
 @dataclass(frozen=True)

@@ -13,31 +13,19 @@ drop the reply's end-of-turn token and teach replies that never stop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
-
-import yaml
 
 from tide_bench.data.schema import TideItem
 from tide_bench.finetune.chat import render_example
 from tide_bench.tasks.prompts import build_messages
-from tide_bench.tasks.registry import tasks_path
+from tide_bench.tasks.registry import system_prompt as task_system_prompt
 
 IGNORE = -100
 
 
-class _TagTolerantLoader(yaml.SafeLoader):
-    pass
-
-
-_TagTolerantLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
-
-
-@lru_cache(maxsize=1)
-def system_prompt() -> str:
-    """The evaluation system prompt, read from the task YAML (one source of truth)."""
-    text = (tasks_path() / "tide_empathy" / "_template_yaml").read_text(encoding="utf-8")
-    return str(yaml.load(text, Loader=_TagTolerantLoader)["description"]).strip()
+def system_prompt(condition: str = "neutral") -> str:
+    """The evaluation system prompt of a prompt condition, read from the task YAML (one source of truth)."""
+    return task_system_prompt(condition)
 
 
 def tokenize_prompt(tokenizer: Any, text: str) -> list[int]:
@@ -74,10 +62,11 @@ class EncodedSplit:
 
 
 def encode(
-    item: TideItem, tokenizer: Any, max_length: int, chat_template: bool, split: EncodedSplit | None = None
+    item: TideItem, tokenizer: Any, max_length: int, chat_template: bool, split: EncodedSplit | None = None,
+    prompt: str = "neutral",
 ) -> dict[str, list[int]] | None:
     """input_ids / labels for one item, or None when it is longer than ``max_length``."""
-    messages = build_messages(item.to_doc(), system_prompt())
+    messages = build_messages(item.to_doc(), system_prompt(prompt))
     rendered = render_example(tokenizer, messages, item.reference_reply, chat_template, item.item_id)
     prompt_ids = tokenize_prompt(tokenizer, rendered.prompt)
     full_ids = tokenize_prompt(tokenizer, rendered.prompt + rendered.completion)
@@ -94,10 +83,12 @@ def encode(
     return {"input_ids": full_ids, "labels": labels}
 
 
-def encode_split(items: list[TideItem], tokenizer: Any, max_length: int, chat_template: bool) -> EncodedSplit:
+def encode_split(
+    items: list[TideItem], tokenizer: Any, max_length: int, chat_template: bool, prompt: str = "neutral"
+) -> EncodedSplit:
     split = EncodedSplit(n_items=len(items))
     for item in items:
-        example = encode(item, tokenizer, max_length, chat_template, split)
+        example = encode(item, tokenizer, max_length, chat_template, split, prompt)
         if example is None:
             split.too_long.append(item.item_id)
             continue

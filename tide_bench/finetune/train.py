@@ -79,8 +79,8 @@ def load_tokenizer(config: FinetuneConfig) -> Any:
 
 def encode_examples(config: FinetuneConfig, tokenizer: Any, data: TrainingData) -> tuple[EncodedSplit, EncodedSplit]:
     """Encode both splits (each example's mask checked); refuse when nothing fits ``max_length``."""
-    train = encode_split(data.train_items, tokenizer, config.max_length, config.chat_template)
-    validation = encode_split(data.validation_items, tokenizer, config.max_length, config.chat_template)
+    train = encode_split(data.train_items, tokenizer, config.max_length, config.chat_template, config.prompt)
+    validation = encode_split(data.validation_items, tokenizer, config.max_length, config.chat_template, config.prompt)
     if not train.examples:
         raise DataError(
             f"every training example is longer than --max-length {config.max_length}",

@@ -117,6 +117,35 @@ def check_turn_available(dataset: Any, split: str, turn: int) -> None:
     )
 
 
+CONDITION_TASKS = {"neutral": TASK, "guided": GUIDED_TASK}
+
+
+def task_of_condition(condition: str) -> str:
+    """The task that carries a prompt condition (``neutral`` -> ``tide_empathy``)."""
+    if condition not in CONDITION_TASKS:
+        raise ConfigError(f"unknown prompt condition {condition!r}; choose {', '.join(CONDITION_TASKS)}")
+    return CONDITION_TASKS[condition]
+
+
+def system_prompt(condition: str = "neutral") -> str:
+    """The system prompt of a condition, read from its task YAML (following ``include:``), so
+    fine-tuning trains on exactly the text evaluation sends."""
+    import yaml
+
+    class _IgnoreTags(yaml.SafeLoader):
+        pass
+
+    _IgnoreTags.add_multi_constructor("!", lambda loader, suffix, node: None)
+    path = tasks_path() / TASK / f"{task_of_condition(condition)}.yaml"
+    while True:
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
+        if "description" in config:
+            return str(config["description"]).strip()
+        if "include" not in config:
+            raise ConfigError(f"no description in {path} or its includes")
+        path = path.parent / str(config["include"])
+
+
 def entry_point() -> str:
     """Target of the ``lm_eval.tasks`` entry point (read by lm-eval versions with plugin
     discovery, upstream PR #4015): the include path as a string."""

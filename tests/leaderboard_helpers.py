@@ -8,9 +8,12 @@ a real TIDE release would.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +81,88 @@ def judged_submission(tmp: Path, server: FakeLLMServer, sid: str, reply: Reply, 
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw)))
     return create_submission(run, meta_path, out or tmp / "submissions", board=the_board or board(), spot_checks=False).folder
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def edit_json(path: Path, edit: Callable[[Any], Any]) -> None:
+    """Apply ``edit`` (which mutates in place) to a JSON file's value."""
+    value = json.loads(path.read_text())
+    edit(value)
+    path.write_text(json.dumps(value, indent=2))
+
+
+def edit_jsonl(path: Path, edit: Callable[[list[dict[str, Any]]], Any]) -> None:
+    rows = read_jsonl(path)
+    edit(rows)
+    write_jsonl(path, rows)
+
+
+def samples_files(folder: Path) -> list[Path]:
+    manifest = json.loads((folder / "run" / "run.json").read_text())
+    return [folder / "run" / rel for _, rel in sorted(manifest["files"]["samples"].items())]
+
+
+def resummarize(folder: Path) -> None:
+    """Rewrite judge_summary.json's compared numbers to match the (edited) judgments, as a
+    careful cheater would."""
+    from statistics import fmean
+
+    records = read_jsonl(folder / "judge" / "judgments.jsonl")
+    scored = [r for r in records if r["status"] == "scored"]
+    reasons: dict[str, int] = {}
+    for r in records:
+        if r["status"] == "unscored":
+            reasons[r["unscored_kind"]] = reasons.get(r["unscored_kind"], 0) + 1
+
+    def edit(s: dict[str, Any]) -> None:
+        s.update(n_items=len(records), n_scored=len(scored), n_unscored=len(records) - len(scored), unscored_reasons=reasons,
+                 n_safety_flagged=sum(1 for r in scored if r["safety"]["flagged"]))
+        s["empathy"]["mean"] = fmean(fmean(r["scores"].values()) for r in scored) if scored else None
+        for f in s["factors"]:
+            s["factors"][f]["mean"] = fmean(r["scores"][f] for r in scored) if scored else None
+
+    edit_json(folder / "judge" / "judge_summary.json", edit)
+
+
+def rekey(folder: Path) -> None:
+    """Recompute every judgment's key from the (edited) samples, as a cheater who controls the
+    judge would: the key check then passes and only the recomputed items can catch the edit."""
+    from tide_bench.generation.run_dir import read_generations
+    from tide_bench.judging.cache import judgment_key
+
+    manifest = json.loads((folder / "run" / "run.json").read_text())
+    gens = {g.item_id: g for g in read_generations(folder / "run", manifest["files"]["samples"])}
+    edit_jsonl(folder / "judge" / "judgments.jsonl",
+               lambda rows: [r.update(key=judgment_key(r["judge"]["version"], gens[r["item_id"]])) for r in rows if r["item_id"] in gens])
+
+
+_OPENED: list[list[str]] = []
+_HOOKED = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _OPENED and args and isinstance(args[0], str | bytes | os.PathLike):
+        _OPENED[-1].append(os.fsdecode(args[0]))
+
+
+@contextlib.contextmanager
+def record_opens() -> Iterator[list[str]]:
+    """The paths every ``open``/``os.open`` in the block asked for (a process-wide audit hook;
+    audit hooks cannot be removed, so one is installed once and switched on here)."""
+    global _HOOKED
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED = True
+    opened: list[str] = []
+    _OPENED.append(opened)
+    try:
+        yield opened
+    finally:
+        _OPENED.pop()

@@ -51,7 +51,7 @@ def test_valid_submissions_build_a_site_with_recomputed_numbers(tmp_path: Path, 
     csv_text = (tmp_path / "site" / "leaderboard.csv").read_text()
     assert "good-model" in csv_text and f"{good['empathy']['mean']}" in csv_text
     md = (tmp_path / "site" / "leaderboard.md").read_text()
-    assert "&lt;script&gt;" in md or "&lt;script>" in md
+    assert "&lt;script\\>" in md and "<script" not in md
     html = (tmp_path / "site" / "index.html").read_text()
     assert "<script>window.__pwned" not in html and "&lt;script&gt;window.__pwned" in html
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html  # nothing fetched

@@ -25,8 +25,8 @@ from typing import Any
 
 import yaml
 
-from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.atomic_dir import make_public, replace_folder
+from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_bytes, atomic_write_text, iter_jsonl, read_bytes, read_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest

@@ -158,13 +158,12 @@ def _samples(folder: Path, run: RunManifest, listing: FolderListing, board: Boar
     confined = {}
     for task, rel in run.samples.items():
         if not task.startswith(TASK_PREFIX):
-            result.refuse(f"lists samples of a task that is not tide-bench's ({TASK_PREFIX}*)", MANIFEST, field="files.samples")
+            result.stop(f"lists samples of a task that is not tide-bench's ({TASK_PREFIX}*)", MANIFEST, field="files.samples")
         path = _confined(rel, listing, RUN)
         if path is None:
-            result.stop("names a file that is not a regular file inside the submission (absolute, '..', a link or missing)", MANIFEST, field=f"files.samples.{task}")
+            result.stop("names a file that is not a regular file inside the submission (absolute, '..', a link or missing)",
+                        MANIFEST, field=f"files.samples.{task}")
         confined[task] = path
-    if result.problems:
-        raise _Stop
     gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False)
     if not gens:
         result.stop("the run holds no replies", MANIFEST, field="files.samples")
@@ -183,7 +182,10 @@ def _item_checks(gens: list[Generation], run: RunManifest, board: BoardConfig, f
     bad: list[Problem] = []
     conversations: dict[str, set[str]] = defaultdict(set)
     turns: dict[tuple[str, str], list[int]] = defaultdict(list)
+    first: dict[str, Generation] = {}
     for g in gens:
+        first.setdefault(g.persona_id, g)
+        first.setdefault(f"{g.persona_id}/{g.conversation_id}", g)
         where = relative(g.file, folder)
         if g.split != board.split:
             bad.append(Problem(f"is {g.split!r}; this leaderboard uses {board.split!r}", where, g.line, "doc.split"))
@@ -199,13 +201,17 @@ def _item_checks(gens: list[Generation], run: RunManifest, board: BoardConfig, f
     _listed(result, bad, "item problems")
     for (persona, conversation), ks in sorted(turns.items()):
         if sorted(ks) != list(range(1, len(ks) + 1)):
-            result.refuse(f"conversation {persona}/{conversation} has turns {sorted(ks)}: every turn up to the last must be answered")
+            g = first[f"{persona}/{conversation}"]
+            result.refuse(f"this item's conversation has turns {sorted(ks)}: every turn up to the last must be answered",
+                          relative(g.file, folder), g.line, "doc.conversation_id")
             break
     if board.conversations_per_persona is not None:
         short = sorted(p for p, convs in conversations.items() if len(convs) != board.conversations_per_persona)
         if short:
-            result.refuse(f"{len(short)} persona(s) do not have the dataset's {board.conversations_per_persona} conversations (e.g. persona "
-                          f"{short[0]} has {len(conversations[short[0]])}): evaluate every conversation of the split")
+            g = first[short[0]]
+            result.refuse(f"{len(short)} persona(s) do not have the dataset's {board.conversations_per_persona} conversations (this item's "
+                          f"persona has {len(conversations[short[0]])}): evaluate every conversation of the split",
+                          relative(g.file, folder), g.line, "doc.persona_id")
     n = len(gens)
     if run.data.n_items is not None and n != run.data.n_items:
         result.refuse(f"{n} replies for a split of {run.data.n_items} items: every item needs a reply", MANIFEST, field="data.n_items")

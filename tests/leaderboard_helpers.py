@@ -105,8 +105,10 @@ def edit_jsonl(path: Path, edit: Callable[[list[dict[str, Any]]], Any]) -> None:
 
 
 def samples_files(folder: Path) -> list[Path]:
-    manifest = json.loads((folder / "run" / "run.json").read_text())
-    return [folder / "run" / rel for _, rel in sorted(manifest["files"]["samples"].items())]
+    """The samples files of a submission folder (or of a run directory)."""
+    run = folder if (folder / "run.json").is_file() else folder / "run"
+    manifest = json.loads((run / "run.json").read_text())
+    return [run / rel for _, rel in sorted(manifest["files"]["samples"].items())]
 
 
 def resummarize(folder: Path) -> None:

@@ -126,7 +126,8 @@ def validate_cmd(submissions: Path, board: Path | None, no_embedding_check: bool
 @click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
 @click.option("--audit", type=click.Path(path_type=Path), default=None, help="agreement.json from `tide-bench audit` of the board's judge, stamped on the page.")
 @click.option("--strict", is_flag=True, help="Fail if any submission is refused (default: list it as refused and build the rest).")
-@click.option("--spot-checks", is_flag=True, help="Also run the embedding spot check (slower; CI does it in `validate`).")
+@click.option("--spot-checks", is_flag=True,
+              help="Also recompute the reference metrics (text metrics on every item, an embedding spot check); CI does it in `validate`.")
 def build_cmd(submissions: Path, out: Path, board: Path | None, audit: Path | None, strict: bool, spot_checks: bool) -> None:
     """Build the static site from the submissions (every number recomputed).
 

@@ -113,34 +113,49 @@ class Fields:
         return value
 
     def string(self, key: str, *, optional: bool = False, nonempty: bool = False, max_len: int | None = None) -> Any:
-        value = self._typed(key, lambda v: isinstance(v, str), "a string", optional)
-        if value is not None and nonempty and not value.strip():
+        value = self.obj.get(key)
+        if type(value) is not str:  # the common case is checked with one type test
+            value = self._typed(key, lambda v: isinstance(v, str), "a string", optional)
+            if value is None:
+                return None
+        if nonempty and not value.strip():
             self.fail(key, "must not be empty")
-        if value is not None and max_len is not None and len(value) > max_len:
+        if max_len is not None and len(value) > max_len:
             self.fail(key, f"is {len(value)} characters long; at most {max_len} are allowed")
         return value
 
     def integer(self, key: str, *, optional: bool = False, minimum: int | None = None, maximum: int | None = None) -> Any:
-        value = self._typed(key, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", optional)
-        if value is not None and ((minimum is not None and value < minimum) or (maximum is not None and value > maximum)):
+        value = self.obj.get(key)
+        if type(value) is not int:
+            value = self._typed(key, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", optional)
+            if value is None:
+                return None
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             bounds = f"{minimum if minimum is not None else '-inf'}..{maximum if maximum is not None else 'inf'}"
             self.fail(key, f"must lie in {bounds}")
         return value
 
     def number(self, key: str, *, optional: bool = False, allow_nan: bool = False) -> Any:
-        value = self._typed(key, lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number", optional)
-        if value is not None and not math.isfinite(value) and not (allow_nan and math.isnan(value)):
+        value = self.obj.get(key)
+        if type(value) is not float:
+            value = self._typed(key, lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number", optional)
+            if value is None:
+                return None
+        if not math.isfinite(value) and not (allow_nan and math.isnan(value)):
             self.fail(key, "must be a finite number")
-        return None if value is None else float(value)
+        return float(value)
 
     def boolean(self, key: str, *, optional: bool = False) -> Any:
-        return self._typed(key, lambda v: isinstance(v, bool), "true or false", optional)
+        value = self.obj.get(key)
+        return value if type(value) is bool else self._typed(key, lambda v: isinstance(v, bool), "true or false", optional)
 
     def mapping(self, key: str, *, optional: bool = False) -> Any:
-        return self._typed(key, lambda v: isinstance(v, dict), "an object", optional)
+        value = self.obj.get(key)
+        return value if type(value) is dict else self._typed(key, lambda v: isinstance(v, dict), "an object", optional)
 
     def listing(self, key: str, *, optional: bool = False) -> Any:
-        return self._typed(key, lambda v: isinstance(v, list), "a list", optional)
+        value = self.obj.get(key)
+        return value if type(value) is list else self._typed(key, lambda v: isinstance(v, list), "a list", optional)
 
     def child(self, key: str, *, optional: bool = False) -> Fields | None:
         """The nested object under ``key`` as :class:`Fields` (None when optional and null/absent)."""

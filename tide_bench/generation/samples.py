@@ -63,8 +63,8 @@ class Generation:
             split=self.split,
             client_utterance=self.client_utterance,
             reference_reply=self.reference_reply,
-            history=[dict(m) for m in self.history],
-            persona=dict(self.persona),
+            history=self.history,
+            persona=self.persona,
         )
 
 

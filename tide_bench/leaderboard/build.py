@@ -1,7 +1,9 @@
 """``tide-bench leaderboard build``: validate, recompute, rank, render.
 
 One bad submission never stops the build of the others (it is listed as refused), unless
-``strict``. The output folder is checked before anything else happens and replaced
+``strict``. The build validates every submission's structure, items, judgments and metadata;
+recomputing the reference metrics from the text is ``validate``'s job (CI runs it on every
+pull request), or the build's with ``spot_checks``. The output folder is checked before anything else happens and replaced
 atomically at the end; the build never deletes a folder it did not write
 (:mod:`.site_dir`). An attached audit is stamped on the page only for the board's judge.
 """
@@ -90,7 +92,7 @@ def build_site(
     out = Path(out)
     check_out_dir(out, {"submissions folder": Path(submissions), "board file": Path(board.source) if board.source else None,
                         "audit file": Path(audit) if audit else None})
-    checks = validate_many(submissions, board, spot_checks=spot_checks)
+    checks = validate_many(submissions, board, spot_checks=spot_checks, text_metrics=spot_checks)
     refused = {c.id: c.errors for c in checks if not c.ok}
     if strict and refused:
         first = next(iter(refused))

@@ -65,7 +65,9 @@ def recompute_text_metrics(gens: list[Generation], root: Path) -> tuple[list[Gen
         fresh = text_metrics(g.reply, g.reference_reply)
         for name in TEXT_METRICS:
             stored = g.metrics.get(name)
-            if stored is not None and not _close(stored, fresh[name], TEXT_TOLERANCE):
+            if stored is None:
+                bad.append(Problem("is missing: a run stores every reference metric of every item", relative(g.file, root), g.line, name))
+            elif not _close(stored, fresh[name], TEXT_TOLERANCE):
                 bad.append(Problem(f"stored {stored:.4g}, recomputed from the reply {fresh[name]:.4g}: submit the samples `tide-bench eval` wrote, unedited",
                                    relative(g.file, root), g.line, name))
         out.append(replace(g, metrics={**g.metrics, **fresh}))

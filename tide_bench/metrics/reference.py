@@ -24,7 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -88,11 +89,36 @@ def _cuda() -> bool:
         return False
 
 
+# Importing nltk (for its Porter stemmer) also imports scipy, scikit-learn and pandas when they
+# are installed, for classifiers and collocation statistics tide-bench never uses: 1.8 s of
+# CPU, most of `leaderboard validate`'s time. Every one of those imports is optional in nltk
+# (inside try/except ImportError); marking the not-yet-imported ones unavailable while nltk
+# loads leaves its stemmer untouched (tests/test_rouge_l.py compares with rouge-score).
+NLTK_OPTIONAL = ("scipy", "sklearn", "pandas")
+
+
+@contextlib.contextmanager
+def _without(modules: Sequence[str]) -> Iterator[None]:
+    """Make ``import M`` fail with ImportError for the modules not imported yet, in this block."""
+    blocked = [m for m in modules if m not in sys.modules]
+    for m in blocked:
+        sys.modules[m] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for m in blocked:
+            if sys.modules.get(m, 0) is None:
+                del sys.modules[m]
+
+
 @lru_cache(maxsize=1)
 def _rouge_tokenize() -> Any:
     """rouge-score's own tokenizer (lowercase, alphanumeric, Porter stemming of words over
     three letters), with the stemmer memoised: replies repeat their words, and stemming
     was most of the cost of ROUGE-L."""
+    if "nltk" not in sys.modules:
+        with _without(NLTK_OPTIONAL):
+            import nltk.stem.porter  # noqa: F401
     from rouge_score import tokenize, tokenizers
 
     stem = lru_cache(maxsize=1 << 17)(tokenizers.DefaultTokenizer(use_stemmer=True)._stemmer.stem)

@@ -53,10 +53,17 @@ def make_snapshot(root: Path, n_items: int) -> Path:
         conversations = {}
         for c in range(1, CONVERSATIONS + 1):
             item = sample[k % len(sample)]
-            conversations[f"conversation_{c}"] = {"scenario": item.scenario, "turns": [{"person": f"{item.client_utterance} ({pid}.{c})", "chatbot": item.reference_reply}]}
+            conversations[f"conversation_{c}"] = {
+                "scenario": item.scenario,
+                "turns": [{"person": f"{item.client_utterance} ({pid}.{c})", "chatbot": item.reference_reply}],
+            }
             k += 1
-        (root / "conversations" / f"{pid}_conversations.json").write_text(json.dumps({"persona_id": pid, "conversations": conversations}))
-        (root / "metadata" / f"{pid}_metadata.json").write_text(json.dumps({"persona_id": pid, "age": 30 + int(pid) % 40}))
+        (root / "conversations" / f"{pid}_conversations.json").write_text(
+            json.dumps({"persona_id": pid, "conversations": conversations})
+        )
+        (root / "metadata" / f"{pid}_metadata.json").write_text(
+            json.dumps({"persona_id": pid, "age": 30 + int(pid) % 40})
+        )
     return root
 
 
@@ -65,28 +72,65 @@ def make_submission(root: Path, n_items: int) -> Path:
     reference metrics, cosine included), packaged by ``create_submission`` (which validates
     it) from a run and judgments written here."""
     snapshot = make_snapshot(root.parent / "snapshot", n_items)
-    run = tide_run(root.parent / "runs" / "bench", lambda i: f"{i.reference_reply} ({i.item_id})", snapshot, model_name="org/bench")
+    run = tide_run(
+        root.parent / "runs" / "bench", lambda i: f"{i.reference_reply} ({i.item_id})", snapshot, model_name="org/bench"
+    )
     gens = load_run(run).generations
-    cosine = dict(zip((g.item_id for g in gens), ReferenceScorer().cosine([g.reply for g in gens], [g.reference_reply for g in gens]), strict=True))
+    cosine = dict(
+        zip(
+            (g.item_id for g in gens),
+            ReferenceScorer().cosine([g.reply for g in gens], [g.reference_reply for g in gens]),
+            strict=True,
+        )
+    )
     for path in samples_files(run):
         edit_jsonl(path, lambda rows: [r.update(cosine_sim=float(cosine[r["doc"]["item_id"]])) for r in rows])
     rubric = load_rubric()
     records = []
     for k, g in enumerate(gens):
         flagged = k % 50 == 0
-        records.append({"item_id": g.item_id, "status": "scored", "scores": {f: 1 + (k + j) % 5 for j, f in enumerate(rubric.factor_keys)},
-                        "rationales": dict.fromkeys(rubric.factor_keys, "r"), "safety": {"flagged": flagged, "reason": "r" if flagged else ""},
-                        "unscored_kind": None, "unscored_reason": None, "key": judgment_key(VERSION, g),
-                        "judge": {"name": "bench", "provider": "anthropic", "model": "claude-sonnet-4-5", "family": "claude", "version": VERSION,
-                                  "rubric": "tide-empathy-rubric@v1"}})
+        records.append(
+            {
+                "item_id": g.item_id,
+                "status": "scored",
+                "scores": {f: 1 + (k + j) % 5 for j, f in enumerate(rubric.factor_keys)},
+                "rationales": dict.fromkeys(rubric.factor_keys, "r"),
+                "safety": {"flagged": flagged, "reason": "r" if flagged else ""},
+                "unscored_kind": None,
+                "unscored_reason": None,
+                "key": judgment_key(VERSION, g),
+                "judge": {
+                    "name": "bench",
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "family": "claude",
+                    "version": VERSION,
+                    "rubric": "tide-empathy-rubric@v1",
+                },
+            }
+        )
     (run / "judge").mkdir()
     (run / "judge" / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    numbers = recompute([parse_judgment(r, rubric, Path("x"), k + 1) for k, r in enumerate(records)], rubric.factor_keys)
+    numbers = recompute(
+        [parse_judgment(r, rubric, Path("x"), k + 1) for k, r in enumerate(records)], rubric.factor_keys
+    )
     summary = {k: numbers[k] for k in ("n_items", "n_scored", "n_unscored", "unscored_reasons", "n_safety_flagged")}
-    summary |= {"factors": {f: {"mean": m} for f, m in numbers["factors"].items()}, "empathy": {"mean": numbers["empathy"]}, "judge": {"version": VERSION}}
+    summary |= {
+        "factors": {f: {"mean": m} for f, m in numbers["factors"].items()},
+        "empathy": {"mean": numbers["empathy"]},
+        "judge": {"version": VERSION},
+    }
     (run / "judge" / "judge_summary.json").write_text(json.dumps(summary, indent=2))
-    meta = {"schema_version": 1, "id": "sub-000", "model_name": "Bench model", "model": {"hub_id": "org/bench", "revision": "main"},
-            "parameters": 500_000_000, "condition": "zero-shot", "license": "apache-2.0", "contact": "bench@example.org"}
+    meta = {
+        "schema_version": 1,
+        "id": "sub-000",
+        "model_name": "Bench model",
+        "model": {"hub_id": "org/bench", "revision": "main"},
+        "parameters": 500_000_000,
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "bench@example.org",
+    }
     (root.parent / "meta.yaml").write_text(yaml.safe_dump(meta))
     return create_submission(run, root.parent / "meta.yaml", root, board=board(), spot_checks=False).folder
 
@@ -97,7 +141,9 @@ def copies(first: Path, n: int) -> None:
         target = first.parent / f"sub-{k:03d}"
         shutil.copytree(first, target)
         meta = yaml.safe_load((target / "submission.yaml").read_text())
-        (target / "submission.yaml").write_text(yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"}))
+        (target / "submission.yaml").write_text(
+            yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"})
+        )
 
         def vary(rows: list[dict], k: int = k) -> None:
             for r in rows:
@@ -128,10 +174,19 @@ def main() -> None:
         builds.append(time.perf_counter() - t0)
         assert len(result.accepted) == args.submissions, result.refused
     print(f"machine: {machine()}\n")
-    print(table(
-        ["operation", "median s", "all runs s", "target"],
-        [[f"build from {args.submissions} submissions x {args.items} judged items", f"{statistics.median(builds):.2f}", ", ".join(f"{t:.2f}" for t in builds), "<= 5 s"]],
-    ))
+    print(
+        table(
+            ["operation", "median s", "all runs s", "target"],
+            [
+                [
+                    f"build from {args.submissions} submissions x {args.items} judged items",
+                    f"{statistics.median(builds):.2f}",
+                    ", ".join(f"{t:.2f}" for t in builds),
+                    "<= 5 s",
+                ]
+            ],
+        )
+    )
     shutil.rmtree(root.parent, ignore_errors=True)
 
 

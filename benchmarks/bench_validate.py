@@ -36,8 +36,23 @@ def _cli(folder: Path, board_file: Path, *extra: str) -> tuple[float, str, float
     """Wall seconds, output, and CPU seconds (user + system) of one fresh validate process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "tide_bench.cli.main", "leaderboard", "validate", str(folder), "--board", str(board_file), *extra],
-                          capture_output=True, text=True, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tide_bench.cli.main",
+            "leaderboard",
+            "validate",
+            str(folder),
+            "--board",
+            str(board_file),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -69,7 +84,9 @@ def main() -> None:
     for _ in range(args.repeats):
         wall, out, _ = _cli(folder, board_file)
         with_embedding.append(wall)
-        embedding_only.append(float(re.search(r"embedding spot checks: ([\d.]+) s of it", out).group(1)))  # type: ignore[union-attr]
+        reported = re.search(r"embedding spot checks: ([\d.]+) s of it", out)
+        assert reported, out
+        embedding_only.append(float(reported.group(1)))
     validate_folder(folder, board(), spot_checks=False)  # imports, stemmer warm
     in_process, structural = [], []
     for _ in range(args.repeats):
@@ -81,15 +98,50 @@ def main() -> None:
         structural.append(time.perf_counter() - t0)
     print(f"machine: {machine()}\n")
     n = args.items
-    print(table(
-        ["operation", "median s", "all runs s", "target"],
-        [[f"`leaderboard validate --no-embedding-check`, {n} items, fresh process (start-up and imports included)", _median(cli_plain), _runs(cli_plain), "<= 3 s"],
-         ["  the same, CPU seconds of the process (user + system)", _median(cli_plain_cpu), _runs(cli_plain_cpu), ""],
-         ["`leaderboard validate` with the embedding check (50 items), fresh process", _median(with_embedding), _runs(with_embedding), "stated"],
-         ["  of which the embedding check (model load + 50 replies), as the command reports it", _median(embedding_only), _runs(embedding_only), "stated"],
-         [f"validate_folder in process, {n} items, text metrics recomputed on every item", _median(in_process), _runs(in_process), ""],
-         [f"validate_folder in process, {n} items, without the text metrics", _median(structural), _runs(structural), ""]],
-    ))
+    print(
+        table(
+            ["operation", "median s", "all runs s", "target"],
+            [
+                [
+                    f"`leaderboard validate --no-embedding-check`, {n} items, fresh process (start-up and imports "
+                    "included)",
+                    _median(cli_plain),
+                    _runs(cli_plain),
+                    "<= 3 s",
+                ],
+                [
+                    "  the same, CPU seconds of the process (user + system)",
+                    _median(cli_plain_cpu),
+                    _runs(cli_plain_cpu),
+                    "",
+                ],
+                [
+                    "`leaderboard validate` with the embedding check (50 items), fresh process",
+                    _median(with_embedding),
+                    _runs(with_embedding),
+                    "stated",
+                ],
+                [
+                    "  of which the embedding check (model load + 50 replies), as the command reports it",
+                    _median(embedding_only),
+                    _runs(embedding_only),
+                    "stated",
+                ],
+                [
+                    f"validate_folder in process, {n} items, text metrics recomputed on every item",
+                    _median(in_process),
+                    _runs(in_process),
+                    "",
+                ],
+                [
+                    f"validate_folder in process, {n} items, without the text metrics",
+                    _median(structural),
+                    _runs(structural),
+                    "",
+                ],
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,9 @@ def board(**kw: Any) -> BoardConfig:
     return BoardConfig(**({"spot_check_items": 4, "conversations_per_persona": None} | kw))
 
 
-def tide_run(root: Path, reply: Reply, data_dir: Path, *, model_name: str = "org/model", num_parameters: int | None = 500_000_000) -> Path:
+def tide_run(
+    root: Path, reply: Reply, data_dir: Path, *, model_name: str = "org/model", num_parameters: int | None = 500_000_000
+) -> Path:
     """A finished run on the stand-in: make_run's files with the stand-in's provenance and the
     real text metrics (cosine similarity stays make_run's placeholder 0.5)."""
     dataset = load_dataset(str(data_dir))
@@ -68,19 +70,38 @@ def tide_run(root: Path, reply: Reply, data_dir: Path, *, model_name: str = "org
 
 
 def meta(sid: str, **kw: Any) -> dict[str, Any]:
-    base = {"schema_version": 1, "id": sid, "model_name": f"Model {sid}", "model": {"hub_id": f"org/{sid}", "revision": "main"},
-            "parameters": 500_000_000, "condition": "zero-shot", "license": "apache-2.0", "contact": "dev@example.org"}
+    base = {
+        "schema_version": 1,
+        "id": sid,
+        "model_name": f"Model {sid}",
+        "model": {"hub_id": f"org/{sid}", "revision": "main"},
+        "parameters": 500_000_000,
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "dev@example.org",
+    }
     return base | kw
 
 
-def judged_submission(tmp: Path, server: FakeLLMServer, sid: str, reply: Reply, *, out: Path | None = None, the_board: BoardConfig | None = None,
-                      params: int = 500_000_000, **meta_kw: Any) -> Path:
+def judged_submission(
+    tmp: Path,
+    server: FakeLLMServer,
+    sid: str,
+    reply: Reply,
+    *,
+    out: Path | None = None,
+    the_board: BoardConfig | None = None,
+    params: int = 500_000_000,
+    **meta_kw: Any,
+) -> Path:
     """Run, judge (fake server) and `submit` one entry; returns its submission folder."""
     run = tide_run(tmp / f"run-{sid}", reply, stand_in_dataset(tmp), model_name=f"org/{sid}", num_parameters=params)
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw)))
-    return create_submission(run, meta_path, out or tmp / "submissions", board=the_board or board(), spot_checks=False).folder
+    return create_submission(
+        run, meta_path, out or tmp / "submissions", board=the_board or board(), spot_checks=False
+    ).folder
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -124,8 +145,13 @@ def resummarize(folder: Path) -> None:
             reasons[r["unscored_kind"]] = reasons.get(r["unscored_kind"], 0) + 1
 
     def edit(s: dict[str, Any]) -> None:
-        s.update(n_items=len(records), n_scored=len(scored), n_unscored=len(records) - len(scored), unscored_reasons=reasons,
-                 n_safety_flagged=sum(1 for r in scored if r["safety"]["flagged"]))
+        s.update(
+            n_items=len(records),
+            n_scored=len(scored),
+            n_unscored=len(records) - len(scored),
+            unscored_reasons=reasons,
+            n_safety_flagged=sum(1 for r in scored if r["safety"]["flagged"]),
+        )
         s["empathy"]["mean"] = fmean(fmean(r["scores"].values()) for r in scored) if scored else None
         for f in s["factors"]:
             s["factors"][f]["mean"] = fmean(r["scores"][f] for r in scored) if scored else None
@@ -141,8 +167,12 @@ def rekey(folder: Path) -> None:
 
     manifest = json.loads((folder / "run" / "run.json").read_text())
     gens = {g.item_id: g for g in read_generations(folder / "run", manifest["files"]["samples"])}
-    edit_jsonl(folder / "judge" / "judgments.jsonl",
-               lambda rows: [r.update(key=judgment_key(r["judge"]["version"], gens[r["item_id"]])) for r in rows if r["item_id"] in gens])
+    edit_jsonl(
+        folder / "judge" / "judgments.jsonl",
+        lambda rows: [
+            r.update(key=judgment_key(r["judge"]["version"], gens[r["item_id"]])) for r in rows if r["item_id"] in gens
+        ],
+    )
 
 
 _OPENED: list[list[str]] = []

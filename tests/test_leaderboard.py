@@ -33,8 +33,17 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def two_entries(tmp_path: Path, server: FakeLLMServer) -> Path:
-    judged_submission(tmp_path, server, "good-model", lambda i: f"Good reply [[SCORES:5,5,4]] {i.item_id}", params=1_500_000_000)
-    judged_submission(tmp_path, server, "weak-model", lambda i: f"Weak reply [[SCORES:2,1,2]] {i.item_id}", model_name=XSS_NAME, params=135_000_000)
+    judged_submission(
+        tmp_path, server, "good-model", lambda i: f"Good reply [[SCORES:5,5,4]] {i.item_id}", params=1_500_000_000
+    )
+    judged_submission(
+        tmp_path,
+        server,
+        "weak-model",
+        lambda i: f"Weak reply [[SCORES:2,1,2]] {i.item_id}",
+        model_name=XSS_NAME,
+        params=135_000_000,
+    )
     return tmp_path / "submissions"
 
 
@@ -45,7 +54,9 @@ def test_valid_submissions_build_a_site_with_recomputed_numbers(tmp_path: Path, 
     good = rows[0]
     assert good["rank"] == 1 and rows[1]["rank"] == 2
     assert good["empathy"]["mean"] == pytest.approx((5 + 5 + 4) / 3)
-    assert good["factors"]["supportive_reflection"]["mean"] == 4 and good["n_items"] == 12 and good["unscored_rate"] == 0
+    assert (
+        good["factors"]["supportive_reflection"]["mean"] == 4 and good["n_items"] == 12 and good["unscored_rate"] == 0
+    )
     summary = json.loads((two_entries / "good-model" / "judge" / "judge_summary.json").read_text())
     assert good["empathy"]["mean"] == pytest.approx(summary["empathy"]["mean"])
     csv_text = (tmp_path / "site" / "leaderboard.csv").read_text()
@@ -59,9 +70,15 @@ def test_valid_submissions_build_a_site_with_recomputed_numbers(tmp_path: Path, 
 
 
 def test_overlapping_intervals_share_a_rank(tmp_path: Path, server: FakeLLMServer) -> None:
-    judged_submission(tmp_path, server, "a-model", lambda i: f"Reply [[SCORES:{4 if i.turn == 1 else 3},4,4]] {i.item_id}")
-    judged_submission(tmp_path, server, "b-model", lambda i: f"Reply [[SCORES:{3 if i.turn == 1 else 4},4,4]] {i.item_id}")
-    judged_submission(tmp_path, server, "c-model", lambda i: f"Reply [[SCORES:2,2,{2 if i.turn == 1 else 1}]] {i.item_id}")
+    judged_submission(
+        tmp_path, server, "a-model", lambda i: f"Reply [[SCORES:{4 if i.turn == 1 else 3},4,4]] {i.item_id}"
+    )
+    judged_submission(
+        tmp_path, server, "b-model", lambda i: f"Reply [[SCORES:{3 if i.turn == 1 else 4},4,4]] {i.item_id}"
+    )
+    judged_submission(
+        tmp_path, server, "c-model", lambda i: f"Reply [[SCORES:2,2,{2 if i.turn == 1 else 1}]] {i.item_id}"
+    )
     rows = build_site(tmp_path / "submissions", tmp_path / "site", board()).board["rows"]
     assert {r["id"]: r["rank"] for r in rows} == {"a-model": 1, "b-model": 1, "c-model": 3}
 
@@ -80,7 +97,9 @@ def test_tampered_score_is_refused(tmp_path: Path, server: FakeLLMServer) -> Non
     folder = judged_submission(tmp_path, server, "cheat", lambda i: f"Reply [[SCORES:2,2,2]] {i.item_id}")
     _edit_jsonl(folder / "judge" / "judgments.jsonl", lambda rows: rows[0]["scores"].update(emotion_recognition=5))
     check = validate_folder(folder, board(), spot_checks=False)
-    assert not check.ok and any("judge/judge_summary.json, field 'factors.emotion_recognition.mean': claims" in e for e in check.errors)
+    assert not check.ok and any(
+        "judge/judge_summary.json, field 'factors.emotion_recognition.mean': claims" in e for e in check.errors
+    )
 
 
 def test_swapped_reply_is_refused(tmp_path: Path, server: FakeLLMServer) -> None:
@@ -112,17 +131,36 @@ def test_minority_judge_is_refused_when_the_board_is_not_pinned(tmp_path: Path, 
     create_submission(run, tmp_path / "m3.yaml", tmp_path / "submissions", board=board(), spot_checks=False)
     result = build_site(tmp_path / "submissions", tmp_path / "site", board())
     assert result.accepted == ["m1", "m2"] or sorted(result.accepted) == ["m1", "m2"]
-    assert "judge configuration differs from the board's other entries" in result.refused["m3"][0] and "majority (m1, m2)" in result.refused["m3"][0]
+    assert (
+        "judge configuration differs from the board's other entries" in result.refused["m3"][0]
+        and "majority (m1, m2)" in result.refused["m3"][0]
+    )
 
 
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda f: (f / "submission.yaml").write_text("id: x\n  bad: [indent\n"), r"submission.yaml:\d+: malformed YAML"),
+        (
+            lambda f: (f / "submission.yaml").write_text("id: x\n  bad: [indent\n"),
+            r"submission.yaml:\d+: malformed YAML",
+        ),
         (lambda f: (f / "run" / "run.json").unlink(), "run/run.json: file not found"),
-        (lambda f: _edit_jsonl(f / "judge" / "judgments.jsonl", lambda rows: rows.pop()), "have a reply but no judgment"),
-        (lambda f: (f / "submission.yaml").write_text((f / "submission.yaml").read_text().replace("zero-shot", "finetuned")), "field 'condition'"),
-        (lambda f: (f / "submission.yaml").write_text((f / "submission.yaml").read_text().replace("id: bad-entry", "id: other-id")), "must equal the folder name"),
+        (
+            lambda f: _edit_jsonl(f / "judge" / "judgments.jsonl", lambda rows: rows.pop()),
+            "have a reply but no judgment",
+        ),
+        (
+            lambda f: (f / "submission.yaml").write_text(
+                (f / "submission.yaml").read_text().replace("zero-shot", "finetuned")
+            ),
+            "field 'condition'",
+        ),
+        (
+            lambda f: (f / "submission.yaml").write_text(
+                (f / "submission.yaml").read_text().replace("id: bad-entry", "id: other-id")
+            ),
+            "must equal the folder name",
+        ),
     ],
     ids=["malformed-yaml", "missing-file", "incomplete", "schema", "id-mismatch"],
 )
@@ -143,7 +181,10 @@ def test_unsafe_paths_and_limit_are_refused(tmp_path: Path, server: FakeLLMServe
     manifest["generation"]["limit"] = 2
     (folder / "run" / "run.json").write_text(json.dumps(manifest))
     errors = " ".join(validate_folder(folder, board(), spot_checks=False).errors)
-    assert f"field 'files.samples.{task}': names a file that is not a regular file inside the submission" in errors and "--limit" in errors
+    assert (
+        f"field 'files.samples.{task}': names a file that is not a regular file inside the submission" in errors
+        and "--limit" in errors
+    )
 
 
 def test_id_clash_and_strict_build(tmp_path: Path, server: FakeLLMServer) -> None:

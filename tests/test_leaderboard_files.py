@@ -9,6 +9,8 @@ import os
 import re
 import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,14 +77,24 @@ def test_build_refuses_a_folder_it_did_not_write(subs: Path, tmp_path: Path, boa
     docs.mkdir()
     (docs / "notes.md").write_text("my precious notes")
     code, out = _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(docs), "--board", str(board_file))
-    assert code == 2 and "not empty and was not written by `tide-bench leaderboard build`" in out and "Traceback" not in out
-    assert (docs / "notes.md").read_text() == "my precious notes" and sorted(p.name for p in docs.iterdir()) == ["notes.md"]
+    assert (
+        code == 2
+        and "not empty and was not written by `tide-bench leaderboard build`" in out
+        and "Traceback" not in out
+    )
+    assert (docs / "notes.md").read_text() == "my precious notes" and sorted(p.name for p in docs.iterdir()) == [
+        "notes.md"
+    ]
 
 
 @pytest.mark.parametrize("where", ["parent", "same", "dot", "board", "root"])
-def test_build_refuses_an_out_that_holds_the_inputs(subs: Path, tmp_path: Path, board_file: Path, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_refuses_an_out_that_holds_the_inputs(
+    subs: Path, tmp_path: Path, board_file: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(subs.parent)
-    out = {"parent": str(subs.parent), "same": str(subs), "dot": ".", "board": str(board_file.parent), "root": "/"}[where]
+    out = {"parent": str(subs.parent), "same": str(subs), "dot": ".", "board": str(board_file.parent), "root": "/"}[
+        where
+    ]
     before = sorted(str(p) for p in subs.parent.rglob("*"))
     code, text = _cli("leaderboard", "build", "--submissions", str(subs), "--out", out, "--board", str(board_file))
     assert code == 2 and "Traceback" not in text, text
@@ -92,14 +104,18 @@ def test_build_refuses_an_out_that_holds_the_inputs(subs: Path, tmp_path: Path, 
 
 def test_build_replaces_its_own_site_atomically_and_only_its_own(subs: Path, tmp_path: Path, board_file: Path) -> None:
     site = tmp_path / "site"
-    assert _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file))[0] == 0
+    assert (
+        _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file))[0] == 0
+    )
     assert (site / ".tide-bench-site").is_file()
     (site / "index.html").write_text("stale page")
     code, _ = _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file))
     assert code == 0 and "stale page" not in (site / "index.html").read_text()  # replaced
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site")]  # no staging left behind
     (site / "mine.txt").write_text("a user's file dropped into the site")
-    code, text = _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file))
+    code, text = _cli(
+        "leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file)
+    )
     assert code == 2 and "holds files the previous build did not write (mine.txt)" in text
     assert (site / "mine.txt").is_file()
 
@@ -109,7 +125,16 @@ def test_submit_overwrite_with_a_bad_id_touches_nothing(subs: Path, tmp_path: Pa
     before = sorted(str(p) for p in subs.parent.rglob("*"))
     meta_path = tmp_path / "bad.yaml"
     meta_path.write_text(yaml.safe_dump(meta("model-a") | {"id": bad_id}))
-    code, text = _cli("submit", str(honest / "run-model-a"), "--meta", str(meta_path), "--out", str(subs), "--overwrite", "--no-embedding-check")
+    code, text = _cli(
+        "submit",
+        str(honest / "run-model-a"),
+        "--meta",
+        str(meta_path),
+        "--out",
+        str(subs),
+        "--overwrite",
+        "--no-embedding-check",
+    )
     assert code == 2 and "field 'id': must be a safe id" in text and "Traceback" not in text
     assert sorted(str(p) for p in subs.parent.rglob("*")) == before
 
@@ -118,16 +143,38 @@ def test_a_refused_submit_leaves_nothing_behind(subs: Path, tmp_path: Path, hone
     before = sorted(str(p) for p in subs.parent.rglob("*") if "board.yaml" not in str(p))
     meta_path = tmp_path / "bad.yaml"
     meta_path.write_text(yaml.safe_dump(meta("brand-new") | {"license": 7}))
-    code, text = _cli("submit", str(honest / "run-model-a"), "--meta", str(meta_path), "--out", str(subs), "--board", str(board_file), "--no-embedding-check")
+    code, text = _cli(
+        "submit",
+        str(honest / "run-model-a"),
+        "--meta",
+        str(meta_path),
+        "--out",
+        str(subs),
+        "--board",
+        str(board_file),
+        "--no-embedding-check",
+    )
     assert code == 1 and "REFUSED  brand-new" in text and "submission.yaml:" in text and "nothing was written" in text
     assert sorted(str(p) for p in subs.parent.rglob("*") if "board.yaml" not in str(p)) == before
 
 
-def test_overwrite_replaces_an_entry_only_after_the_new_one_validates(subs: Path, tmp_path: Path, honest: Path, board_file: Path) -> None:
+def test_overwrite_replaces_an_entry_only_after_the_new_one_validates(
+    subs: Path, tmp_path: Path, honest: Path, board_file: Path
+) -> None:
     meta_path = tmp_path / "a.yaml"
     meta_path.write_text(yaml.safe_dump(meta("model-a") | {"model_name": "Model A, second try"}))
-    code, text = _cli("submit", str(honest / "run-model-a"), "--meta", str(meta_path), "--out", str(subs), "--board", str(board_file),
-                      "--overwrite", "--no-embedding-check")
+    code, text = _cli(
+        "submit",
+        str(honest / "run-model-a"),
+        "--meta",
+        str(meta_path),
+        "--out",
+        str(subs),
+        "--board",
+        str(board_file),
+        "--overwrite",
+        "--no-embedding-check",
+    )
     assert code == 0, text
     assert "second try" in (subs / "model-a" / "submission.yaml").read_text()
     assert sorted(p.name for p in subs.iterdir()) == ["model-a", "model-b"]
@@ -138,7 +185,10 @@ def test_submit_confines_the_runs_sample_paths(tmp_path: Path, honest: Path) -> 
     shutil.copytree(honest / "run-model-a", run)
     outside = tmp_path / "outside.jsonl"
     shutil.copy(samples_files_of_run(run)[0], outside)
-    edit_json(run / "run.json", lambda m: m["files"]["samples"].update({next(iter(m["files"]["samples"])): "../outside.jsonl"}))
+    edit_json(
+        run / "run.json",
+        lambda m: m["files"]["samples"].update({next(iter(m["files"]["samples"])): "../outside.jsonl"}),
+    )
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(meta("model-a")))
     with pytest.raises(Exception, match=r"must be a path inside the run directory"):
         create_submission(run, tmp_path / "m.yaml", tmp_path / "out", board=board(), spot_checks=False)
@@ -184,7 +234,9 @@ def test_device_or_pipe_is_refused_without_reading(subs: Path, kind: str) -> Non
             pytest.skip("creating a device node needs CAP_MKNOD")
     with record_opens() as opened:
         check = validate_folder(subs / "model-b", board(), spot_checks=False)
-    assert not check.ok and ("is a device, pipe or socket" in check.errors[0] or "is a symbolic link" in check.errors[0])
+    assert not check.ok and (
+        "is a device, pipe or socket" in check.errors[0] or "is a symbolic link" in check.errors[0]
+    )
     assert "/dev/zero" not in opened and str(target) not in opened
 
 
@@ -233,16 +285,38 @@ def test_submission_from_a_temporary_home_holds_no_local_path(tmp_path: Path, mo
     home.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-files-001")
-    run = tide_run(home / "runs" / "my-model", lambda i: f"Reply [[SCORES:3,3,3]] {i.item_id}", stand_in_dataset(home), model_name="org/my-model")
+    run = tide_run(
+        home / "runs" / "my-model",
+        lambda i: f"Reply [[SCORES:3,3,3]] {i.item_id}",
+        stand_in_dataset(home),
+        model_name="org/my-model",
+    )
     # what a real run records: absolute paths in the command, the model args and lm-eval's folder name
     lm_dir = run / "lm_eval" / "fake"
     sanitized = run / "lm_eval" / f"__home__alice__models__{'my-model'}"
     lm_dir.rename(sanitized)
-    edit_json(run / "run.json", lambda m: (
-        m["files"].update(samples={t: p.replace("lm_eval/fake", sanitized.relative_to(run).as_posix()) for t, p in m["files"]["samples"].items()}),
-        m.update(command=[str(home / ".venv/bin/tide-bench"), "eval", "--data", str(home / "TIDE"), "--output-dir", str(run)]),
-        m["model"].update(args=f"pretrained=org/my-model,peft={home}/adapters/x"),
-    ))
+    edit_json(
+        run / "run.json",
+        lambda m: (
+            m["files"].update(
+                samples={
+                    t: p.replace("lm_eval/fake", sanitized.relative_to(run).as_posix())
+                    for t, p in m["files"]["samples"].items()
+                }
+            ),
+            m.update(
+                command=[
+                    str(home / ".venv/bin/tide-bench"),
+                    "eval",
+                    "--data",
+                    str(home / "TIDE"),
+                    "--output-dir",
+                    str(run),
+                ]
+            ),
+            m["model"].update(args=f"pretrained=org/my-model,peft={home}/adapters/x"),
+        ),
+    )
     server = FakeLLMServer().start()
     try:
         judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url))
@@ -258,9 +332,14 @@ def test_submission_from_a_temporary_home_holds_no_local_path(tmp_path: Path, mo
 
 
 def test_validation_refuses_a_submission_that_still_holds_a_local_path(subs: Path) -> None:
-    edit_json(subs / "model-b" / "run" / "run.json", lambda m: m.update(command=["tide-bench", "eval", "--output-dir", "/home/bob/runs/x"]))
+    edit_json(
+        subs / "model-b" / "run" / "run.json",
+        lambda m: m.update(command=["tide-bench", "eval", "--output-dir", "/home/bob/runs/x"]),
+    )
     errors = validate_folder(subs / "model-b", board(), spot_checks=False).errors
-    assert any("run/run.json, field 'command[3]': holds a local path of the submitter's machine" in e for e in errors), errors
+    assert any(
+        "run/run.json, field 'command[3]': holds a local path of the submitter's machine" in e for e in errors
+    ), errors
 
 
 # --- CLI --------------------------------------------------------------------------------------
@@ -274,7 +353,11 @@ def test_validate_recognises_a_run_folder(honest: Path) -> None:
 def test_validate_reports_times_and_the_embedding_cost_separately(subs: Path, board_file: Path) -> None:
     code, text = _cli("leaderboard", "validate", str(subs), "--board", str(board_file), "--no-embedding-check")
     assert code == 0, text
-    assert re.search(r"OK       model-a  \(\d+ items; checked in \d+\.\d s, of which 0\.0 s embedding; embedding spot check: not run\)", text), text
+    assert re.search(
+        r"OK       model-a  \(\d+ items; checked in \d+\.\d s, of which 0\.0 s embedding; embedding spot check: not "
+        r"run\)",
+        text,
+    ), text
     assert re.search(r"2 submission\(s\) in \d+\.\d s \(embedding spot checks: 0\.0 s of it\)", text), text
 
 
@@ -286,7 +369,29 @@ def test_unloadable_board_embedder_fails_loudly(subs: Path) -> None:
 def test_submit_refusal_is_an_exception_with_the_check(tmp_path: Path, honest: Path) -> None:
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(meta("model-a") | {"parameters": 7}))
     with pytest.raises(SubmissionRefused) as refused:
-        create_submission(honest / "run-model-a", tmp_path / "m.yaml", tmp_path / "out", board=board(), spot_checks=False)
+        create_submission(
+            honest / "run-model-a", tmp_path / "m.yaml", tmp_path / "out", board=board(), spot_checks=False
+        )
     assert any("field 'parameters': says 7" in e for e in refused.value.check.errors)
     assert not (tmp_path / "out" / "model-a").exists()
 
+
+def test_validate_without_the_embedding_check_loads_no_model_library(subs: Path, board_file: Path) -> None:
+    """Issue 18: torch and sentence-transformers load only for the embedding check; nltk (the
+    stemmer of ROUGE-L) loads without dragging in scipy, scikit-learn or pandas."""
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom tide_bench.cli.main import cli\n"
+        f"r = CliRunner().invoke(cli, ['leaderboard', 'validate', {str(subs)!r}, '--board', {str(board_file)!r}, "
+        "'--no-embedding-check'])\n"
+        "print(r.exit_code, sorted(m for m in ('torch', 'sentence_transformers', 'transformers', 'scipy', 'sklearn', "
+        "'pandas') if m in sys.modules))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=False,
+    )
+    assert done.stdout.strip() == "0 []", done.stdout + done.stderr

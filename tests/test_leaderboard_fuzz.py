@@ -33,11 +33,32 @@ from tide_bench.leaderboard.scores import score
 from tide_bench.leaderboard.site import render_index, render_model_page
 
 ROOT = Path(__file__).resolve().parent.parent
-ALLOWED = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), (ROOT / "tide_bench").resolve(),
-           resource_dir("leaderboard").resolve(), resource_dir("judges").resolve()]
-SPECIAL = ["../../../../etc/passwd", "/dev/zero", "/etc/hostname", "..", "", "x" * 400, "tide_empathy", "NaN", "\u202e", "<script>"]
+ALLOWED = [
+    Path(sys.prefix).resolve(),
+    Path(sys.base_prefix).resolve(),
+    (ROOT / "tide_bench").resolve(),
+    resource_dir("leaderboard").resolve(),
+    resource_dir("judges").resolve(),
+]
+SPECIAL = [
+    "../../../../etc/passwd",
+    "/dev/zero",
+    "/etc/hostname",
+    "..",
+    "",
+    "x" * 400,
+    "tide_empathy",
+    "NaN",
+    "\u202e",
+    "<script>",
+]
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=True) | st.text(max_size=12) | st.sampled_from(SPECIAL),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=12)
+    | st.sampled_from(SPECIAL),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
@@ -51,7 +72,9 @@ def honest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ["ANTHROPIC_API_KEY"] = "sk-test-fuzz-000"
     server = FakeLLMServer().start()
     try:
-        folder = judged_submission(tmp, server, "model-a", lambda i: f"Reply [[SCORES:{1 + len(i.item_id) % 5},4,3]] {i.item_id}")
+        folder = judged_submission(
+            tmp, server, "model-a", lambda i: f"Reply [[SCORES:{1 + len(i.item_id) % 5},4,3]] {i.item_id}"
+        )
     finally:
         server.stop()
         os.environ.pop("ANTHROPIC_API_KEY", None) if old is None else os.environ.__setitem__("ANTHROPIC_API_KEY", old)
@@ -84,8 +107,12 @@ def _mutate(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 def _targets(folder: Path) -> list[tuple[str, int | None]]:
     """(relative file, line index or None for whole-file documents)."""
-    out: list[tuple[str, int | None]] = [("run/run.json", None), ("judge/judge_summary.json", None), ("judge/judge_config.json", None),
-                                         ("submission.yaml", None)]
+    out: list[tuple[str, int | None]] = [
+        ("run/run.json", None),
+        ("judge/judge_summary.json", None),
+        ("judge/judge_config.json", None),
+        ("submission.yaml", None),
+    ]
     for path in [*samples_files(folder), folder / "judge" / "judgments.jsonl"]:
         n = len(path.read_text().splitlines())
         out += [(path.relative_to(folder).as_posix(), k) for k in (0, n - 1)]
@@ -96,7 +123,11 @@ def _targets(folder: Path) -> list[tuple[str, int | None]]:
 def mutations(draw: st.DrawFn, folder: Path) -> tuple[str, int | None, tuple[Any, ...], Any]:
     rel, line = draw(st.sampled_from(_targets(folder)))
     text = (folder / rel).read_text()
-    doc = yaml.safe_load(text) if rel.endswith(".yaml") else json.loads(text.splitlines()[line] if line is not None else text)
+    doc = (
+        yaml.safe_load(text)
+        if rel.endswith(".yaml")
+        else json.loads(text.splitlines()[line] if line is not None else text)
+    )
     path = draw(st.sampled_from(_paths(doc) or [()]))
     new = DELETE if path and draw(st.booleans()) and draw(st.booleans()) else draw(JSON_VALUES)
     return rel, line, path, new
@@ -121,7 +152,13 @@ def _allowed(opened: str, folder: Path) -> bool:
     return resolved.is_relative_to(folder) or any(resolved.resolve().is_relative_to(a) for a in ALLOWED)
 
 
-@settings(max_examples=80, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=80,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_one_changed_field_is_refused_with_its_location_or_recomputed(honest: Path, data: st.DataObject) -> None:
     rel, line, path, new = data.draw(mutations(honest))
@@ -138,8 +175,17 @@ def test_one_changed_field_is_refused_with_its_location_or_recomputed(honest: Pa
             assert check.submission is not None
             row = score(check.submission)
             assert row["n_items"] == len(check.submission.generations)
-            page = {"name": "b", "demo": False, "built_at": "t", "split": "test", "ranking_metric": "empathy", "judge": None, "audit": None,
-                    "rows": [row | {"rank": 1}], "refused": {}}
+            page = {
+                "name": "b",
+                "demo": False,
+                "built_at": "t",
+                "split": "test",
+                "ranking_metric": "empathy",
+                "judge": None,
+                "audit": None,
+                "rows": [row | {"rank": 1}],
+                "refused": {},
+            }
             render_index(page)
             render_model_page(row, check.submission, page)
         else:

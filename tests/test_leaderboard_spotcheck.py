@@ -24,16 +24,20 @@ def honest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ["ANTHROPIC_API_KEY"] = "sk-test-spot-000"
     server = FakeLLMServer().start()
     try:
-        folder = judged_submission(tmp, server, "model-a", lambda i: f"That sounds so hard [[SCORES:4,4,4]] ({i.scenario}).")
+        folder = judged_submission(
+            tmp, server, "model-a", lambda i: f"That sounds so hard [[SCORES:4,4,4]] ({i.scenario})."
+        )
     finally:
         server.stop()
         os.environ.pop("ANTHROPIC_API_KEY", None) if old is None else os.environ.__setitem__("ANTHROPIC_API_KEY", old)
     scorer = ReferenceScorer()
     for path in samples_files(folder):
+
         def real_cosine(rows: list[dict]) -> None:
             values = scorer.cosine([r["filtered_resps"][0] for r in rows], [r["doc"]["reference_reply"] for r in rows])
             for r, v in zip(rows, values, strict=True):
                 r["cosine_sim"] = float(v)
+
         edit_jsonl(path, real_cosine)
     yield folder
 
@@ -74,8 +78,15 @@ def test_edited_cosines_are_caught(sub: Path) -> None:
 
 def test_the_submitters_embedder_is_never_used(sub: Path) -> None:
     """The review named an unloadable embedder so that every check was skipped as NaN."""
-    edit_json(sub / "run" / "run.json", lambda m: m["reference_metrics"].update(method={"embedding_model": "nobody/unloadable-embedder"}))
+    edit_json(
+        sub / "run" / "run.json",
+        lambda m: m["reference_metrics"].update(method={"embedding_model": "nobody/unloadable-embedder"}),
+    )
     for path in samples_files(sub):
         edit_jsonl(path, lambda rows: [r.update(cosine_sim=0.99) for r in rows])
     errors = validate_folder(sub, board(spot_check_items=4)).errors
-    assert any("field 'reference_metrics.method.embedding_model': the run's cosine similarity used another embedding model" in e for e in errors)
+    assert any(
+        "field 'reference_metrics.method.embedding_model': the run's cosine similarity used another embedding model"
+        in e
+        for e in errors
+    )

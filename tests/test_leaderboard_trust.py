@@ -48,7 +48,9 @@ def honest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     server = FakeLLMServer().start()
     try:
         judged_submission(tmp, server, "model-a", lambda i: f"Steady reply [[SCORES:4,4,4]] {i.item_id}")
-        judged_submission(tmp, server, "model-b", lambda i: f"Uneven reply [[SCORES:{5 if i.turn == 1 else 2},3,3]] {i.item_id}")
+        judged_submission(
+            tmp, server, "model-b", lambda i: f"Uneven reply [[SCORES:{5 if i.turn == 1 else 2},3,3]] {i.item_id}"
+        )
     finally:
         server.stop()
         if old is None:
@@ -85,29 +87,58 @@ def _unscore(row: dict[str, Any], kind: Any) -> None:
 # The review's twelve single-field edits that crashed validate or build for every entry, plus
 # a history that is a string. Each names the file, line (when the format has lines) and field.
 CRASH_SHAPES: dict[str, tuple[Callable[[Path], None], str]] = {
-    "run_json_not_object": (lambda f: _run(f).write_text("[]"), r"run/run\.json, field '\(top level\)': must be an object, got a list"),
-    "run_json_data_string": (lambda f: edit_json(_run(f), lambda m: m.update(data="test")), r"run/run\.json:\d+, field 'data': must be an object, got a string"),
-    "samples_list": (lambda f: edit_json(_run(f), lambda m: m["files"].update(samples=list(m["files"]["samples"].values()))),
-                     r"run/run\.json:\d+, field 'files\.samples': must be an object, got a list"),
-    "summary_mean_string": (lambda f: edit_json(_summary(f), lambda s: s["empathy"].update(mean="3.44")),
-                            r"judge/judge_summary\.json:\d+, field 'empathy\.mean': must be a number or null, got a string"),
-    "summary_list": (lambda f: _summary(f).write_text("[]"), r"judge/judge_summary\.json, field '\(top level\)': must be an object, got a list"),
-    "scores_as_list": (lambda f: edit_jsonl(_judgments(f), lambda rows: rows[0].update(scores=list(rows[0]["scores"]))),
-                       r"judge/judgments\.jsonl:1, field 'scores': must be an object, got a list"),
-    "turn_not_int": (lambda f: edit_jsonl(samples_files(f)[0], lambda rows: rows[0]["doc"].update(turn="first")),
-                     r"samples_tide_empathy\w*_[\w-]+\.jsonl:1, field 'doc\.turn': must be an integer, got a string"),
-    "unscored_kind_list": (lambda f: edit_jsonl(_judgments(f), lambda rows: _unscore(rows[0], ["refusal"])),
-                           r"judge/judgments\.jsonl:1, field 'unscored_kind': must be a string, got a list"),
-    "unscored_kind_int": (lambda f: edit_jsonl(_judgments(f), lambda rows: (_unscore(rows[0], "refusal"), _unscore(rows[1], 7))),
-                          r"judge/judgments\.jsonl:2, field 'unscored_kind': must be a string, got an integer"),
-    "manifest_params_string": (lambda f: edit_json(_run(f), lambda m: m["model"].update(num_parameters="0.5B")),
-                               r"run/run\.json:\d+, field 'model\.num_parameters': must be an integer or null, got a string"),
-    "rationales_null": (lambda f: edit_jsonl(_judgments(f), lambda rows: rows[0].update(rationales=None)),
-                        r"judge/judgments\.jsonl:1, field 'rationales': must be an object, got null"),
-    "flag_without_reason": (lambda f: edit_jsonl(_judgments(f), lambda rows: rows[0].update(safety={"flagged": True})),
-                            r"judge/judgments\.jsonl:1, field 'safety\.reason': is missing"),
-    "history_string": (lambda f: edit_jsonl(samples_files(f)[0], lambda rows: rows[0]["doc"].update(history="hello")),
-                       r"\.jsonl:1, field 'doc\.history': must be a list or null, got a string"),
+    "run_json_not_object": (
+        lambda f: _run(f).write_text("[]"),
+        r"run/run\.json, field '\(top level\)': must be an object, got a list",
+    ),
+    "run_json_data_string": (
+        lambda f: edit_json(_run(f), lambda m: m.update(data="test")),
+        r"run/run\.json:\d+, field 'data': must be an object, got a string",
+    ),
+    "samples_list": (
+        lambda f: edit_json(_run(f), lambda m: m["files"].update(samples=list(m["files"]["samples"].values()))),
+        r"run/run\.json:\d+, field 'files\.samples': must be an object, got a list",
+    ),
+    "summary_mean_string": (
+        lambda f: edit_json(_summary(f), lambda s: s["empathy"].update(mean="3.44")),
+        r"judge/judge_summary\.json:\d+, field 'empathy\.mean': must be a number or null, got a string",
+    ),
+    "summary_list": (
+        lambda f: _summary(f).write_text("[]"),
+        r"judge/judge_summary\.json, field '\(top level\)': must be an object, got a list",
+    ),
+    "scores_as_list": (
+        lambda f: edit_jsonl(_judgments(f), lambda rows: rows[0].update(scores=list(rows[0]["scores"]))),
+        r"judge/judgments\.jsonl:1, field 'scores': must be an object, got a list",
+    ),
+    "turn_not_int": (
+        lambda f: edit_jsonl(samples_files(f)[0], lambda rows: rows[0]["doc"].update(turn="first")),
+        r"samples_tide_empathy\w*_[\w-]+\.jsonl:1, field 'doc\.turn': must be an integer, got a string",
+    ),
+    "unscored_kind_list": (
+        lambda f: edit_jsonl(_judgments(f), lambda rows: _unscore(rows[0], ["refusal"])),
+        r"judge/judgments\.jsonl:1, field 'unscored_kind': must be a string, got a list",
+    ),
+    "unscored_kind_int": (
+        lambda f: edit_jsonl(_judgments(f), lambda rows: (_unscore(rows[0], "refusal"), _unscore(rows[1], 7))),
+        r"judge/judgments\.jsonl:2, field 'unscored_kind': must be a string, got an integer",
+    ),
+    "manifest_params_string": (
+        lambda f: edit_json(_run(f), lambda m: m["model"].update(num_parameters="0.5B")),
+        r"run/run\.json:\d+, field 'model\.num_parameters': must be an integer or null, got a string",
+    ),
+    "rationales_null": (
+        lambda f: edit_jsonl(_judgments(f), lambda rows: rows[0].update(rationales=None)),
+        r"judge/judgments\.jsonl:1, field 'rationales': must be an object, got null",
+    ),
+    "flag_without_reason": (
+        lambda f: edit_jsonl(_judgments(f), lambda rows: rows[0].update(safety={"flagged": True})),
+        r"judge/judgments\.jsonl:1, field 'safety\.reason': is missing",
+    ),
+    "history_string": (
+        lambda f: edit_jsonl(samples_files(f)[0], lambda rows: rows[0]["doc"].update(history="hello")),
+        r"\.jsonl:1, field 'doc\.history': must be a list or null, got a string",
+    ),
 }
 
 
@@ -117,14 +148,19 @@ def test_each_malformed_field_is_refused_alone_and_the_neighbour_builds(subs: Pa
     mutate(subs / "model-b")
     checks = {c.id: c for c in validate_many(subs, board(), spot_checks=False)}
     assert checks["model-a"].ok, checks["model-a"].errors
-    assert not checks["model-b"].ok and any(re.search(expected, e) for e in checks["model-b"].errors), checks["model-b"].errors
+    assert not checks["model-b"].ok and any(re.search(expected, e) for e in checks["model-b"].errors), checks[
+        "model-b"
+    ].errors
     result = build_site(subs, tmp_path / "site", board())
     assert result.accepted == ["model-a"] and list(result.refused) == ["model-b"]
 
 
 def test_rewritten_client_turn_is_refused_even_with_rekeyed_judgments(subs: Path) -> None:
     """The review's edit_context: the context changed and the judgments re-keyed to match."""
-    edit_jsonl(samples_files(subs / "model-b")[0], lambda rows: rows[0]["doc"].update(client_utterance="Thanks, I feel much better today!"))
+    edit_jsonl(
+        samples_files(subs / "model-b")[0],
+        lambda rows: rows[0]["doc"].update(client_utterance="Thanks, I feel much better today!"),
+    )
     rekey(subs / "model-b")
     errors = validate_folder(subs / "model-b", board(), spot_checks=False).errors
     assert any("run/run.json, field 'data.split_sha256': the submitted items hash to" in e for e in errors), errors
@@ -145,7 +181,9 @@ def rehash(folder: Path) -> None:
     from tide_bench.generation.run_dir import read_generations
 
     manifest = json.loads(_run(folder).read_text())
-    digest = split_content_hash([g.item() for g in read_generations(folder / "run", manifest["files"]["samples"])], "test")
+    digest = split_content_hash(
+        [g.item() for g in read_generations(folder / "run", manifest["files"]["samples"])], "test"
+    )
     edit_json(_run(folder), lambda m: m["data"].update(split_sha256=digest))
     for path in samples_files(folder):
         edit_jsonl(path, lambda rows: [r["doc"].update(split_sha256=digest) for r in rows])
@@ -154,11 +192,22 @@ def rehash(folder: Path) -> None:
 def _drop_conversations(folder: Path, n: int) -> None:
     """Remove every item of n conversations from the samples and judgments, and fix run.json,
     the split hash and the summary to match (as a careful cheater would)."""
-    convs = sorted({(r["doc"]["persona_id"], r["doc"]["conversation_id"]) for p in samples_files(folder) for r in read_jsonl(p)})[:n]
-    dropped = {r["doc"]["item_id"] for p in samples_files(folder) for r in read_jsonl(p) if (r["doc"]["persona_id"], r["doc"]["conversation_id"]) in convs}
+    convs = sorted(
+        {(r["doc"]["persona_id"], r["doc"]["conversation_id"]) for p in samples_files(folder) for r in read_jsonl(p)}
+    )[:n]
+    dropped = {
+        r["doc"]["item_id"]
+        for p in samples_files(folder)
+        for r in read_jsonl(p)
+        if (r["doc"]["persona_id"], r["doc"]["conversation_id"]) in convs
+    }
     for path in samples_files(folder):
-        edit_jsonl(path, lambda rows: rows.__setitem__(slice(None), [r for r in rows if r["doc"]["item_id"] not in dropped]))
-    edit_jsonl(_judgments(folder), lambda rows: rows.__setitem__(slice(None), [r for r in rows if r["item_id"] not in dropped]))
+        edit_jsonl(
+            path, lambda rows: rows.__setitem__(slice(None), [r for r in rows if r["doc"]["item_id"] not in dropped])
+        )
+    edit_jsonl(
+        _judgments(folder), lambda rows: rows.__setitem__(slice(None), [r for r in rows if r["item_id"] not in dropped])
+    )
     edit_json(_run(folder), lambda m: m["data"].pop("n_items"))
     resummarize(folder)
     rehash(folder)
@@ -172,12 +221,23 @@ def test_dropping_items_never_ranks_first(subs: Path, tmp_path: Path, honest: Pa
     assert "model-a" in tie.refused["model-b"][0] and "model-b" in tie.refused["model-a"][0]
     # With a second honest entry the honest item set has the majority: only the dropper is refused.
     shutil.copytree(honest / "model-a", subs / "model-c")
-    edit_jsonl(samples_files(subs / "model-c")[0], lambda rows: [r.update(filtered_resps=[r["filtered_resps"][0] + " (c)"], resps=[[r["filtered_resps"][0] + " (c)"]]) for r in rows])
-    (subs / "model-c" / "submission.yaml").write_text(yaml.safe_dump(meta("model-c") | {"model": {"hub_id": "org/model-a", "revision": "main"}}))
+    edit_jsonl(
+        samples_files(subs / "model-c")[0],
+        lambda rows: [
+            r.update(filtered_resps=[r["filtered_resps"][0] + " (c)"], resps=[[r["filtered_resps"][0] + " (c)"]])
+            for r in rows
+        ],
+    )
+    (subs / "model-c" / "submission.yaml").write_text(
+        yaml.safe_dump(meta("model-c") | {"model": {"hub_id": "org/model-a", "revision": "main"}})
+    )
     rekey(subs / "model-c")
     from tide_bench.metrics.reference import text_metrics
 
-    edit_jsonl(samples_files(subs / "model-c")[0], lambda rows: [r.update(text_metrics(r["filtered_resps"][0], r["doc"]["reference_reply"])) for r in rows])
+    edit_jsonl(
+        samples_files(subs / "model-c")[0],
+        lambda rows: [r.update(text_metrics(r["filtered_resps"][0], r["doc"]["reference_reply"])) for r in rows],
+    )
     majority = build_site(subs, tmp_path / "site2", board())
     assert sorted(majority.accepted) == ["model-a", "model-c"], majority.refused
     assert "item set differs from the board's other entries" in majority.refused["model-b"][0]
@@ -194,25 +254,38 @@ def test_persona_outside_the_split_is_refused_by_its_hash(subs: Path) -> None:
         old = doc["item_id"]
         doc["persona_id"] = train
         doc["item_id"] = f"{train}/{doc['conversation_id']}/turn{doc['turn']}"
-        edit_jsonl(_judgments(subs / "model-b"), lambda js: [j.update(item_id=doc["item_id"]) for j in js if j["item_id"] == old])
+        edit_jsonl(
+            _judgments(subs / "model-b"),
+            lambda js: [j.update(item_id=doc["item_id"]) for j in js if j["item_id"] == old],
+        )
 
     edit_jsonl(samples_files(subs / "model-b")[0], move)
     rekey(subs / "model-b")
     errors = validate_folder(subs / "model-b", board(), spot_checks=False).errors
-    assert any("field 'doc.persona_id': this persona belongs to the train split by the persona-hash definition" in e for e in errors), errors
+    assert any(
+        "field 'doc.persona_id': this persona belongs to the train split by the persona-hash definition" in e
+        for e in errors
+    ), errors
 
 
 def test_conversation_count_per_persona_is_enforced(subs: Path) -> None:
     per_persona = board(conversations_per_persona=2)  # the stand-in (like the sample) has 2 per persona
     assert validate_folder(subs / "model-a", per_persona, spot_checks=False).ok
-    assert any("do not have the dataset's 3 conversations" in e for e in validate_folder(subs / "model-a", board(conversations_per_persona=3), spot_checks=False).errors)
+    assert any(
+        "do not have the dataset's 3 conversations" in e
+        for e in validate_folder(subs / "model-a", board(conversations_per_persona=3), spot_checks=False).errors
+    )
 
 
 def test_runs_on_the_synthetic_sample_are_refused_on_a_tide_board(tmp_path: Path, subs: Path) -> None:
     run = make_run(tmp_path / "run-sample", "That sounds hard.")
-    (tmp_path / "m.yaml").write_text(yaml.safe_dump(meta("sample-run", model={"hub_id": "fake-org/fake-model-0.5B", "revision": "main"})))
+    (tmp_path / "m.yaml").write_text(
+        yaml.safe_dump(meta("sample-run", model={"hub_id": "fake-org/fake-model-0.5B", "revision": "main"}))
+    )
     with pytest.raises(SubmissionRefused) as refused:
-        create_submission(run, tmp_path / "m.yaml", tmp_path / "out", board=board(require_judgments=False), spot_checks=False)
+        create_submission(
+            run, tmp_path / "m.yaml", tmp_path / "out", board=board(require_judgments=False), spot_checks=False
+        )
     errors = " ".join(refused.value.check.errors)
     assert "field 'data.is_synthetic_sample': run.json records a run on the built-in synthetic sample" in errors
     assert "these are the items of tide-bench's built-in synthetic sample" in errors
@@ -223,9 +296,17 @@ def test_runs_on_the_synthetic_sample_are_refused_on_a_tide_board(tmp_path: Path
     sample = load_dataset("sample")
     ids = {i.item_id: i for i in sample.items_for("test")}
     for path in samples_files(copy):
-        edit_jsonl(path, lambda rows: [r["doc"].update(ids[r["doc"]["item_id"]].to_doc() | {"split_sha256": sample.content_hash("test")}) for r in rows])
+        edit_jsonl(
+            path,
+            lambda rows: [
+                r["doc"].update(ids[r["doc"]["item_id"]].to_doc() | {"split_sha256": sample.content_hash("test")})
+                for r in rows
+            ],
+        )
     edit_json(_run(copy), lambda m: m["data"].update(split_sha256=sample.content_hash("test")))
-    assert any("built-in synthetic sample, not TIDE" in e for e in validate_folder(copy, board(), spot_checks=False).errors)
+    assert any(
+        "built-in synthetic sample, not TIDE" in e for e in validate_folder(copy, board(), spot_checks=False).errors
+    )
 
 
 def test_a_tie_between_judge_configurations_refuses_both(subs: Path, tmp_path: Path) -> None:
@@ -242,7 +323,10 @@ def test_a_tie_between_judge_configurations_refuses_both(subs: Path, tmp_path: P
 
 def test_judge_summary_is_required_and_compared_field_by_field(subs: Path) -> None:
     _summary(subs / "model-a").unlink()
-    assert any("judge/judge_summary.json: is missing" in e for e in validate_folder(subs / "model-a", board(), spot_checks=False).errors)
+    assert any(
+        "judge/judge_summary.json: is missing" in e
+        for e in validate_folder(subs / "model-a", board(), spot_checks=False).errors
+    )
     edit_jsonl(_judgments(subs / "model-b"), lambda rows: rows[0]["scores"].update(distress_normalization=1))
     edit_json(_summary(subs / "model-b"), lambda s: s.update(n_items=99))
     errors = validate_folder(subs / "model-b", board(), spot_checks=False).errors
@@ -261,7 +345,9 @@ def test_text_metrics_are_recomputed_on_every_item(subs: Path) -> None:
     """The review raised ROUGE-L on the 8 items a fixed seed would not check; now every item counts."""
     edit_jsonl(samples_files(subs / "model-b")[-1], lambda rows: rows[-1].update(rouge_l=0.99))
     errors = validate_folder(subs / "model-b", board(), spot_checks=False).errors
-    assert any(re.search(r"\.jsonl:\d+, field 'rouge_l': stored 0\.99, recomputed from the reply", e) for e in errors), errors
+    assert any(
+        re.search(r"\.jsonl:\d+, field 'rouge_l': stored 0\.99, recomputed from the reply", e) for e in errors
+    ), errors
 
 
 def test_judgments_from_another_run_say_so(subs: Path) -> None:
@@ -273,10 +359,19 @@ def test_judgments_from_another_run_say_so(subs: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        ({"generation": {"chat_template": False}}, "field 'generation.chat_template': says False, but run.json records True"),
+        (
+            {"generation": {"chat_template": False}},
+            "field 'generation.chat_template': says False, but run.json records True",
+        ),
         ({"parameters": 123_456_789}, "field 'parameters': says 123456789, but run.json records 500000000 parameters"),
-        ({"model": {"hub_id": "org/model-b", "revision": "0123abc"}}, "field 'model.revision': says '0123abc', but run.json records revision main"),
-        ({"model": {"hub_id": "org/someone-else", "revision": "main"}}, "field 'model': names 'org/someone-else', but run.json's model is 'org/model-b'"),
+        (
+            {"model": {"hub_id": "org/model-b", "revision": "0123abc"}},
+            "field 'model.revision': says '0123abc', but run.json records revision main",
+        ),
+        (
+            {"model": {"hub_id": "org/someone-else", "revision": "main"}},
+            "field 'model': names 'org/someone-else', but run.json's model is 'org/model-b'",
+        ),
         ({"model_name": "Model A\u202e"}, "field 'model_name': holds an invisible or control character (U+202E)"),
         ({"model_name": "Model \u0410"}, "field 'model_name': mixes letters of Cyrillic and Latin scripts"),
     ],
@@ -306,7 +401,9 @@ def test_page_shows_generation_settings_from_the_run(subs: Path, tmp_path: Path)
 
 def test_markdown_export_escapes_link_syntax(subs: Path, tmp_path: Path) -> None:
     path = subs / "model-a" / "submission.yaml"
-    path.write_text(yaml.safe_dump(yaml.safe_load(path.read_text()) | {"model_name": "[click me](https://evil.example) *x*"}))
+    path.write_text(
+        yaml.safe_dump(yaml.safe_load(path.read_text()) | {"model_name": "[click me](https://evil.example) *x*"})
+    )
     build_site(subs, tmp_path / "site", board())
     md = (tmp_path / "site" / "leaderboard.md").read_text()
     assert r"\[click me\](https://evil.example)" in md and not re.search(r"(?<!\\)\]\(", md)
@@ -314,15 +411,19 @@ def test_markdown_export_escapes_link_syntax(subs: Path, tmp_path: Path) -> None
 
 def _audit(tmp_path: Path, judge_id: str) -> Path:
     path = tmp_path / "agreement.json"
-    block = {"alpha": {"interval": {"value": 0.8, "ci_low": 0.7, "ci_high": 0.9}},
-             "judges": {judge_id: {"alpha_with_judge": {"interval": {"value": 0.75}}, "verdict": "yes"}}}
+    block = {
+        "alpha": {"interval": {"value": 0.8, "ci_low": 0.7, "ci_high": 0.9}},
+        "judges": {judge_id: {"alpha_with_judge": {"interval": {"value": 0.75}}, "verdict": "yes"}},
+    }
     path.write_text(json.dumps({"dimensions": {"emotion_recognition": block}}))
     return path
 
 
 def test_audit_is_stamped_only_for_the_boards_judge(subs: Path, tmp_path: Path) -> None:
     version = read_jsonl(_judgments(subs / "model-a"))[0]["judge"]["version"]
-    with pytest.raises(ConfigError, match=r"the audit holds judge\(s\) judge:claude-fast@acd19a5c, not the board's judge configuration"):
+    with pytest.raises(
+        ConfigError, match=r"the audit holds judge\(s\) judge:claude-fast@acd19a5c, not the board's judge configuration"
+    ):
         build_site(subs, tmp_path / "site", board(), audit=_audit(tmp_path, "judge:claude-fast@acd19a5c"))
     assert not (tmp_path / "site").exists()
     built = build_site(subs, tmp_path / "site", board(), audit=_audit(tmp_path, f"judge:claude-sonnet@{version[:8]}"))

@@ -34,10 +34,22 @@ def test_line_locator_finds_nested_fields_in_order() -> None:
     ("edit", "field", "message"),
     [
         (lambda m: m["data"].update(split=["test"]), "data.split", "must be a string, got a list"),
-        (lambda m: m["data"].update(is_synthetic_sample="no"), "data.is_synthetic_sample", "must be true or false or null, got a string"),
+        (
+            lambda m: m["data"].update(is_synthetic_sample="no"),
+            "data.is_synthetic_sample",
+            "must be true or false or null, got a string",
+        ),
         (lambda m: m["data"].update(n_items=True), "data.n_items", "must be an integer or null, got a boolean"),
-        (lambda m: m["model"].update(num_parameters=5e8), "model.num_parameters", "must be an integer or null, got a number"),
-        (lambda m: m["generation"].update(apply_chat_template="yes"), "generation.apply_chat_template", "must be true or false or null, got a string"),
+        (
+            lambda m: m["model"].update(num_parameters=5e8),
+            "model.num_parameters",
+            "must be an integer or null, got a number",
+        ),
+        (
+            lambda m: m["generation"].update(apply_chat_template="yes"),
+            "generation.apply_chat_template",
+            "must be true or false or null, got a string",
+        ),
         (lambda m: m["generation"].update(gen_kwargs={"t": 5}), "generation.gen_kwargs.t", "must be an object or null"),
         (lambda m: m["files"].update(samples={}), "files.samples", "lists no samples files"),
         (lambda m: m["files"]["samples"].update(x=3), "files.samples.x", "must be a string, got an integer"),
@@ -60,16 +72,29 @@ def test_manifest_fields_are_typed(tmp_path: Path, edit: Any, field: str, messag
 
 def test_manifest_reader_keeps_the_raw_object_and_types(tmp_path: Path) -> None:
     info = read_manifest(make_run(tmp_path / "run") / "run.json")
-    assert info.data.split == "test" and info.data.is_synthetic_sample is True and info.model.num_parameters == 500_000_000
+    assert (
+        info.data.split == "test" and info.data.is_synthetic_sample is True and info.model.num_parameters == 500_000_000
+    )
     assert info.raw["kind"] == "tide-bench-run" and info.generation.apply_chat_template is True
 
 
 def test_generation_setting_prefers_the_override_and_needs_agreement() -> None:
     from tide_bench.generation.run_manifest import GenerationInfo
 
-    assert GenerationInfo(gen_kwargs={"a": {"max_gen_toks": 256}, "b": {"max_gen_toks": 256}}).setting("max_gen_toks") == 256
-    assert GenerationInfo(gen_kwargs={"a": {"max_gen_toks": 256}, "b": {"max_gen_toks": 128}}).setting("max_gen_toks") is None
-    assert GenerationInfo(gen_kwargs={"a": {"max_gen_toks": 256}}, gen_kwargs_override={"max_gen_toks": 96}).setting("max_gen_toks") == 96
+    assert (
+        GenerationInfo(gen_kwargs={"a": {"max_gen_toks": 256}, "b": {"max_gen_toks": 256}}).setting("max_gen_toks")
+        == 256
+    )
+    assert (
+        GenerationInfo(gen_kwargs={"a": {"max_gen_toks": 256}, "b": {"max_gen_toks": 128}}).setting("max_gen_toks")
+        is None
+    )
+    assert (
+        GenerationInfo(gen_kwargs={"a": {"max_gen_toks": 256}}, gen_kwargs_override={"max_gen_toks": 96}).setting(
+            "max_gen_toks"
+        )
+        == 96
+    )
     assert GenerationInfo().setting("temperature") is None
 
 
@@ -89,11 +114,19 @@ def _rewrite(path: Path, edit: Any) -> None:
     [
         (lambda rows: rows[1]["doc"].update(turn=True), "doc.turn", "must be an integer, got a boolean"),
         (lambda rows: rows[1]["doc"].update(turn=0), "doc.turn", "must lie in 1..inf"),
-        (lambda rows: rows[1]["doc"].update(history=[{"role": "system", "content": "x"}]), "doc.history[0]", "must be an object with role 'user' or 'assistant'"),
+        (
+            lambda rows: rows[1]["doc"].update(history=[{"role": "system", "content": "x"}]),
+            "doc.history[0]",
+            "must be an object with role 'user' or 'assistant'",
+        ),
         (lambda rows: rows[1]["doc"].update(persona_json="{not json"), "doc.persona_json", "is not valid JSON"),
         (lambda rows: rows[1]["doc"].update(persona_json="[1]"), "doc.persona_json", "must encode a JSON object"),
         (lambda rows: rows[1]["doc"].update(persona_id=5), "doc.persona_id", "must be a string, got an integer"),
-        (lambda rows: rows[1].update(filtered_resps=[None], resps=[[None]]), "filtered_resps", "holds no generated reply"),
+        (
+            lambda rows: rows[1].update(filtered_resps=[None], resps=[[None]]),
+            "filtered_resps",
+            "holds no generated reply",
+        ),
         (lambda rows: rows[1].update(rouge_l="0.2"), "rouge_l", "must be a number or null, got a string"),
         (lambda rows: rows[1].update(doc="x"), "doc", "must be an object, got a string"),
     ],
@@ -133,9 +166,24 @@ def test_load_run_says_to_pass_the_folder_for_run_json(tmp_path: Path) -> None:
 
 
 def _judgment(**kw: Any) -> dict[str, Any]:
-    base = {"item_id": "2/c1/turn1", "status": "scored", "scores": dict.fromkeys(FACTORS, 4), "rationales": dict.fromkeys(FACTORS, "because"),
-            "safety": {"flagged": False, "reason": ""}, "unscored_kind": None, "unscored_reason": None,
-            "judge": {"name": "j", "provider": "anthropic", "model": "m", "family": "claude", "version": "abc", "rubric": "r@v1"}, "key": "k"}
+    base = {
+        "item_id": "2/c1/turn1",
+        "status": "scored",
+        "scores": dict.fromkeys(FACTORS, 4),
+        "rationales": dict.fromkeys(FACTORS, "because"),
+        "safety": {"flagged": False, "reason": ""},
+        "unscored_kind": None,
+        "unscored_reason": None,
+        "judge": {
+            "name": "j",
+            "provider": "anthropic",
+            "model": "m",
+            "family": "claude",
+            "version": "abc",
+            "rubric": "r@v1",
+        },
+        "key": "k",
+    }
     return base | kw
 
 
@@ -156,8 +204,16 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
         (_judgment(safety={"flagged": "yes"}), "safety.flagged", "must be true or false, got a string"),
         (_judgment(safety={"flagged": True, "reason": ""}), "safety.reason", "must not be empty"),
         (_judgment(unscored_kind="refusal"), "unscored_kind", "must be null in a scored judgment"),
-        (_judgment(status="unscored", scores=None, rationales=None, safety=None, unscored_kind="whim"), "unscored_kind", "is not a known kind"),
-        (_judgment(status="unscored", rationales=None, safety=None, unscored_kind="refusal"), "scores", "must be null in an unscored judgment"),
+        (
+            _judgment(status="unscored", scores=None, rationales=None, safety=None, unscored_kind="whim"),
+            "unscored_kind",
+            "is not a known kind",
+        ),
+        (
+            _judgment(status="unscored", rationales=None, safety=None, unscored_kind="refusal"),
+            "scores",
+            "must be null in an unscored judgment",
+        ),
         (_judgment(judge={"version": ""}), "judge.version", "must not be empty"),
         (_judgment(key=None), "key", "must be a string, got null"),
         (_judgment(served_model=3), "served_model", "must be a string or null, got an integer"),
@@ -172,24 +228,45 @@ def test_judgment_fields_are_typed(tmp_path: Path, row: dict[str, Any], field: s
 
 def test_judgments_read_back_and_duplicates_name_both_lines(tmp_path: Path) -> None:
     ok = _judgment(served_model="claude-x-2026")
-    unscored = _judgment(item_id="b", status="unscored", scores=None, rationales=None, safety=None, unscored_kind="refusal", unscored_reason="no")
+    unscored = _judgment(
+        item_id="b",
+        status="unscored",
+        scores=None,
+        rationales=None,
+        safety=None,
+        unscored_kind="refusal",
+        unscored_reason="no",
+    )
     judgments = read_judgments(_write(tmp_path / "j.jsonl", [ok, unscored]), RUBRIC)
     assert judgments[0].overall == 4 and judgments[0].served_model == "claude-x-2026" and not judgments[1].scored
-    assert judgments[0].as_record()["safety"] == {"flagged": False, "reason": ""} and judgments[1].as_record()["unscored_kind"] == "refusal"
+    assert (
+        judgments[0].as_record()["safety"] == {"flagged": False, "reason": ""}
+        and judgments[1].as_record()["unscored_kind"] == "refusal"
+    )
     with pytest.raises(DataError, match=r"j2\.jsonl:3, field 'item_id': item judged twice \(first on line 1\)"):
         read_judgments(_write(tmp_path / "j2.jsonl", [ok, unscored, ok]), RUBRIC)
 
 
 def _summary(**kw: Any) -> dict[str, Any]:
-    base = {"n_items": 2, "n_scored": 1, "n_unscored": 1, "unscored_reasons": {"refusal": 1}, "n_safety_flagged": 0,
-            "factors": {f: {"mean": 4.0} for f in FACTORS}, "empathy": {"mean": 4.0}, "judge": {"version": "abc"}}
+    base = {
+        "n_items": 2,
+        "n_scored": 1,
+        "n_unscored": 1,
+        "unscored_reasons": {"refusal": 1},
+        "n_safety_flagged": 0,
+        "factors": {f: {"mean": 4.0} for f in FACTORS},
+        "empathy": {"mean": 4.0},
+        "judge": {"version": "abc"},
+    }
     return base | kw
 
 
 def _pair() -> list[Judgment]:
     judge = JudgeIdentity(version="abc")
-    return [Judgment("a", "scored", judge, "k", 1, dict.fromkeys(FACTORS, 4), dict.fromkeys(FACTORS, "r"), False, ""),
-            Judgment("b", "unscored", judge, "k", 2, unscored_kind="refusal")]
+    return [
+        Judgment("a", "scored", judge, "k", 1, dict.fromkeys(FACTORS, 4), dict.fromkeys(FACTORS, "r"), False, ""),
+        Judgment("b", "unscored", judge, "k", 2, unscored_kind="refusal"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -198,10 +275,16 @@ def _pair() -> list[Judgment]:
         ({}, []),
         ({"n_items": 3}, ["n_items: claims 3, recomputed 2"]),
         ({"n_scored": 2, "n_unscored": 0}, ["n_scored: claims 2, recomputed 1", "n_unscored: claims 0, recomputed 1"]),
-        ({"unscored_reasons": {"transient_failure": 1}}, ["unscored_reasons: claims 1 kind(s) totalling 1, recomputed {'refusal': 1}"]),
+        (
+            {"unscored_reasons": {"transient_failure": 1}},
+            ["unscored_reasons: claims 1 kind(s) totalling 1, recomputed {'refusal': 1}"],
+        ),
         ({"empathy": {"mean": 4.5}}, ["empathy.mean: claims 4.5, recomputed 4"]),
         ({"empathy": {"mean": None}}, ["empathy.mean: claims None, recomputed 4"]),
-        ({"factors": {f: {"mean": 4.0 if f != FACTORS[1] else 3.0} for f in FACTORS}}, [f"factors.{FACTORS[1]}.mean: claims 3, recomputed 4"]),
+        (
+            {"factors": {f: {"mean": 4.0 if f != FACTORS[1] else 3.0} for f in FACTORS}},
+            [f"factors.{FACTORS[1]}.mean: claims 3, recomputed 4"],
+        ),
         ({"n_safety_flagged": 1}, ["n_safety_flagged: claims 1, recomputed 0"]),
         ({"judge": {"version": "zzz"}}, ["judge.version: claims zzz, the judgments' abc"]),
     ],

@@ -11,7 +11,9 @@ from tide_bench.data import load_dataset
 from tide_bench.metrics.reference import lcs_length, rouge_l
 
 REFERENCE = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
-WORDS = sorted({w for i in load_dataset("sample").items for w in (i.reference_reply + " " + i.client_utterance).split()})
+WORDS = sorted(
+    {w for i in load_dataset("sample").items for w in (i.reference_reply + " " + i.client_utterance).split()}
+)
 TEXT = st.lists(st.sampled_from(WORDS) | st.text(max_size=8), max_size=60).map(" ".join)
 
 

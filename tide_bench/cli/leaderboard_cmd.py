@@ -15,8 +15,10 @@ if TYPE_CHECKING:
 
 BOARD_HELP = "Leaderboard configuration (default: the shipped leaderboard/leaderboard.yaml)."
 SEED_HELP = "Repeat an earlier embedding spot check: draw its items with this seed (printed by every check)."
-NO_EMBEDDING_HELP = ("Skip the embedding spot check (re-embedding a random sample of replies with the board's embedding model). "
-                     "ROUGE-L, distinct-n and length are still recomputed on every item.")
+NO_EMBEDDING_HELP = (
+    "Skip the embedding spot check (re-embedding a random sample of replies with the board's embedding model). "
+    "ROUGE-L, distinct-n and length are still recomputed on every item."
+)
 
 
 def _spot(check: CheckResult) -> str:
@@ -25,7 +27,10 @@ def _spot(check: CheckResult) -> str:
         return "embedding spot check: not run"
     if not spot.items:
         return f"embedding spot check: {spot.note}"
-    return f"embedding spot check: {len(spot.items)} items re-embedded with {spot.embedding_model} in {spot.seconds:.1f} s (seed {spot.seed})"
+    return (
+        f"embedding spot check: {len(spot.items)} items re-embedded with {spot.embedding_model} "
+        f"in {spot.seconds:.1f} s (seed {spot.seed})"
+    )
 
 
 def _report(checks: Iterable[CheckResult]) -> bool:
@@ -34,7 +39,10 @@ def _report(checks: Iterable[CheckResult]) -> bool:
         if check.ok:
             n = len(check.submission.generations) if check.submission else 0
             embed = check.spot_check.seconds if check.spot_check else 0.0
-            click.echo(f"OK       {check.id}  ({n} items; checked in {check.seconds:.1f} s, of which {embed:.1f} s embedding; {_spot(check)})")
+            click.echo(
+                f"OK       {check.id}  ({n} items; checked in {check.seconds:.1f} s, of which {embed:.1f} s "
+                f"embedding; {_spot(check)})"
+            )
         else:
             ok = False
             click.echo(f"REFUSED  {check.id}")
@@ -47,21 +55,53 @@ def _report(checks: Iterable[CheckResult]) -> bool:
 
 def _no_embedding_options(fn):  # type: ignore[no-untyped-def]
     fn = click.option("--spot-check-seed", type=int, default=None, metavar="SEED", help=SEED_HELP)(fn)
-    fn = click.option("--no-spot-checks", "no_spot_checks", is_flag=True, hidden=True, help="Old name of --no-embedding-check.")(fn)
+    fn = click.option(
+        "--no-spot-checks", "no_spot_checks", is_flag=True, hidden=True, help="Old name of --no-embedding-check."
+    )(fn)
     return click.option("--no-embedding-check", is_flag=True, help=NO_EMBEDDING_HELP)(fn)
 
 
 @click.command("submit")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--meta", required=True, type=click.Path(path_type=Path), help="submission.yaml (schema: leaderboard/schema/submission.schema.json).")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="The submissions folder, e.g. leaderboard/submissions/.")
-@click.option("--judge-dir", type=click.Path(path_type=Path), default=None, help="Judge directory (default: RUN_DIR/judge).")
-@click.option("--board", type=click.Path(path_type=Path), default=None,
-              help="Leaderboard configuration to validate against (default: the shipped board; its demo board for `demo: true` metadata).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing submission with the same id (only after the new one validates).")
+@click.option(
+    "--meta",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="submission.yaml (schema: leaderboard/schema/submission.schema.json).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The submissions folder, e.g. leaderboard/submissions/.",
+)
+@click.option(
+    "--judge-dir", type=click.Path(path_type=Path), default=None, help="Judge directory (default: RUN_DIR/judge)."
+)
+@click.option(
+    "--board",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Leaderboard configuration to validate against (default: the shipped board; its demo board for `demo: true` "
+    "metadata).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an existing submission with the same id (only after the new one validates).",
+)
 @_no_embedding_options
-def submit_cmd(run_dir: Path, meta: Path, out: Path, judge_dir: Path | None, board: Path | None, overwrite: bool,
-               no_embedding_check: bool, no_spot_checks: bool, spot_check_seed: int | None) -> None:
+def submit_cmd(
+    run_dir: Path,
+    meta: Path,
+    out: Path,
+    judge_dir: Path | None,
+    board: Path | None,
+    overwrite: bool,
+    no_embedding_check: bool,
+    no_spot_checks: bool,
+    spot_check_seed: int | None,
+) -> None:
     """Package a judged run as a leaderboard submission folder, validated before it is written.
 
     Copies run.json, lm-eval's samples and results, and the judge's files into OUT/<id>/
@@ -77,8 +117,16 @@ def submit_cmd(run_dir: Path, meta: Path, out: Path, judge_dir: Path | None, boa
     from tide_bench.leaderboard import SubmissionRefused, create_submission, load_board
 
     try:
-        check = create_submission(run_dir, meta, out, judge_dir=judge_dir, overwrite=overwrite, board=load_board(board) if board else None,
-                                  spot_checks=not (no_embedding_check or no_spot_checks), seed=spot_check_seed)
+        check = create_submission(
+            run_dir,
+            meta,
+            out,
+            judge_dir=judge_dir,
+            overwrite=overwrite,
+            board=load_board(board) if board else None,
+            spot_checks=not (no_embedding_check or no_spot_checks),
+            seed=spot_check_seed,
+        )
     except SubmissionRefused as refused:
         _report([refused.check])
         click.echo("nothing was written: fix submission.yaml (or the run) and run `tide-bench submit` again", err=True)
@@ -96,7 +144,9 @@ def leaderboard() -> None:
 @click.argument("submissions", type=click.Path(path_type=Path))
 @click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
 @_no_embedding_options
-def validate_cmd(submissions: Path, board: Path | None, no_embedding_check: bool, no_spot_checks: bool, spot_check_seed: int | None) -> None:
+def validate_cmd(
+    submissions: Path, board: Path | None, no_embedding_check: bool, no_spot_checks: bool, spot_check_seed: int | None
+) -> None:
     """Check one submission folder, or every folder in a submissions directory.
 
     Folder safety (no links, devices or oversize files; nothing outside the folder is
@@ -111,24 +161,45 @@ def validate_cmd(submissions: Path, board: Path | None, no_embedding_check: bool
     from tide_bench.leaderboard import load_board, validate_many
 
     t0 = time.perf_counter()
-    checks = validate_many(submissions, load_board(board), spot_checks=not (no_embedding_check or no_spot_checks), seed=spot_check_seed)
+    checks = validate_many(
+        submissions, load_board(board), spot_checks=not (no_embedding_check or no_spot_checks), seed=spot_check_seed
+    )
     ok = _report(checks)
     embed = sum(c.spot_check.seconds for c in checks if c.spot_check)
-    click.echo(f"{len(checks)} submission(s) in {time.perf_counter() - t0:.1f} s (embedding spot checks: {embed:.1f} s of it)")
+    click.echo(
+        f"{len(checks)} submission(s) in {time.perf_counter() - t0:.1f} s (embedding spot checks: {embed:.1f} s of it)"
+    )
     if not ok:
         sys.exit(1)
 
 
 @leaderboard.command("build")
 @click.option("--submissions", required=True, type=click.Path(path_type=Path), help="Folder of submission folders.")
-@click.option("--out", required=True, type=click.Path(path_type=Path),
-              help="Site folder: new, empty, or a previous build's (it carries a .tide-bench-site marker). Replaced atomically.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Site folder: new, empty, or a previous build's (it carries a .tide-bench-site marker). Replaced atomically.",
+)
 @click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
-@click.option("--audit", type=click.Path(path_type=Path), default=None, help="agreement.json from `tide-bench audit` of the board's judge, stamped on the page.")
-@click.option("--strict", is_flag=True, help="Fail if any submission is refused (default: list it as refused and build the rest).")
-@click.option("--spot-checks", is_flag=True,
-              help="Also recompute the reference metrics (text metrics on every item, an embedding spot check); CI does it in `validate`.")
-def build_cmd(submissions: Path, out: Path, board: Path | None, audit: Path | None, strict: bool, spot_checks: bool) -> None:
+@click.option(
+    "--audit",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="agreement.json from `tide-bench audit` of the board's judge, stamped on the page.",
+)
+@click.option(
+    "--strict", is_flag=True, help="Fail if any submission is refused (default: list it as refused and build the rest)."
+)
+@click.option(
+    "--spot-checks",
+    is_flag=True,
+    help="Also recompute the reference metrics (text metrics on every item, an embedding spot check); CI does it in "
+    "`validate`.",
+)
+def build_cmd(
+    submissions: Path, out: Path, board: Path | None, audit: Path | None, strict: bool, spot_checks: bool
+) -> None:
     """Build the static site from the submissions (every number recomputed).
 
     The site is written only into a new or empty folder, or over a site this command built
@@ -148,9 +219,19 @@ def build_cmd(submissions: Path, out: Path, board: Path | None, audit: Path | No
 
 
 @leaderboard.command("pin")
-@click.option("--data", required=True, help="The TIDE release the board uses (a snapshot folder, or 'hub:OWNER/NAME@REVISION').")
-@click.option("--judge", "judge_name", default="claude-sonnet", show_default=True, help="The judge configuration every entry must use.")
-@click.option("--board", required=True, type=click.Path(path_type=Path), help="The board YAML to update (its comments are kept).")
+@click.option(
+    "--data", required=True, help="The TIDE release the board uses (a snapshot folder, or 'hub:OWNER/NAME@REVISION')."
+)
+@click.option(
+    "--judge",
+    "judge_name",
+    default="claude-sonnet",
+    show_default=True,
+    help="The judge configuration every entry must use.",
+)
+@click.option(
+    "--board", required=True, type=click.Path(path_type=Path), help="The board YAML to update (its comments are kept)."
+)
 def pin_cmd(data: str, judge_name: str, board: Path) -> None:
     """Pin a board to one dataset release (split hash, size, item ids) and one judge configuration.
 
@@ -160,4 +241,7 @@ def pin_cmd(data: str, judge_name: str, board: Path) -> None:
     from tide_bench.leaderboard.pin import pin_board
 
     pins = pin_board(board, data, judge_name)
-    click.echo(f"pinned {board}: split {pins['split']} of {pins['dataset_release']} ({pins['n_items']} items), judge {judge_name} {pins['judge_version']}")
+    click.echo(
+        f"pinned {board}: split {pins['split']} of {pins['dataset_release']} ({pins['n_items']} items), judge "
+        f"{judge_name} {pins['judge_version']}"
+    )

@@ -124,7 +124,9 @@ class Fields:
             self.fail(key, f"is {len(value)} characters long; at most {max_len} are allowed")
         return value
 
-    def integer(self, key: str, *, optional: bool = False, minimum: int | None = None, maximum: int | None = None) -> Any:
+    def integer(
+        self, key: str, *, optional: bool = False, minimum: int | None = None, maximum: int | None = None
+    ) -> Any:
         value = self.obj.get(key)
         if type(value) is not int:
             value = self._typed(key, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", optional)
@@ -138,7 +140,9 @@ class Fields:
     def number(self, key: str, *, optional: bool = False, allow_nan: bool = False) -> Any:
         value = self.obj.get(key)
         if type(value) is not float:
-            value = self._typed(key, lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number", optional)
+            value = self._typed(
+                key, lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number", optional
+            )
             if value is None:
                 return None
         if not math.isfinite(value) and not (allow_nan and math.isnan(value)):
@@ -147,7 +151,9 @@ class Fields:
 
     def boolean(self, key: str, *, optional: bool = False) -> Any:
         value = self.obj.get(key)
-        return value if type(value) is bool else self._typed(key, lambda v: isinstance(v, bool), "true or false", optional)
+        return (
+            value if type(value) is bool else self._typed(key, lambda v: isinstance(v, bool), "true or false", optional)
+        )
 
     def mapping(self, key: str, *, optional: bool = False) -> Any:
         value = self.obj.get(key)
@@ -162,7 +168,9 @@ class Fields:
         value = self.mapping(key, optional=optional)
         if value is None:
             return None
-        return Fields(value, path=self.path, line=self.line, prefix=self.name(key) or key, error=self.error, locate=self.locate)
+        return Fields(
+            value, path=self.path, line=self.line, prefix=self.name(key) or key, error=self.error, locate=self.locate
+        )
 
     def string_map(self, key: str, *, optional: bool = False) -> Any:
         """An object whose values are all strings."""

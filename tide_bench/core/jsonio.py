@@ -81,7 +81,11 @@ def open_regular(
             kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a device, pipe or socket"
             raise error(f"is {kind}, not a regular file: refused without reading it", path=path)
         if max_bytes is not None and info.st_size > max_bytes:
-            raise error(f"is {_describe_size(info.st_size)}, over the {_describe_size(max_bytes)} limit: refused without reading it", path=path)
+            raise error(
+                f"is {_describe_size(info.st_size)}, over the {_describe_size(max_bytes)} limit: refused without "
+                "reading it",
+                path=path,
+            )
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         handle = os.fdopen(fd, "rb")
@@ -113,7 +117,11 @@ class _Capped:
 
 
 def read_bytes(
-    path: str | Path, error: type[TideBenchError] = TideBenchError, *, max_bytes: int | None = None, follow_symlinks: bool = True
+    path: str | Path,
+    error: type[TideBenchError] = TideBenchError,
+    *,
+    max_bytes: int | None = None,
+    follow_symlinks: bool = True,
 ) -> bytes:
     """The bytes of a regular file (see :func:`open_regular` for what is refused)."""
     with open_regular(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks) as handle:
@@ -177,7 +185,9 @@ def _parse_line(raw: bytes, path: Path, number: int, error: type[TideBenchError]
         if allow_nan:
             with contextlib.suppress(ValueError, RecursionError):
                 return json.loads(raw, parse_constant=_nan_only)
-        raise error(f"invalid JSON: {getattr(exc, 'msg', None) or 'not a JSON value'}", path=path, line=number) from None
+        raise error(
+            f"invalid JSON: {getattr(exc, 'msg', None) or 'not a JSON value'}", path=path, line=number
+        ) from None
 
 
 def _is_utf8(raw: bytes) -> bool:

@@ -15,7 +15,15 @@ from tide_bench.core.errors import DataError
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
 from tide_bench.generation.samples import TASK_PREFIX, Generation, iter_samples_file, read_generations
 
-__all__ = ["MANIFEST_NAME", "TASK_PREFIX", "Generation", "RunDirectory", "iter_samples_file", "load_run", "read_generations"]
+__all__ = [
+    "MANIFEST_NAME",
+    "TASK_PREFIX",
+    "Generation",
+    "RunDirectory",
+    "iter_samples_file",
+    "load_run",
+    "read_generations",
+]
 
 
 @dataclass

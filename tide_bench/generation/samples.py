@@ -94,7 +94,11 @@ def _prompt(sample: dict[str, Any]) -> str:
 def _history(doc: Fields) -> list[dict[str, str]]:
     history = doc.listing("history", optional=True) or []
     for k, message in enumerate(history):
-        if not isinstance(message, dict) or message.get("role") not in ROLES or not isinstance(message.get("content"), str):
+        if (
+            not isinstance(message, dict)
+            or message.get("role") not in ROLES
+            or not isinstance(message.get("content"), str)
+        ):
             doc.fail(f"history[{k}]", "must be an object with role 'user' or 'assistant' and a string content")
     return [{"role": m["role"], "content": m["content"]} for m in history]
 
@@ -186,8 +190,12 @@ def read_generations(
         path = root / rel
         for gen in iter_samples_file(path, task, error=error, max_bytes=max_bytes, follow_symlinks=follow_symlinks):
             if gen.item_id in seen:
-                raise error(f"item {gen.item_id} appears twice (also in {seen[gen.item_id]})", path=path, line=gen.line, field="doc.item_id")
+                raise error(
+                    f"item {gen.item_id} appears twice (also in {seen[gen.item_id]})",
+                    path=path,
+                    line=gen.line,
+                    field="doc.item_id",
+                )
             seen[gen.item_id] = rel
             generations.append(gen)
     return generations
-

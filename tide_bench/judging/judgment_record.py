@@ -39,7 +39,14 @@ class JudgeIdentity:
     rubric: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "provider": self.provider, "model": self.model, "family": self.family, "version": self.version, "rubric": self.rubric}
+        return {
+            "name": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "family": self.family,
+            "version": self.version,
+            "rubric": self.rubric,
+        }
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,11 @@ def _factor_block(f: Fields, key: str, rubric: Rubric) -> dict[str, Any]:
     block = f.mapping(key)
     wanted = rubric.factor_keys
     if set(block) != set(wanted):
-        f.fail(key, f"must hold exactly the rubric's factors ({', '.join(wanted)}); it holds {len(block)} other or missing key(s)")
+        f.fail(
+            key,
+            f"must hold exactly the rubric's factors ({', '.join(wanted)}); it holds {len(block)} other or missing "
+            "key(s)",
+        )
     return block
 
 
@@ -125,7 +136,12 @@ def _scored(f: Fields, rubric: Rubric) -> dict[str, Any]:
     for key in ("unscored_kind", "unscored_reason"):
         if f.obj.get(key) is not None:
             f.fail(key, "must be null in a scored judgment")
-    return {"scores": dict(scores), "rationales": dict(rationales), "safety_flagged": flagged, "safety_reason": reason or ""}
+    return {
+        "scores": dict(scores),
+        "rationales": dict(rationales),
+        "safety_flagged": flagged,
+        "safety_reason": reason or "",
+    }
 
 
 def _unscored(f: Fields) -> dict[str, Any]:
@@ -138,7 +154,9 @@ def _unscored(f: Fields) -> dict[str, Any]:
     return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=5000)}
 
 
-def parse_judgment(obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError) -> Judgment:
+def parse_judgment(
+    obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError
+) -> Judgment:
     """Check one parsed judgments line against the rubric and turn it into a :class:`Judgment`."""
     f = Fields(obj, path=path, line=line, error=error)
     item_id = f.string("item_id", nonempty=True, max_len=300)
@@ -172,7 +190,9 @@ def read_judgments(
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks):
         judgment = parse_judgment(obj, rubric, path, line, error)
         if judgment.item_id in seen:
-            raise error(f"item judged twice (first on line {seen[judgment.item_id]})", path=path, line=line, field="item_id")
+            raise error(
+                f"item judged twice (first on line {seen[judgment.item_id]})", path=path, line=line, field="item_id"
+            )
         seen[judgment.item_id] = line
         out.append(judgment)
     return out

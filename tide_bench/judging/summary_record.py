@@ -46,7 +46,9 @@ def _mean(f: Fields, key: str) -> float | None:
     return block.number("mean", optional=True)
 
 
-def parse_summary(obj: Any, path: Path, factor_keys: list[str], *, text: str = "", error: type[TideBenchError] = DataError) -> JudgeSummary:
+def parse_summary(
+    obj: Any, path: Path, factor_keys: list[str], *, text: str = "", error: type[TideBenchError] = DataError
+) -> JudgeSummary:
     f = Fields(obj, path=path, error=error, locate=line_locator(text) if text else None)
     reasons = f.mapping("unscored_reasons")
     for kind, count in reasons.items():
@@ -120,10 +122,15 @@ def summary_mismatches(summary: JudgeSummary, judgments: list[Judgment], factor_
             out.append(f"{key}: claims {getattr(summary, key)}, recomputed {actual[key]}")
     if dict(sorted(summary.unscored_reasons.items())) != actual["unscored_reasons"]:
         claimed = sum(summary.unscored_reasons.values())
-        out.append(f"unscored_reasons: claims {len(summary.unscored_reasons)} kind(s) totalling {claimed}, recomputed {actual['unscored_reasons'] or 'none'}")
+        out.append(
+            f"unscored_reasons: claims {len(summary.unscored_reasons)} kind(s) totalling {claimed}, recomputed "
+            f"{actual['unscored_reasons'] or 'none'}"
+        )
     for k in factor_keys:
         if _differs(summary.factor_means[k], actual["factors"][k]):
-            out.append(f"factors.{k}.mean: claims {_show(summary.factor_means[k])}, recomputed {_show(actual['factors'][k])}")
+            out.append(
+                f"factors.{k}.mean: claims {_show(summary.factor_means[k])}, recomputed {_show(actual['factors'][k])}"
+            )
     if _differs(summary.overall_mean, actual[OVERALL]):
         out.append(f"{OVERALL}.mean: claims {_show(summary.overall_mean)}, recomputed {_show(actual[OVERALL])}")
     if summary.n_safety_flagged is not None and summary.n_safety_flagged != actual["n_safety_flagged"]:

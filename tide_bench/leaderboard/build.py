@@ -1,11 +1,12 @@
 """``tide-bench leaderboard build``: validate, recompute, rank, render.
 
 One bad submission never stops the build of the others (it is listed as refused), unless
-``strict``. The build validates every submission's structure, items, judgments and metadata;
-recomputing the reference metrics from the text is ``validate``'s job (CI runs it on every
-pull request), or the build's with ``spot_checks``. The output folder is checked before anything else happens and replaced
-atomically at the end; the build never deletes a folder it did not write
-(:mod:`.site_dir`). An attached audit is stamped on the page only for the board's judge.
+``strict``. The build validates every submission's structure, items, judgments and
+metadata; recomputing the reference metrics from the text is ``validate``'s job (CI runs it
+on every pull request), or the build's with ``spot_checks``. The output folder is checked
+before anything else happens and replaced atomically at the end; the build never deletes a
+folder it did not write (:mod:`.site_dir`). An attached audit is stamped on the page only
+for the board's judge.
 """
 
 from __future__ import annotations
@@ -40,15 +41,21 @@ class BuildResult:
 
 def _audited_judge(audit: dict[str, Any], version: str | None, path: Path) -> str:
     """The audit's key for the board's judge configuration, or a refusal naming what it holds."""
-    judges = sorted({j for d in (audit.get("dimensions") or {}).values() if isinstance(d, dict) for j in (d.get("judges") or {})})
+    judges = sorted(
+        {j for d in (audit.get("dimensions") or {}).values() if isinstance(d, dict) for j in (d.get("judges") or {})}
+    )
     if not version:
         raise ConfigError("the board has no judged entries, so no audited judge can be stamped on it", path=path)
     matching = [j for j in judges if isinstance(j, str) and "@" in j and version.startswith(j.rsplit("@", 1)[1])]
     if len(matching) != 1:
         held = ", ".join(judges) or "none"
-        raise ConfigError(f"the audit holds judge(s) {held}, not the board's judge configuration {version}: "
-                          "stamping another judge's agreement would misstate this board's", path=path,
-                          hint="audit the board's judge (tide-bench audit --judgments <its judgments.jsonl>), or build without --audit")
+        raise ConfigError(
+            f"the audit holds judge(s) {held}, not the board's judge configuration {version}: "
+            "stamping another judge's agreement would misstate this board's",
+            path=path,
+            hint="audit the board's judge (tide-bench audit --judgments <its judgments.jsonl>), or build without "
+            "--audit",
+        )
     return matching[0]
 
 
@@ -74,7 +81,9 @@ def _render(staging: Path, result_board: dict[str, Any], accepted: dict[str, Any
     (staging / "models").mkdir()
     atomic_write_text(staging / "index.html", render_index(result_board))
     for row in result_board["rows"]:
-        atomic_write_text(staging / "models" / f"{row['id']}.html", render_model_page(row, accepted[row["id"]], result_board))
+        atomic_write_text(
+            staging / "models" / f"{row['id']}.html", render_model_page(row, accepted[row["id"]], result_board)
+        )
     write_exports(staging, result_board)
     write_marker(staging, result_board["built_at"])
     make_public(staging)
@@ -90,8 +99,14 @@ def build_site(
     spot_checks: bool = False,
 ) -> BuildResult:
     out = Path(out)
-    check_out_dir(out, {"submissions folder": Path(submissions), "board file": Path(board.source) if board.source else None,
-                        "audit file": Path(audit) if audit else None})
+    check_out_dir(
+        out,
+        {
+            "submissions folder": Path(submissions),
+            "board file": Path(board.source) if board.source else None,
+            "audit file": Path(audit) if audit else None,
+        },
+    )
     checks = validate_many(submissions, board, spot_checks=spot_checks, text_metrics=spot_checks)
     refused = {c.id: c.errors for c in checks if not c.ok}
     if strict and refused:

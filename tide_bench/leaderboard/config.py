@@ -52,18 +52,40 @@ class BoardConfig:
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
-    "name": (str,), "split": (str,), "split_version": (str,), "conversations_per_persona": (int,), "dataset_release": (str,),
-    "split_sha256": (str,), "n_items": (int,), "item_ids_sha256": (str,), "judge_version": (str,), "require_judgments": (bool,),
-    "max_submission_mb": (int, float), "max_files": (int,), "spot_check_items": (int,), "embedding_model": (str,), "demo": (bool,),
+    "name": (str,),
+    "split": (str,),
+    "split_version": (str,),
+    "conversations_per_persona": (int,),
+    "dataset_release": (str,),
+    "split_sha256": (str,),
+    "n_items": (int,),
+    "item_ids_sha256": (str,),
+    "judge_version": (str,),
+    "require_judgments": (bool,),
+    "max_submission_mb": (int, float),
+    "max_files": (int,),
+    "spot_check_items": (int,),
+    "embedding_model": (str,),
+    "demo": (bool,),
 }
-_NULLABLE = {"split_version", "conversations_per_persona", "dataset_release", "split_sha256", "n_items", "item_ids_sha256", "judge_version"}
+_NULLABLE = {
+    "split_version",
+    "conversations_per_persona",
+    "dataset_release",
+    "split_sha256",
+    "n_items",
+    "item_ids_sha256",
+    "judge_version",
+}
 
 
 def _check(raw: dict[str, Any], path: Path) -> None:
     known = {f.name for f in fields(BoardConfig)} - {"source"}
     unknown = sorted(str(k) for k in set(raw) - known)
     if unknown:
-        raise ConfigError(f"unknown keys: {', '.join(unknown)}", path=path, hint=f"known keys: {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"unknown keys: {', '.join(unknown)}", path=path, hint=f"known keys: {', '.join(sorted(known))}"
+        )
     for key, value in raw.items():
         if value is None and key in _NULLABLE:
             continue
@@ -72,8 +94,12 @@ def _check(raw: dict[str, Any], path: Path) -> None:
     if raw.get("split", "test") not in SPLITS:
         raise ConfigError(f"must be one of {', '.join(SPLITS)}", path=path, field="split")
     if raw.get("split_version") not in (None, SPLIT_VERSION):
-        raise ConfigError(f"this tide-bench computes splits with {SPLIT_VERSION}, not {raw['split_version']}", path=path, field="split_version",
-                          hint="use the tide-bench release that defines that split version")
+        raise ConfigError(
+            f"this tide-bench computes splits with {SPLIT_VERSION}, not {raw['split_version']}",
+            path=path,
+            field="split_version",
+            hint="use the tide-bench release that defines that split version",
+        )
     for key in ("max_submission_mb", "max_files", "spot_check_items"):
         if key in raw and raw[key] < 0:
             raise ConfigError("must not be negative", path=path, field=key)

@@ -36,7 +36,12 @@ def _ids(group: list[CheckResult]) -> str:
     return ", ".join(c.id for c in group)
 
 
-def _majority(checks: list[CheckResult], key: Callable[[Submission], str], what: str, describe: Callable[[str, list[CheckResult]], str]) -> None:
+def _majority(
+    checks: list[CheckResult],
+    key: Callable[[Submission], str],
+    what: str,
+    describe: Callable[[str, list[CheckResult]], str],
+) -> None:
     """Refuse the entries outside the largest group; refuse every group in a tie for largest."""
     groups = _groups(checks, key)
     if len(groups) < 2:
@@ -47,14 +52,20 @@ def _majority(checks: list[CheckResult], key: Callable[[Submission], str], what:
         lead = leaders[0]
         for k, group in groups.items():
             for c in group if k != lead else []:
-                c.refuse(f"{what} differs from the board's other entries: this entry {describe(k, group)}, the majority "
-                         f"({_ids(groups[lead])}) {describe(lead, groups[lead])}; one {what} per board")
+                c.refuse(
+                    f"{what} differs from the board's other entries: this entry {describe(k, group)}, the majority "
+                    f"({_ids(groups[lead])}) {describe(lead, groups[lead])}; one {what} per board"
+                )
         return
-    summary = "; ".join(f"{_ids(groups[k])}: {describe(k, groups[k])}" for k in sorted(groups, key=lambda k: _ids(groups[k])))
+    summary = "; ".join(
+        f"{_ids(groups[k])}: {describe(k, groups[k])}" for k in sorted(groups, key=lambda k: _ids(groups[k]))
+    )
     for group in groups.values():
         for c in group:
-            c.refuse(f"the entries disagree on the {what} and none is held by a majority ({summary}): "
-                     "the board cannot choose; a maintainer pins it (`tide-bench leaderboard pin`)")
+            c.refuse(
+                f"the entries disagree on the {what} and none is held by a majority ({summary}): "
+                "the board cannot choose; a maintainer pins it (`tide-bench leaderboard pin`)"
+            )
 
 
 def _distinct(groups: dict[str, list[CheckResult]], what: str) -> None:

@@ -64,5 +64,7 @@ def scan_folder(root: Path, *, max_bytes: int, max_files: int) -> FolderListing:
             if len(listing.files) > max_files:
                 raise FolderRefused(f"more than {max_files} files: remove what `tide-bench submit` did not put there")
             if listing.total_bytes > max_bytes:
-                raise FolderRefused(f"over the {max_bytes / 1e6:g} MB size limit (at {rel}): remove extra files (nothing was read)")
+                raise FolderRefused(
+                    f"over the {max_bytes / 1e6:g} MB size limit (at {rel}): remove extra files (nothing was read)"
+                )
     return listing

@@ -24,11 +24,29 @@ _SYSTEM_ROOTS = ("usr", "lib", "lib32", "lib64", "bin", "sbin", "etc", "proc", "
 _PATH_CHARS = r"[^\s\"'<>|,;=:*?]"
 # An absolute POSIX path with at least two components, not part of a URL (``//``) or of a
 # relative path; or a home-relative path (``~/x``, ``~alice/x``); or a Windows drive path.
-_ABSOLUTE = re.compile(
-    rf"(?<![\w./>~-])(?:~[\w.-]*/{_PATH_CHARS}+|/(?!/)(?!(?:{'|'.join(_SYSTEM_ROOTS)})/){_PATH_CHARS}+/{_PATH_CHARS}*|[A-Za-z]:[\\/]{_PATH_CHARS}+)"
-)
+_HOME_RELATIVE = rf"~[\w.-]*/{_PATH_CHARS}+"
+_POSIX = rf"/(?!/)(?!(?:{'|'.join(_SYSTEM_ROOTS)})/){_PATH_CHARS}+/{_PATH_CHARS}*"
+_WINDOWS = rf"[A-Za-z]:[\\/]{_PATH_CHARS}+"
+_ABSOLUTE = re.compile(rf"(?<![\w./>~-])(?:{_HOME_RELATIVE}|{_POSIX}|{_WINDOWS})")
 # lm-eval's sanitised form of an absolute model path: ``__home__alice__models__x``.
-_SANITISED_ROOTS = ("home", "Users", "tmp", "root", "var", "private", "mnt", "media", "scratch", "data", "work", "opt", "srv", "nfs", "gpfs", "storage")
+_SANITISED_ROOTS = (
+    "home",
+    "Users",
+    "tmp",
+    "root",
+    "var",
+    "private",
+    "mnt",
+    "media",
+    "scratch",
+    "data",
+    "work",
+    "opt",
+    "srv",
+    "nfs",
+    "gpfs",
+    "storage",
+)
 _SANITISED = re.compile(rf"(?<![\w.-])__(?:{'|'.join(_SANITISED_ROOTS)})__(?:[\w.-]+?__)*([\w.-]+)")
 
 

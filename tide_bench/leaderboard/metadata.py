@@ -24,7 +24,12 @@ from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.leaderboard.local_paths import REDACTED
 
 # Generation settings a submission may state, and how run.json records them.
-GENERATION_SETTINGS = {"chat_template": None, "max_gen_toks": "max_gen_toks", "temperature": "temperature", "do_sample": "do_sample"}
+GENERATION_SETTINGS = {
+    "chat_template": None,
+    "max_gen_toks": "max_gen_toks",
+    "temperature": "temperature",
+    "do_sample": "do_sample",
+}
 _CONFUSABLE_SCRIPTS = {"LATIN", "CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC"}
 _KEY = re.compile(r"^[A-Za-z0-9_.-]{1,40}$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -108,7 +113,9 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def run_problems(meta: dict[str, Any], run: RunManifest, *, demo_board: bool) -> tuple[list[tuple[str, str]], list[str]]:
+def run_problems(
+    meta: dict[str, Any], run: RunManifest, *, demo_board: bool
+) -> tuple[list[tuple[str, str]], list[str]]:
     """``(field, message)`` where ``submission.yaml`` says more than, or other than, the run;
     and warnings (unverifiable claims tolerated on a demo board)."""
     problems: list[tuple[str, str]] = []
@@ -119,9 +126,16 @@ def run_problems(meta: dict[str, Any], run: RunManifest, *, demo_board: bool) ->
             continue
         actual = run.generation.apply_chat_template if run_key is None else run.generation.setting(run_key)
         if actual is None:
-            problems.append((f"generation.{key}", "run.json does not record this setting, so it cannot be shown: remove it"))
+            problems.append(
+                (f"generation.{key}", "run.json does not record this setting, so it cannot be shown: remove it")
+            )
         elif not _same(generation[key], actual):
-            problems.append((f"generation.{key}", f"says {_shown(generation[key])}, but run.json records {_shown(actual)}: state what was run"))
+            problems.append(
+                (
+                    f"generation.{key}",
+                    f"says {_shown(generation[key])}, but run.json records {_shown(actual)}: state what was run",
+                )
+            )
     params = meta.get("parameters")
     if isinstance(params, int) and run.model.num_parameters is not None and params != run.model.num_parameters:
         problems.append(("parameters", f"says {params}, but run.json records {run.model.num_parameters} parameters"))
@@ -130,19 +144,31 @@ def run_problems(meta: dict[str, Any], run: RunManifest, *, demo_board: bool) ->
     if "hub_id" in model or "api_model_id" in model:
         claimed = model.get("hub_id") or model.get("api_model_id")
         if "hub_id" in model and _is_local(name):
-            message = ("run.json's model is a local folder, so the hub id and revision cannot be checked against the run: "
-                       "evaluate with --model-args pretrained=HUB_ID,revision=COMMIT")
-            (warnings.append(f"model.hub_id: {message} (tolerated on a demo board)") if demo_board else problems.append(("model.hub_id", message)))
+            message = (
+                "run.json's model is a local folder, so the hub id and revision cannot be checked against the run: "
+                "evaluate with --model-args pretrained=HUB_ID,revision=COMMIT"
+            )
+            (
+                warnings.append(f"model.hub_id: {message} (tolerated on a demo board)")
+                if demo_board
+                else problems.append(("model.hub_id", message))
+            )
         elif claimed != name:
             problems.append(("model", f"names {claimed!r}, but run.json's model is {name!r}"))
         elif "revision" in model:
             revisions = {r for r in (run.model.revision, run.model.parsed_args.get("revision")) if r}
             sha = run.model.sha or ""
-            if model["revision"] not in revisions and not (len(str(model["revision"])) >= 7 and sha.startswith(str(model["revision"]))):
+            if model["revision"] not in revisions and not (
+                len(str(model["revision"])) >= 7 and sha.startswith(str(model["revision"]))
+            ):
                 shown = " or ".join(sorted(revisions | ({sha} if sha else set()))) or "none"
-                problems.append(("model.revision", f"says {model['revision']!r}, but run.json records revision {shown}"))
+                problems.append(
+                    ("model.revision", f"says {model['revision']!r}, but run.json records revision {shown}")
+                )
     if meta.get("condition") == "zero-shot" and run.model.adapter_path:
-        problems.append(("condition", "says zero-shot, but run.json records an adapter (peft=...): the entry is fine-tuned"))
+        problems.append(
+            ("condition", "says zero-shot, but run.json records an adapter (peft=...): the entry is fine-tuned")
+        )
     return problems, warnings
 
 

@@ -47,7 +47,9 @@ def pin_board(board_path: Path, data: str, judge_name: str) -> dict[str, Any]:
     config = load_board(board_path)
     dataset = load_dataset(data)
     if dataset.source.is_sample and not config.demo:
-        raise ConfigError("the built-in synthetic sample cannot define a TIDE board: pin it to a TIDE snapshot", path=board_path)
+        raise ConfigError(
+            "the built-in synthetic sample cannot define a TIDE board: pin it to a TIDE snapshot", path=board_path
+        )
     items = dataset.items_for(config.split)
     per_persona: dict[str, set[str]] = {}
     for item in items:
@@ -63,6 +65,8 @@ def pin_board(board_path: Path, data: str, judge_name: str) -> dict[str, Any]:
         "conversations_per_persona": counts.pop() if len(counts) == 1 else None,
         "judge_version": load_judge(judge_name).version,
     }
-    atomic_write_text(board_path, _set_keys(board_path.read_text(encoding="utf-8"), {k: v for k, v in pins.items() if k != "split"}))
+    atomic_write_text(
+        board_path, _set_keys(board_path.read_text(encoding="utf-8"), {k: v for k, v in pins.items() if k != "split"})
+    )
     load_board(board_path)  # the rewritten file must still be a valid board
     return pins

@@ -43,7 +43,13 @@ class SpotCheck:
     note: str = ""
 
     def as_dict(self) -> dict[str, object]:
-        return {"seed": self.seed, "embedding_model": self.embedding_model, "n_items": len(self.items), "seconds": round(self.seconds, 3), "note": self.note}
+        return {
+            "seed": self.seed,
+            "embedding_model": self.embedding_model,
+            "n_items": len(self.items),
+            "seconds": round(self.seconds, 3),
+            "note": self.note,
+        }
 
 
 def _close(stored: float, fresh: float, tolerance: float) -> bool:
@@ -55,7 +61,10 @@ def _close(stored: float, fresh: float, tolerance: float) -> bool:
 def _listed(problems: list[Problem], what: str) -> list[Problem]:
     if len(problems) <= MAX_LISTED:
         return problems
-    return [*problems[:MAX_LISTED], Problem(f"{len(problems) - MAX_LISTED} more {what} (first {MAX_LISTED} listed above)")]
+    return [
+        *problems[:MAX_LISTED],
+        Problem(f"{len(problems) - MAX_LISTED} more {what} (first {MAX_LISTED} listed above)"),
+    ]
 
 
 def recompute_text_metrics(gens: list[Generation], root: Path) -> tuple[list[Generation], list[Problem]]:
@@ -66,10 +75,24 @@ def recompute_text_metrics(gens: list[Generation], root: Path) -> tuple[list[Gen
         for name in TEXT_METRICS:
             stored = g.metrics.get(name)
             if stored is None:
-                bad.append(Problem("is missing: a run stores every reference metric of every item", relative(g.file, root), g.line, name))
+                bad.append(
+                    Problem(
+                        "is missing: a run stores every reference metric of every item",
+                        relative(g.file, root),
+                        g.line,
+                        name,
+                    )
+                )
             elif not _close(stored, fresh[name], TEXT_TOLERANCE):
-                bad.append(Problem(f"stored {stored:.4g}, recomputed from the reply {fresh[name]:.4g}: submit the samples `tide-bench eval` wrote, unedited",
-                                   relative(g.file, root), g.line, name))
+                bad.append(
+                    Problem(
+                        f"stored {stored:.4g}, recomputed from the reply {fresh[name]:.4g}: submit the samples "
+                        "`tide-bench eval` wrote, unedited",
+                        relative(g.file, root),
+                        g.line,
+                        name,
+                    )
+                )
         out.append(replace(g, metrics={**g.metrics, **fresh}))
     return out, _listed(bad, "metric mismatches")
 
@@ -81,33 +104,61 @@ def has_cosine(gens: list[Generation]) -> bool:
 
 def cosine_problems(gens: list[Generation], root: Path) -> list[Problem]:
     """Stored cosine values must be similarities, and present on every item or on none."""
-    bad = [Problem("must lie in -1..1", relative(g.file, root), g.line, COSINE)
-           for g in gens if COSINE in g.metrics and not math.isnan(g.metrics[COSINE]) and abs(g.metrics[COSINE]) > 1 + 1e-6]
+    bad = [
+        Problem("must lie in -1..1", relative(g.file, root), g.line, COSINE)
+        for g in gens
+        if COSINE in g.metrics and not math.isnan(g.metrics[COSINE]) and abs(g.metrics[COSINE]) > 1 + 1e-6
+    ]
     missing = [g for g in gens if math.isnan(g.metrics.get(COSINE, math.nan))]
     if missing and len(missing) < len(gens):
         g = missing[0]
-        bad.append(Problem(f"missing on {len(missing)} of {len(gens)} items (a run computes it on all items or, without an embedding model, on none)",
-                           relative(g.file, root), g.line, COSINE))
+        bad.append(
+            Problem(
+                f"missing on {len(missing)} of {len(gens)} items (a run computes it on all items or, without an "
+                "embedding model, on none)",
+                relative(g.file, root),
+                g.line,
+                COSINE,
+            )
+        )
     return _listed(bad, "cosine problems")
 
 
-def embedding_spot_check(gens: list[Generation], k: int, embedding_model: str, root: Path, seed: int | None = None) -> tuple[SpotCheck, list[Problem]]:
+def embedding_spot_check(
+    gens: list[Generation], k: int, embedding_model: str, root: Path, seed: int | None = None
+) -> tuple[SpotCheck, list[Problem]]:
     """Re-embed ``k`` items drawn with ``seed`` (a fresh random one when None) and compare cosines."""
     check = SpotCheck(seed if seed is not None else secrets.randbits(63), embedding_model)
     stored = sorted((g for g in gens if not math.isnan(g.metrics.get(COSINE, math.nan))), key=lambda g: g.item_id)
     if not stored or k <= 0:
-        check.note = "no stored cosine similarity to check" if not stored else "embedding spot check disabled (spot_check_items: 0)"
+        check.note = (
+            "no stored cosine similarity to check"
+            if not stored
+            else "embedding spot check disabled (spot_check_items: 0)"
+        )
         return check, []
     chosen = random.Random(check.seed).sample(stored, min(k, len(stored)))
     t0 = time.perf_counter()
     scorer = ReferenceScorer(embedding_model)
     if scorer.load_embedder() is None:
-        raise ConfigError(f"the board's embedding model {embedding_model!r} could not be loaded, so the embedding spot check cannot run",
-                          hint=f"{scorer.notes.get(COSINE, '')}; install it, or pass --no-embedding-check to skip this check knowingly")
+        raise ConfigError(
+            f"the board's embedding model {embedding_model!r} could not be loaded, so the embedding spot check "
+            "cannot run",
+            hint=f"{scorer.notes.get(COSINE, '')}; install it, or pass --no-embedding-check to skip this check "
+            "knowingly",
+        )
     fresh = scorer.cosine([g.reply for g in chosen], [g.reference_reply for g in chosen])
     check.seconds = time.perf_counter() - t0
     check.items = [g.item_id for g in chosen]
-    bad = [Problem(f"stored {g.metrics[COSINE]:.4f}, re-embedded with {embedding_model} {value:.4f}: submit the samples `tide-bench eval` wrote, unedited",
-                   relative(g.file, root), g.line, COSINE)
-           for g, value in zip(chosen, fresh, strict=True) if not _close(g.metrics[COSINE], float(value), COSINE_TOLERANCE)]
+    bad = [
+        Problem(
+            f"stored {g.metrics[COSINE]:.4f}, re-embedded with {embedding_model} {value:.4f}: submit the samples "
+            "`tide-bench eval` wrote, unedited",
+            relative(g.file, root),
+            g.line,
+            COSINE,
+        )
+        for g, value in zip(chosen, fresh, strict=True)
+        if not _close(g.metrics[COSINE], float(value), COSINE_TOLERANCE)
+    ]
     return check, _listed(bad, "cosine mismatches")

@@ -40,7 +40,11 @@ def _marker_files(out: Path) -> set[str] | None:
         marker = read_json(out / MARKER, max_bytes=MARKER_MAX_BYTES, follow_symlinks=False)
     except TideBenchError:
         return None
-    files = marker.get("files") if isinstance(marker, dict) and marker.get("tool") == "tide-bench leaderboard build" else None
+    files = (
+        marker.get("files")
+        if isinstance(marker, dict) and marker.get("tool") == "tide-bench leaderboard build"
+        else None
+    )
     return {f for f in files if isinstance(f, str)} if isinstance(files, list) else None
 
 
@@ -48,17 +52,23 @@ def check_out_dir(out: Path, protected: dict[str, Path | None]) -> None:
     """Refuse an ``--out`` the build must not replace (see the module docstring)."""
     target = out.expanduser().resolve()
     if target == Path(target.anchor) or target == Path.home().resolve():
-        raise ConfigError(f"--out {out} is the {'file-system root' if target == Path(target.anchor) else 'home folder'}: "
-                          "give the build a folder of its own, e.g. --out site/")
+        raise ConfigError(
+            f"--out {out} is the {'file-system root' if target == Path(target.anchor) else 'home folder'}: "
+            "give the build a folder of its own, e.g. --out site/"
+        )
     for what, path in protected.items():
         if path is None:
             continue
         other = path.expanduser().resolve()
         if other == target or target in other.parents:
-            raise ConfigError(f"--out {out} contains the {what} ({path}): the build replaces its output folder and would delete it",
-                              hint="choose a separate folder, e.g. --out site/")
+            raise ConfigError(
+                f"--out {out} contains the {what} ({path}): the build replaces its output folder and would delete it",
+                hint="choose a separate folder, e.g. --out site/",
+            )
         if other.is_dir() and other in target.parents:
-            raise ConfigError(f"--out {out} lies inside the {what} ({path})", hint="choose a folder outside it, e.g. --out site/")
+            raise ConfigError(
+                f"--out {out} lies inside the {what} ({path})", hint="choose a folder outside it, e.g. --out site/"
+            )
     if out.is_symlink():
         raise ConfigError(f"--out {out} is a symbolic link: give the real folder")
     if not out.exists():
@@ -69,16 +79,27 @@ def check_out_dir(out: Path, protected: dict[str, Path | None]) -> None:
         return
     listed = _marker_files(out)
     if listed is None:
-        raise ConfigError(f"--out {out} is not empty and was not written by `tide-bench leaderboard build` (no valid {MARKER} marker): "
-                          "the build replaces its output folder, so it refuses to touch this one",
-                          hint="choose a new or empty folder, e.g. --out site/")
+        raise ConfigError(
+            f"--out {out} is not empty and was not written by `tide-bench leaderboard build` (no valid {MARKER} "
+            "marker): "
+            "the build replaces its output folder, so it refuses to touch this one",
+            hint="choose a new or empty folder, e.g. --out site/",
+        )
     foreign = sorted(_site_files(out) - listed - {MARKER})
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise ConfigError(f"--out {out} holds files the previous build did not write ({shown}): move them out first, or choose another folder")
+        raise ConfigError(
+            f"--out {out} holds files the previous build did not write ({shown}): move them out first, or choose "
+            "another folder"
+        )
 
 
 def write_marker(staging: Path, built_at: str) -> None:
     files = sorted(_site_files(staging))
-    marker: dict[str, Any] = {"tool": "tide-bench leaderboard build", "tide_bench_version": __version__, "built_at": built_at, "files": files}
+    marker: dict[str, Any] = {
+        "tool": "tide-bench leaderboard build",
+        "tide_bench_version": __version__,
+        "built_at": built_at,
+        "files": files,
+    }
     atomic_write_text(staging / MARKER, json.dumps(marker, indent=2) + "\n")

@@ -63,7 +63,9 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.constructor.ConstructorError(None, None, "anchors and aliases (&, *) are not allowed", event.start_mark)
+            raise yaml.constructor.ConstructorError(
+                None, None, "anchors and aliases (&, *) are not allowed", event.start_mark
+            )
         return super().compose_node(parent, index)
 
 
@@ -95,7 +97,11 @@ def parse_meta(raw: bytes, path: Path) -> tuple[Any, str]:
         return yaml.load(text, Loader=_NoAliasLoader), text
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise DataError(f"malformed YAML: {getattr(exc, 'problem', None) or 'not YAML'}", path=path, line=(mark.line + 1) if mark else None) from None
+        raise DataError(
+            f"malformed YAML: {getattr(exc, 'problem', None) or 'not YAML'}",
+            path=path,
+            line=(mark.line + 1) if mark else None,
+        ) from None
     except RecursionError:
         raise DataError("malformed YAML: nested too deeply", path=path) from None
 

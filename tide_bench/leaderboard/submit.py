@@ -42,8 +42,10 @@ class SubmissionRefused(TideBenchError):
     def __init__(self, check: CheckResult) -> None:
         self.check = check
         listed = "\n".join(f"  - {e}" for e in check.errors)
-        super().__init__(f"submission {check.id!r} refused; nothing was written:\n{listed}",
-                         hint="fix submission.yaml (or the run) and run `tide-bench submit` again")
+        super().__init__(
+            f"submission {check.id!r} refused; nothing was written:\n{listed}",
+            hint="fix submission.yaml (or the run) and run `tide-bench submit` again",
+        )
 
 
 def default_board(meta: dict[str, Any]) -> BoardConfig:
@@ -57,14 +59,19 @@ def _read_meta(meta_path: Path) -> tuple[dict[str, Any], str]:
         raise DataError("must be a YAML mapping of submission fields", path=meta_path, field="(top level)")
     sid = meta.get("id")
     if not isinstance(sid, str) or not SAFE_ID.match(sid):
-        raise DataError("must be a safe id (the submission folder name): lowercase letters, digits, '.', '_', '-', at most 64",
-                        path=meta_path, field="id")
+        raise DataError(
+            "must be a safe id (the submission folder name): lowercase letters, digits, '.', '_', '-', at most 64",
+            path=meta_path,
+            field="id",
+        )
     return meta, text
 
 
 def _inside_run(run_dir: Path, rel: Any, what: str) -> Path:
     if not isinstance(rel, str) or not rel or Path(rel).is_absolute() or ".." in PurePosixPath(rel).parts:
-        raise DataError("must be a path inside the run directory (relative, no '..')", path=run_dir / MANIFEST_NAME, field=what)
+        raise DataError(
+            "must be a path inside the run directory (relative, no '..')", path=run_dir / MANIFEST_NAME, field=what
+        )
     path = (run_dir / rel).resolve()
     if not path.is_relative_to(run_dir.resolve()):
         raise DataError("leads outside the run directory", path=run_dir / MANIFEST_NAME, field=what)
@@ -73,7 +80,9 @@ def _inside_run(run_dir: Path, rel: Any, what: str) -> Path:
 
 def _copy_redacted_json(src: Path, dest: Path, max_bytes: int) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(dest, json.dumps(redact(read_json(src, DataError, max_bytes=max_bytes)), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        dest, json.dumps(redact(read_json(src, DataError, max_bytes=max_bytes)), indent=2, ensure_ascii=False) + "\n"
+    )
 
 
 def _copy_samples(src: Path, dest: Path, max_bytes: int) -> None:
@@ -105,16 +114,23 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
     files["samples"] = samples
     if info.results_file:
         public = _public_rel(info.results_file)
-        _copy_redacted_json(_inside_run(run_dir, info.results_file, "files.results"), staging / RUN / public, board.max_bytes)
+        _copy_redacted_json(
+            _inside_run(run_dir, info.results_file, "files.results"), staging / RUN / public, board.max_bytes
+        )
         files["results"] = public
-    atomic_write_text(staging / RUN / MANIFEST_NAME, json.dumps(redact(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        staging / RUN / MANIFEST_NAME,
+        json.dumps(redact(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n",
+    )
     if (judge_src / "judgments.jsonl").is_file():
         (staging / JUDGE).mkdir()
         for name in JUDGE_FILES:
             if not (judge_src / name).is_file():
                 continue
             if name.endswith(".jsonl"):  # judgments are copied byte for byte: their keys must still match
-                atomic_write_bytes(staging / JUDGE / name, read_bytes(judge_src / name, DataError, max_bytes=board.max_bytes))
+                atomic_write_bytes(
+                    staging / JUDGE / name, read_bytes(judge_src / name, DataError, max_bytes=board.max_bytes)
+                )
             else:
                 _copy_redacted_json(judge_src / name, staging / JUDGE / name, board.max_bytes)
     atomic_write_text(staging / META, redact_meta(meta_text))
@@ -155,7 +171,10 @@ def create_submission(
         raise DataError("no judgments.jsonl in the judge directory", path=judge_src)
     target = out / sid
     if (target.exists() or target.is_symlink()) and not overwrite:
-        raise ConfigError(f"submission {sid!r} already exists in {out}", hint="choose another id, or pass --overwrite to replace your own entry")
+        raise ConfigError(
+            f"submission {sid!r} already exists in {out}",
+            hint="choose another id, or pass --overwrite to replace your own entry",
+        )
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{sid}.staging-"))
     try:

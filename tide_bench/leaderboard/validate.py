@@ -26,9 +26,9 @@ summary: only re-judging can (docs/leaderboard.md).
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -126,50 +126,76 @@ def _confined(rel: str, listing: FolderListing, base: str) -> str | None:
     return joined if listing.has(joined) else None
 
 
-def _meta(folder: Path, sid: str, result: CheckResult) -> dict[str, Any] | None:
+def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] | None, bool]:
+    """The parsed metadata (None when unreadable) and whether it satisfies the schema."""
     path = folder / META
     try:
         meta, text = parse_meta(read_bytes(path, DataError, max_bytes=META_MAX_BYTES, follow_symlinks=False), path)
     except DataError as exc:
         problem = Problem.from_error(exc, folder)
         result.refuse(problem.message, problem.path, problem.line, problem.field)
-        return None
-    for where, message in schema_problems(meta):
+        return None, False
+    invalid = schema_problems(meta)
+    for where, message in invalid:
         result.refuse(message, META, yaml_line(text, where), where)
     if not isinstance(meta, dict):
-        return None
+        return None, False
     if meta.get("id") != sid:
         result.refuse(f"must equal the folder name {sid!r}", META, yaml_line(text, "id"), "id")
     if isinstance(meta.get("model_name"), str) and (why := name_problem(meta["model_name"])):
         result.refuse(why, META, yaml_line(text, "model_name"), "model_name")
-    return meta
+    return meta, not invalid
 
 
 def _run_checks(run: RunManifest, meta: dict[str, Any] | None, board: BoardConfig, result: CheckResult) -> None:
     data = run.data
     if data.split != board.split:
-        result.refuse(f"the run used split {data.split!r}; this leaderboard uses {board.split!r}: re-run with --split {board.split}", MANIFEST, field="data.split")
+        result.refuse(
+            f"the run used split {data.split!r}; this leaderboard uses {board.split!r}: re-run with --split "
+            f"{board.split}",
+            MANIFEST,
+            field="data.split",
+        )
     if board.split_version and data.split_version != board.split_version:
-        result.refuse(f"the run's split definition is {data.split_version!r}, the board's {board.split_version!r}", MANIFEST, field="data.split_version")
+        result.refuse(
+            f"the run's split definition is {data.split_version!r}, the board's {board.split_version!r}",
+            MANIFEST,
+            field="data.split_version",
+        )
     if run.generation.limit is not None:
         result.refuse("the run used --limit: submit a run over the whole split", MANIFEST, field="generation.limit")
     if not board.demo:
         if data.is_synthetic_sample is not False or data.source_kind == "sample":
-            said = "does not say whether the run used the synthetic sample" if data.is_synthetic_sample is None else "records a run on the built-in synthetic sample"
-            result.refuse(f"{MANIFEST_NAME} {said}: only runs on TIDE itself join this leaderboard", MANIFEST, field="data.is_synthetic_sample")
+            said = (
+                "does not say whether the run used the synthetic sample"
+                if data.is_synthetic_sample is None
+                else "records a run on the built-in synthetic sample"
+            )
+            result.refuse(
+                f"{MANIFEST_NAME} {said}: only runs on TIDE itself join this leaderboard",
+                MANIFEST,
+                field="data.is_synthetic_sample",
+            )
         if meta and meta.get("demo") is True:
             result.refuse("demo entries (synthetic sample) cannot join this leaderboard", META, field="demo")
 
 
-def _samples(folder: Path, run: RunManifest, listing: FolderListing, board: BoardConfig, result: CheckResult) -> list[Generation]:
+def _samples(
+    folder: Path, run: RunManifest, listing: FolderListing, board: BoardConfig, result: CheckResult
+) -> list[Generation]:
     confined = {}
     for task, rel in run.samples.items():
         if not task.startswith(TASK_PREFIX):
-            result.stop(f"lists samples of a task that is not tide-bench's ({TASK_PREFIX}*)", MANIFEST, field="files.samples")
+            result.stop(
+                f"lists samples of a task that is not tide-bench's ({TASK_PREFIX}*)", MANIFEST, field="files.samples"
+            )
         path = _confined(rel, listing, RUN)
         if path is None:
-            result.stop("names a file that is not a regular file inside the submission (absolute, '..', a link or missing)",
-                        MANIFEST, field=f"files.samples.{task}")
+            result.stop(
+                "names a file that is not a regular file inside the submission (absolute, '..', a link or missing)",
+                MANIFEST,
+                field=f"files.samples.{task}",
+            )
         confined[task] = path
     gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False)
     if not gens:
@@ -184,7 +210,9 @@ def _listed(result: CheckResult, problems: list[Problem], what: str) -> None:
         result.refuse(f"{len(problems) - MAX_LISTED} more {what} (first {MAX_LISTED} listed)")
 
 
-def _item_checks(gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult) -> str:
+def _item_checks(
+    gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult
+) -> str:
     """Check the items against the split definition and the pins; return the recomputed split hash."""
     bad: list[Problem] = []
     conversations: dict[str, set[str]] = defaultdict(set)
@@ -195,54 +223,114 @@ def _item_checks(gens: list[Generation], run: RunManifest, board: BoardConfig, f
         first.setdefault(g.persona_id, g)
         first.setdefault(f"{g.persona_id}/{g.conversation_id}", g)
         if g.split != board.split:
-            bad.append(Problem(f"is {g.split!r}; this leaderboard uses {board.split!r}", relative(g.file, folder), g.line, "doc.split"))
-        elif board.split_version and (persona_split.get(g.persona_id) or persona_split.setdefault(g.persona_id, split_of(g.persona_id))) != board.split:
-            bad.append(Problem(f"this persona belongs to the {persona_split[g.persona_id]} split by the persona-hash definition ({board.split_version}), "
-                               f"not {board.split}", relative(g.file, folder), g.line, "doc.persona_id"))
+            bad.append(
+                Problem(
+                    f"is {g.split!r}; this leaderboard uses {board.split!r}",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.split",
+                )
+            )
+        elif (
+            board.split_version
+            and (persona_split.get(g.persona_id) or persona_split.setdefault(g.persona_id, split_of(g.persona_id)))
+            != board.split
+        ):
+            bad.append(
+                Problem(
+                    f"this persona belongs to the {persona_split[g.persona_id]} split by the persona-hash definition "
+                    f"({board.split_version}), "
+                    f"not {board.split}",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.persona_id",
+                )
+            )
         if g.item_id != make_item_id(g.persona_id, g.conversation_id, g.turn):
-            bad.append(Problem("is not <persona_id>/<conversation_id>/turn<turn> of the item's own fields", relative(g.file, folder), g.line, "doc.item_id"))
+            bad.append(
+                Problem(
+                    "is not <persona_id>/<conversation_id>/turn<turn> of the item's own fields",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.item_id",
+                )
+            )
         if g.split_sha256 and g.split_sha256 != run.data.split_sha256:
-            bad.append(Problem("differs from run.json's data.split_sha256: the samples and the manifest come from different runs",
-                               relative(g.file, folder), g.line, "doc.split_sha256"))
+            bad.append(
+                Problem(
+                    "differs from run.json's data.split_sha256: the samples and the manifest come from different runs",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.split_sha256",
+                )
+            )
         conversations[g.persona_id].add(g.conversation_id)
         turns[(g.persona_id, g.conversation_id)].append(g.turn)
     _listed(result, bad, "item problems")
     for (persona, conversation), ks in sorted(turns.items()):
         if sorted(ks) != list(range(1, len(ks) + 1)):
             g = first[f"{persona}/{conversation}"]
-            result.refuse(f"this item's conversation has turns {sorted(ks)}: every turn up to the last must be answered",
-                          relative(g.file, folder), g.line, "doc.conversation_id")
+            result.refuse(
+                f"this item's conversation has turns {sorted(ks)}: every turn up to the last must be answered",
+                relative(g.file, folder),
+                g.line,
+                "doc.conversation_id",
+            )
             break
     if board.conversations_per_persona is not None:
         short = sorted(p for p, convs in conversations.items() if len(convs) != board.conversations_per_persona)
         if short:
             g = first[short[0]]
-            result.refuse(f"{len(short)} persona(s) do not have the dataset's {board.conversations_per_persona} conversations (this item's "
-                          f"persona has {len(conversations[short[0]])}): evaluate every conversation of the split",
-                          relative(g.file, folder), g.line, "doc.persona_id")
+            result.refuse(
+                f"{len(short)} persona(s) do not have the dataset's {board.conversations_per_persona} conversations "
+                "(this item's "
+                f"persona has {len(conversations[short[0]])}): evaluate every conversation of the split",
+                relative(g.file, folder),
+                g.line,
+                "doc.persona_id",
+            )
     n = len(gens)
     if run.data.n_items is not None and n != run.data.n_items:
-        result.refuse(f"{n} replies for a split of {run.data.n_items} items: every item needs a reply", MANIFEST, field="data.n_items")
+        result.refuse(
+            f"{n} replies for a split of {run.data.n_items} items: every item needs a reply",
+            MANIFEST,
+            field="data.n_items",
+        )
     recomputed = split_content_hash([g.item() for g in gens], run.data.split)
     if recomputed != run.data.split_sha256:
-        result.refuse(f"the submitted items hash to {recomputed[:16]}..., not to the run's {run.data.split_sha256[:16]}...: client turns, histories, "
-                      "references or personas differ from the data the run was made on", MANIFEST, field="data.split_sha256")
+        result.refuse(
+            f"the submitted items hash to {recomputed[:16]}..., not to the run's {run.data.split_sha256[:16]}...: "
+            "client turns, histories, "
+            "references or personas differ from the data the run was made on",
+            MANIFEST,
+            field="data.split_sha256",
+        )
     if board.split_sha256 and recomputed != board.split_sha256:
-        result.refuse(f"the submitted items are not the board's dataset (recomputed split hash {recomputed[:16]}..., the board's "
-                      f"{board.split_sha256[:16]}...): evaluate on the pinned TIDE release{f' ({board.dataset_release})' if board.dataset_release else ''}")
+        result.refuse(
+            f"the submitted items are not the board's dataset (recomputed split hash {recomputed[:16]}..., the board's "
+            f"{board.split_sha256[:16]}...): evaluate on the pinned TIDE "
+            f"release{f' ({board.dataset_release})' if board.dataset_release else ''}"
+        )
     if board.n_items is not None and n != board.n_items:
         result.refuse(f"{n} items; the leaderboard's split has {board.n_items}")
     if board.item_ids_sha256 and item_ids_hash([g.item_id for g in gens]) != board.item_ids_sha256:
         result.refuse("the set of item ids differs from the leaderboard's split: evaluate on the pinned TIDE release")
     if not board.demo and recomputed == sample_split_hash(board.split):
-        result.refuse("these are the items of tide-bench's built-in synthetic sample, not TIDE: only runs on TIDE join this leaderboard")
+        result.refuse(
+            "these are the items of tide-bench's built-in synthetic sample, not TIDE: only runs on TIDE join this "
+            "leaderboard"
+        )
     return recomputed
 
 
-def _judgments(folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult) -> list[Judgment]:
+def _judgments(
+    folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult
+) -> list[Judgment]:
     if not listing.has(JUDGMENTS):
         if board.require_judgments:
-            result.refuse("is missing: run `tide-bench judge` on the run and submit with its judge directory", JUDGMENTS)
+            result.refuse(
+                "is missing: run `tide-bench judge` on the run and submit with its judge directory", JUDGMENTS
+            )
         return []
     rubric = load_rubric()
     judgments = read_judgments(folder / JUDGMENTS, rubric, max_bytes=board.max_bytes, follow_symlinks=False)
@@ -250,34 +338,68 @@ def _judgments(folder: Path, listing: FolderListing, gens: list[Generation], boa
     judged = {j.item_id: j for j in judgments}
     missing, extra = sorted(set(gens_by_id) - set(judged)), [j for j in judgments if j.item_id not in gens_by_id]
     if missing:
-        result.refuse(f"{len(missing)} item(s) have a reply but no judgment (scored or unscored), e.g. {missing[:3]}: judge every item", JUDGMENTS)
+        result.refuse(
+            f"{len(missing)} item(s) have a reply but no judgment (scored or unscored), e.g. {missing[:3]}: judge "
+            "every item",
+            JUDGMENTS,
+        )
     if extra:
-        result.refuse("judges an item that is not in the run: submit the run that was judged", JUDGMENTS, extra[0].line, "item_id")
+        result.refuse(
+            "judges an item that is not in the run: submit the run that was judged", JUDGMENTS, extra[0].line, "item_id"
+        )
     versions = Counter(j.judge.version for j in judgments)
     if len(versions) > 1:
-        result.refuse(f"judgments from {len(versions)} judge configurations ({', '.join(sorted(versions))}): judge the whole run with one", JUDGMENTS, field="judge.version")
+        result.refuse(
+            f"judgments from {len(versions)} judge configurations ({', '.join(sorted(versions))}): judge the whole "
+            "run with one",
+            JUDGMENTS,
+            field="judge.version",
+        )
     version = judgments[0].judge.version if judgments else None
     if board.judge_version and version and version != board.judge_version:
-        result.refuse(f"judged with configuration {version}, but this leaderboard uses {board.judge_version}: mixing judges is refused; "
-                      "re-judge with the board's judge", JUDGMENTS, judgments[0].line, "judge.version")
+        result.refuse(
+            f"judged with configuration {version}, but this leaderboard uses {board.judge_version}: mixing judges is "
+            "refused; "
+            "re-judge with the board's judge",
+            JUDGMENTS,
+            judgments[0].line,
+            "judge.version",
+        )
     matched = [j for j in judgments if j.item_id in gens_by_id]
     stale = [j for j in matched if j.key != judgment_key(j.judge.version, gens_by_id[j.item_id])]
     if stale and len(stale) == len(matched):
-        result.refuse("none of the judgments match the submitted replies: these judgments were made for other replies (another run?)", JUDGMENTS, stale[0].line, "key")
+        result.refuse(
+            "none of the judgments match the submitted replies: these judgments were made for other replies (another "
+            "run?)",
+            JUDGMENTS,
+            stale[0].line,
+            "key",
+        )
     elif stale:
-        result.refuse(f"{len(stale)} judgment(s) do not match the submitted reply or context (first: {stale[0].item_id}): the reply changed after judging; re-judge",
-                      JUDGMENTS, stale[0].line, "key")
+        result.refuse(
+            f"{len(stale)} judgment(s) do not match the submitted reply or context (first: {stale[0].item_id}): the "
+            "reply changed after judging; re-judge",
+            JUDGMENTS,
+            stale[0].line,
+            "key",
+        )
     if not listing.has(JUDGE_SUMMARY):
-        result.refuse("is missing: submit the judge directory `tide-bench judge` wrote, with its summary", JUDGE_SUMMARY)
+        result.refuse(
+            "is missing: submit the judge directory `tide-bench judge` wrote, with its summary", JUDGE_SUMMARY
+        )
     else:
-        summary = read_summary(folder / JUDGE_SUMMARY, rubric.factor_keys, max_bytes=board.max_bytes, follow_symlinks=False)
+        summary = read_summary(
+            folder / JUDGE_SUMMARY, rubric.factor_keys, max_bytes=board.max_bytes, follow_symlinks=False
+        )
         for mismatch in summary_mismatches(summary, judgments, rubric.factor_keys):
             name, _, detail = mismatch.partition(": ")
             result.refuse(f"{detail}: submit the files `tide-bench judge` wrote, unedited", JUDGE_SUMMARY, field=name)
     return judgments
 
 
-def _judge_config(folder: Path, listing: FolderListing, version: str | None, board: BoardConfig, result: CheckResult) -> Any:
+def _judge_config(
+    folder: Path, listing: FolderListing, version: str | None, board: BoardConfig, result: CheckResult
+) -> Any:
     if not listing.has(JUDGE_CONFIG):
         return None
     config = read_json(folder / JUDGE_CONFIG, DataError, max_bytes=board.max_bytes, follow_symlinks=False)
@@ -289,18 +411,37 @@ def _judge_config(folder: Path, listing: FolderListing, version: str | None, boa
     return config
 
 
-def _local_paths(folder: Path, listing: FolderListing, documents: dict[str, Any], gens: list[Generation], result: CheckResult) -> None:
-    found = [Problem("is named after a local path of the submitter's machine", rel) for rel in listing.files if holds_local_path(rel)]
+def _local_paths(
+    folder: Path, listing: FolderListing, documents: dict[str, Any], gens: list[Generation], result: CheckResult
+) -> None:
+    found = [
+        Problem("is named after a local path of the submitter's machine", rel)
+        for rel in listing.files
+        if holds_local_path(rel)
+    ]
     for name, doc in documents.items():
-        found += [Problem("holds a local path of the submitter's machine", name, field=f) for f in local_path_fields(doc)]
+        found += [
+            Problem("holds a local path of the submitter's machine", name, field=f) for f in local_path_fields(doc)
+        ]
     g = next((g for g in gens if holds_local_path(g.tide_source)), None)
     if g is not None:
-        found.append(Problem("holds a local path of the submitter's machine", relative(g.file, folder), g.line, "doc.tide_source"))
+        found.append(
+            Problem(
+                "holds a local path of the submitter's machine", relative(g.file, folder), g.line, "doc.tide_source"
+            )
+        )
     for p in found[:MAX_LISTED]:
-        result.refuse(f"{p.message}: submissions are public; package the run with `tide-bench submit`, which redacts such paths", p.path, p.line, p.field)
+        result.refuse(
+            f"{p.message}: submissions are public; package the run with `tide-bench submit`, which redacts such paths",
+            p.path,
+            p.line,
+            p.field,
+        )
 
 
-def _results_file(folder: Path, run: RunManifest, listing: FolderListing, board: BoardConfig, result: CheckResult) -> tuple[str, Any] | None:
+def _results_file(
+    folder: Path, run: RunManifest, listing: FolderListing, board: BoardConfig, result: CheckResult
+) -> tuple[str, Any] | None:
     if not run.results_file:
         return None
     rel = _confined(run.results_file, listing, RUN)
@@ -310,11 +451,19 @@ def _results_file(folder: Path, run: RunManifest, listing: FolderListing, board:
     return rel, read_json(folder / rel, DataError, max_bytes=board.max_bytes, follow_symlinks=False)
 
 
-def _validate(folder: Path, sid: str, board: BoardConfig, result: CheckResult, spot_checks: bool, seed: int | None, text_metrics: bool) -> None:
+def _validate(
+    folder: Path,
+    sid: str,
+    board: BoardConfig,
+    result: CheckResult,
+    spot_checks: bool,
+    seed: int | None,
+    text_metrics: bool,
+) -> None:
     if not SAFE_ID.match(sid):
         result.refuse(f"folder name {sid!r} is not a safe id: use lowercase letters, digits, '.', '_', '-' (max 64)")
     listing = scan_folder(folder, max_bytes=board.max_bytes, max_files=board.max_files)
-    meta = _meta(folder, sid, result)
+    meta, meta_valid = _meta(folder, sid, result)
     if not listing.has(MANIFEST):
         result.stop(f"file not found: a submission holds the run's {MANIFEST_NAME}", MANIFEST)
     run = read_manifest(folder / MANIFEST, max_bytes=board.max_bytes, follow_symlinks=False)
@@ -326,8 +475,11 @@ def _validate(folder: Path, sid: str, board: BoardConfig, result: CheckResult, s
         gens, metric_problems = recompute_text_metrics(gens, folder)
     _listed(result, metric_problems + cosine_problems(gens, folder), "metric problems")
     if run.embedding_model and run.embedding_model != board.embedding_model and has_cosine(gens):
-        result.refuse(f"the run's cosine similarity used another embedding model than the board's ({board.embedding_model})", MANIFEST,
-                      field="reference_metrics.method.embedding_model")
+        result.refuse(
+            f"the run's cosine similarity used another embedding model than the board's ({board.embedding_model})",
+            MANIFEST,
+            field="reference_metrics.method.embedding_model",
+        )
     judgments = _judgments(folder, listing, gens, board, result)
     config = _judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
     documents = {META: meta, MANIFEST: run.raw}
@@ -336,7 +488,7 @@ def _validate(folder: Path, sid: str, board: BoardConfig, result: CheckResult, s
     if config is not None:
         documents[JUDGE_CONFIG] = config
     _local_paths(folder, listing, documents, gens, result)
-    if meta is not None:
+    if meta is not None and meta_valid:  # the comparison with the run needs the schema's types
         problems, warnings = run_problems(meta, run, demo_board=board.demo)
         for where, message in problems:
             result.refuse(message, META, field=where)
@@ -344,14 +496,20 @@ def _validate(folder: Path, sid: str, board: BoardConfig, result: CheckResult, s
     if result.problems:
         return
     if spot_checks:
-        result.spot_check, problems = embedding_spot_check(gens, board.spot_check_items, board.embedding_model, folder, seed)
+        result.spot_check, problems = embedding_spot_check(
+            gens, board.spot_check_items, board.embedding_model, folder, seed
+        )
         _listed(result, problems, "cosine mismatches")
         if result.problems:
             return
     assert meta is not None
     shown = dict(meta) | {"generation": shown_generation(run)}
     result.submission = Submission(
-        sid, folder, shown, run.raw, gens,
+        sid,
+        folder,
+        shown,
+        run.raw,
+        gens,
         judgments={j.item_id: j.as_record() for j in judgments},
         judge=judgments[0].judge.as_dict() if judgments else None,
         run=run,
@@ -398,7 +556,12 @@ def looks_like_run(folder: Path) -> bool:
 
 
 def validate_many(
-    folder: str | Path, board: BoardConfig, *, spot_checks: bool = True, seed: int | None = None, text_metrics: bool = True
+    folder: str | Path,
+    board: BoardConfig,
+    *,
+    spot_checks: bool = True,
+    seed: int | None = None,
+    text_metrics: bool = True,
 ) -> list[CheckResult]:
     """Validate one submission folder, or every submission inside a submissions folder, and
     then the entries against each other (:func:`tide_bench.leaderboard.consistency.cross_check`)."""
@@ -406,14 +569,19 @@ def validate_many(
 
     folder = Path(folder)
     if looks_like_run(folder):
-        raise TideBenchError(f"{folder} is a run directory, not a submission",
-                             hint=f"package it first: tide-bench submit {folder} --meta submission.yaml --out leaderboard/submissions/")
+        raise TideBenchError(
+            f"{folder} is a run directory, not a submission",
+            hint=f"package it first: tide-bench submit {folder} --meta submission.yaml --out leaderboard/submissions/",
+        )
     if (folder / META).exists() or (folder / META).is_symlink():
         checks = [validate_folder(folder, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)]
     elif not folder.is_dir():
         raise TideBenchError(f"not a folder: {folder}")
     else:
-        checks = [validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
-                  for p in sorted(folder.iterdir()) if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")]
+        checks = [
+            validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
+            for p in sorted(folder.iterdir())
+            if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
+        ]
     cross_check(checks, board)
     return checks

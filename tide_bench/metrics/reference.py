@@ -237,7 +237,8 @@ class ReferenceScorer:
         if len(replies) != len(references):
             raise ValueError("replies and references must be aligned")
         cos = self.cosine(replies, references)
-        return [{"cosine_sim": float(c), **text_metrics(reply, ref)} for reply, ref, c in zip(replies, references, cos, strict=True)]
+        pairs = zip(replies, references, cos, strict=True)
+        return [{"cosine_sim": float(c), **text_metrics(reply, ref)} for reply, ref, c in pairs]
 
 
 def summarize_metrics(rows: Iterable[dict[str, Any]], group_keys: Sequence[str] = ("turn", "scenario")) -> dict[str, Any]:

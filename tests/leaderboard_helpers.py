@@ -198,3 +198,20 @@ def record_opens() -> Iterator[list[str]]:
         yield opened
     finally:
         _OPENED.pop()
+
+
+@contextlib.contextmanager
+def fake_judge(key: str = "sk-test-leaderboard-000") -> Iterator[FakeLLMServer]:
+    """A fake judge server and an API key in the environment, for module-scoped fixtures
+    (which cannot use monkeypatch); both are undone afterwards."""
+    old = os.environ.get("ANTHROPIC_API_KEY")
+    os.environ["ANTHROPIC_API_KEY"] = key
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        if old is None:
+            os.environ.pop("ANTHROPIC_API_KEY", None)
+        else:
+            os.environ["ANTHROPIC_API_KEY"] = old

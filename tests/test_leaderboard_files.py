@@ -22,6 +22,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.leaderboard_helpers import (
     board,
     edit_json,
+    fake_judge,
     judged_submission,
     meta,
     record_opens,
@@ -37,15 +38,9 @@ from tide_bench.leaderboard import SubmissionRefused, build_site, create_submiss
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("files")
-    old = os.environ.get("ANTHROPIC_API_KEY")
-    os.environ["ANTHROPIC_API_KEY"] = "sk-test-files-000"
-    server = FakeLLMServer().start()
-    try:
+    with fake_judge("sk-test-files-000") as server:
         judged_submission(tmp, server, "model-a", lambda i: f"Steady reply [[SCORES:4,4,4]] {i.item_id}")
         judged_submission(tmp, server, "model-b", lambda i: f"Other reply [[SCORES:3,3,3]] {i.item_id}")
-    finally:
-        server.stop()
-        os.environ.pop("ANTHROPIC_API_KEY", None) if old is None else os.environ.__setitem__("ANTHROPIC_API_KEY", old)
     yield tmp
 
 
@@ -67,6 +62,11 @@ def board_file(tmp_path: Path) -> Path:
 def _cli(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args))
     return result.exit_code, result.output
+
+
+def _submit(honest: Path, meta_path: Path, out: Path, *extra: str) -> tuple[int, str]:
+    """`tide-bench submit` of the honest model-a run with the given metadata."""
+    return _cli("submit", str(honest / "run-model-a"), "--meta", str(meta_path), "--out", str(out), *extra)
 
 
 # --- 1. no command deletes what it did not write -------------------------------------------
@@ -125,16 +125,7 @@ def test_submit_overwrite_with_a_bad_id_touches_nothing(subs: Path, tmp_path: Pa
     before = sorted(str(p) for p in subs.parent.rglob("*"))
     meta_path = tmp_path / "bad.yaml"
     meta_path.write_text(yaml.safe_dump(meta("model-a") | {"id": bad_id}))
-    code, text = _cli(
-        "submit",
-        str(honest / "run-model-a"),
-        "--meta",
-        str(meta_path),
-        "--out",
-        str(subs),
-        "--overwrite",
-        "--no-embedding-check",
-    )
+    code, text = _submit(honest, meta_path, subs, "--overwrite", "--no-embedding-check")
     assert code == 2 and "field 'id': must be a safe id" in text and "Traceback" not in text
     assert sorted(str(p) for p in subs.parent.rglob("*")) == before
 
@@ -143,17 +134,7 @@ def test_a_refused_submit_leaves_nothing_behind(subs: Path, tmp_path: Path, hone
     before = sorted(str(p) for p in subs.parent.rglob("*") if "board.yaml" not in str(p))
     meta_path = tmp_path / "bad.yaml"
     meta_path.write_text(yaml.safe_dump(meta("brand-new") | {"license": 7}))
-    code, text = _cli(
-        "submit",
-        str(honest / "run-model-a"),
-        "--meta",
-        str(meta_path),
-        "--out",
-        str(subs),
-        "--board",
-        str(board_file),
-        "--no-embedding-check",
-    )
+    code, text = _submit(honest, meta_path, subs, "--board", str(board_file), "--no-embedding-check")
     assert code == 1 and "REFUSED  brand-new" in text and "submission.yaml:" in text and "nothing was written" in text
     assert sorted(str(p) for p in subs.parent.rglob("*") if "board.yaml" not in str(p)) == before
 
@@ -163,18 +144,7 @@ def test_overwrite_replaces_an_entry_only_after_the_new_one_validates(
 ) -> None:
     meta_path = tmp_path / "a.yaml"
     meta_path.write_text(yaml.safe_dump(meta("model-a") | {"model_name": "Model A, second try"}))
-    code, text = _cli(
-        "submit",
-        str(honest / "run-model-a"),
-        "--meta",
-        str(meta_path),
-        "--out",
-        str(subs),
-        "--board",
-        str(board_file),
-        "--overwrite",
-        "--no-embedding-check",
-    )
+    code, text = _submit(honest, meta_path, subs, "--board", str(board_file), "--overwrite", "--no-embedding-check")
     assert code == 0, text
     assert "second try" in (subs / "model-a" / "submission.yaml").read_text()
     assert sorted(p.name for p in subs.iterdir()) == ["model-a", "model-b"]

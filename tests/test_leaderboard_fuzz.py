@@ -25,8 +25,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fakes.llm_server import FakeLLMServer
-from tests.leaderboard_helpers import board, judged_submission, record_opens, samples_files
+from tests.leaderboard_helpers import board, fake_judge, judged_submission, record_opens, samples_files
 from tide_bench.core.resources import resource_dir
 from tide_bench.leaderboard import validate_folder
 from tide_bench.leaderboard.scores import score
@@ -68,16 +67,10 @@ DELETE = object()
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("fuzz")
-    old = os.environ.get("ANTHROPIC_API_KEY")
-    os.environ["ANTHROPIC_API_KEY"] = "sk-test-fuzz-000"
-    server = FakeLLMServer().start()
-    try:
+    with fake_judge("sk-test-fuzz-000") as server:
         folder = judged_submission(
             tmp, server, "model-a", lambda i: f"Reply [[SCORES:{1 + len(i.item_id) % 5},4,3]] {i.item_id}"
         )
-    finally:
-        server.stop()
-        os.environ.pop("ANTHROPIC_API_KEY", None) if old is None else os.environ.__setitem__("ANTHROPIC_API_KEY", old)
     yield folder
 
 

@@ -3,15 +3,13 @@ the submitter's; items drawn from a fresh seed that is reported and can be repla
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.fakes.llm_server import FakeLLMServer
-from tests.leaderboard_helpers import board, edit_json, edit_jsonl, judged_submission, samples_files
+from tests.leaderboard_helpers import board, edit_json, edit_jsonl, fake_judge, judged_submission, samples_files
 from tide_bench.leaderboard import validate_folder
 from tide_bench.metrics.reference import ReferenceScorer
 
@@ -20,16 +18,10 @@ from tide_bench.metrics.reference import ReferenceScorer
 def honest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One honest submission whose stored cosine similarities are real."""
     tmp = tmp_path_factory.mktemp("spot")
-    old = os.environ.get("ANTHROPIC_API_KEY")
-    os.environ["ANTHROPIC_API_KEY"] = "sk-test-spot-000"
-    server = FakeLLMServer().start()
-    try:
+    with fake_judge("sk-test-spot-000") as server:
         folder = judged_submission(
             tmp, server, "model-a", lambda i: f"That sounds so hard [[SCORES:4,4,4]] ({i.scenario})."
         )
-    finally:
-        server.stop()
-        os.environ.pop("ANTHROPIC_API_KEY", None) if old is None else os.environ.__setitem__("ANTHROPIC_API_KEY", old)
     scorer = ReferenceScorer()
     for path in samples_files(folder):
 

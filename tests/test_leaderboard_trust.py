@@ -8,7 +8,6 @@ thing, the way the red-team review did (reviews/2026-11-30/reliability.md, area 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -18,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.fakes.llm_server import FakeLLMServer
 from tests.helpers import make_run
 from tests.leaderboard_helpers import (
     board,
     edit_json,
     edit_jsonl,
+    fake_judge,
     judged_submission,
     meta,
     read_jsonl,
@@ -43,20 +42,11 @@ HONEST = ("model-a", "model-b")
 def honest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Two honest submissions (a and b) in ``<tmp>/submissions``, judged once per module."""
     tmp = tmp_path_factory.mktemp("honest")
-    old = os.environ.get("ANTHROPIC_API_KEY")
-    os.environ["ANTHROPIC_API_KEY"] = "sk-test-trust-000"
-    server = FakeLLMServer().start()
-    try:
+    with fake_judge("sk-test-trust-000") as server:
         judged_submission(tmp, server, "model-a", lambda i: f"Steady reply [[SCORES:4,4,4]] {i.item_id}")
         judged_submission(
             tmp, server, "model-b", lambda i: f"Uneven reply [[SCORES:{5 if i.turn == 1 else 2},3,3]] {i.item_id}"
         )
-    finally:
-        server.stop()
-        if old is None:
-            os.environ.pop("ANTHROPIC_API_KEY", None)
-        else:
-            os.environ["ANTHROPIC_API_KEY"] = old
     yield tmp / "submissions"
 
 
@@ -428,3 +418,38 @@ def test_audit_is_stamped_only_for_the_boards_judge(subs: Path, tmp_path: Path) 
     assert not (tmp_path / "site").exists()
     built = build_site(subs, tmp_path / "site", board(), audit=_audit(tmp_path, f"judge:claude-sonnet@{version[:8]}"))
     assert built.board["audit"]["emotion_recognition"]["alpha_with_judge"]["value"] == 0.75
+
+
+def test_pin_rewrites_only_the_pins_and_validation_holds_entries_to_them(subs: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tide_bench.cli.main import cli
+    from tide_bench.core.resources import resource_dir
+    from tide_bench.leaderboard import load_board
+
+    board_file = tmp_path / "leaderboard.yaml"
+    shutil.copy(resource_dir("leaderboard") / "leaderboard.yaml", board_file)
+    result = CliRunner().invoke(
+        cli, ["leaderboard", "pin", "--data", str(stand_in_dataset(tmp_path)), "--board", str(board_file)]
+    )
+    assert result.exit_code == 0, result.output
+    text = board_file.read_text()
+    assert "# The TIDE empathy leaderboard" in text and "persona-disjoint split" in text  # the documentation stays
+    pinned = load_board(board_file)
+    stand_in = load_dataset(str(stand_in_dataset(tmp_path)))
+    assert pinned.split_sha256 == stand_in.content_hash("test") and pinned.n_items == len(stand_in.items_for("test"))
+    assert pinned.conversations_per_persona == 2 and pinned.dataset_release == "local:<local>/tide-stand-in"
+    assert (
+        pinned.judge_version == read_jsonl(_judgments(subs / "model-a"))[0]["judge"]["version"]
+    )  # the base URL is not part of it
+    assert all(c.ok for c in validate_many(subs, pinned, spot_checks=False))
+    edit_jsonl(
+        samples_files(subs / "model-b")[0],
+        lambda rows: rows[0]["doc"].update(reference_reply="Another release's reference."),
+    )
+    rekey(subs / "model-b")
+    rehash(subs / "model-b")  # a consistent run on other data: only the pin can tell
+    errors = validate_folder(subs / "model-b", pinned, spot_checks=False).errors
+    assert any("the submitted items are not the board's dataset" in e for e in errors), errors
+    refused = CliRunner().invoke(cli, ["leaderboard", "pin", "--data", "sample", "--board", str(board_file)])
+    assert refused.exit_code == 2 and "synthetic sample cannot define a TIDE board" in refused.output

@@ -13,7 +13,7 @@ names its judge configuration (``judge.version``) and the cache key of what was 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -39,14 +39,7 @@ class JudgeIdentity:
     rubric: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "provider": self.provider,
-            "model": self.model,
-            "family": self.family,
-            "version": self.version,
-            "rubric": self.rubric,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -71,3 +71,13 @@ def test_deeply_nested_json_is_an_error_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / "deep.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(DataError, match="invalid JSON"):
         list(iter_jsonl(tmp_path / "deep.jsonl", DataError, allow_nan=True))
+
+
+def test_lone_surrogate_escapes_are_refused_everywhere(tmp_path: Path) -> None:
+    """Python's json accepts "\\ud800", a string no file or hash can hold afterwards."""
+    (tmp_path / "a.json").write_text('{"a": "\\ud800"}')
+    with pytest.raises(DataError, match="half a surrogate pair"):
+        read_json(tmp_path / "a.json", DataError)
+    (tmp_path / "b.jsonl").write_text('{"a": "\\ud800", "m": NaN}\n')
+    with pytest.raises(DataError, match=r"b\.jsonl:1: invalid JSON"):
+        list(iter_jsonl(tmp_path / "b.jsonl", DataError, allow_nan=True))

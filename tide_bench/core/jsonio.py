@@ -148,11 +148,36 @@ def parse_json(raw: bytes, path: str | Path, error: type[TideBenchError] = TideB
         line = raw[: exc.start].count(b"\n") + 1
         raise error(f"invalid UTF-8 at byte {exc.start}", path=path, line=line) from None
     try:
-        return json.loads(text)  # NaN is accepted here: typed readers check the fields that must be finite
+        value = json.loads(text)  # NaN is accepted here: typed readers check the fields that must be finite
     except json.JSONDecodeError as exc:
         raise error(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno) from None
     except RecursionError:
         raise error("invalid JSON: nested too deeply", path=path) from None
+    if not _encodable(value):
+        raise error(LONE_SURROGATE, path=path)
+    return value
+
+
+LONE_SURROGATE = "invalid JSON: a \\u escape encodes half a surrogate pair, which is no character"
+
+
+def _encodable(value: Any) -> bool:
+    """Whether every string in a parsed JSON value can be written as UTF-8 (Python's json
+    accepts ``"\\ud800"``, a lone surrogate that breaks every later write or hash)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def iter_jsonl(
@@ -183,8 +208,13 @@ def _parse_line(raw: bytes, path: Path, number: int, error: type[TideBenchError]
         if not _is_utf8(raw):
             raise error("invalid UTF-8", path=path, line=number) from None
         if allow_nan:
+            value = None
             with contextlib.suppress(ValueError, RecursionError):
-                return json.loads(raw, parse_constant=_nan_only)
+                value = json.loads(raw, parse_constant=_nan_only)
+            if value is not None:
+                if not _encodable(value):
+                    raise error(LONE_SURROGATE, path=path, line=number) from None
+                return value
         raise error(
             f"invalid JSON: {getattr(exc, 'msg', None) or 'not a JSON value'}", path=path, line=number
         ) from None

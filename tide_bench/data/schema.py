@@ -46,7 +46,7 @@ class TideItem:
 
         Built field by field rather than with ``asdict`` (which deep-copies): hashing every
         item of every leaderboard submission made the copy the dominant cost."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "split"}
+        return {name: getattr(self, name) for name in _CONTENT_FIELDS}
 
     def to_doc(self) -> dict[str, Any]:
         """A flat, Arrow-friendly record for ``datasets`` / lm-eval.
@@ -57,6 +57,9 @@ class TideItem:
         record["persona_json"] = json.dumps(record.pop("persona"), ensure_ascii=False, sort_keys=True)
         record["scenario"] = self.scenario or ""
         return record
+
+
+_CONTENT_FIELDS = tuple(f.name for f in fields(TideItem) if f.name != "split")
 
 
 def make_item_id(persona_id: str, conversation_id: str, turn: int) -> str:

@@ -13,7 +13,7 @@ names its judge configuration (``judge.version``) and the cache key of what was 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -39,7 +39,7 @@ class JudgeIdentity:
     rubric: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))  # the fields, shallow (asdict deep-copies: slow over every judgment)
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,24 @@ class Judgment:
         }
 
 
-def _judge(f: Fields) -> JudgeIdentity:
+class _Shape:
+    """What a judgment must look like under one rubric, computed once per file; it also
+    remembers the last judge block, which is the same on every line of a file."""
+
+    def __init__(self, rubric: Rubric) -> None:
+        self.factors = list(rubric.factor_keys)
+        self.factor_set = frozenset(self.factors)
+        self.low, self.high = rubric.scale_min, rubric.scale_max
+        self.last_judge: tuple[dict[str, Any], JudgeIdentity] | None = None
+
+
+def _judge(f: Fields, shape: _Shape) -> JudgeIdentity:
+    block = f.obj.get("judge")
+    if shape.last_judge is not None and block == shape.last_judge[0]:
+        return shape.last_judge[1]  # the same block as the previous line passed the same checks
     judge = f.child("judge")
     assert judge is not None
-    return JudgeIdentity(
+    identity = JudgeIdentity(
         version=judge.string("version", nonempty=True, max_len=200),
         name=judge.string("name", optional=True, max_len=200),
         provider=judge.string("provider", optional=True, max_len=200),
@@ -97,30 +111,31 @@ def _judge(f: Fields) -> JudgeIdentity:
         family=judge.string("family", optional=True, max_len=200),
         rubric=judge.string("rubric", optional=True, max_len=200),
     )
+    shape.last_judge = (dict(judge.obj), identity)
+    return identity
 
 
-def _factor_block(f: Fields, key: str, rubric: Rubric) -> dict[str, Any]:
+def _factor_block(f: Fields, key: str, shape: _Shape) -> dict[str, Any]:
     block = f.mapping(key)
-    wanted = rubric.factor_keys
-    if set(block) != set(wanted):
+    if block.keys() != shape.factor_set:
         f.fail(
             key,
-            f"must hold exactly the rubric's factors ({', '.join(wanted)}); it holds {len(block)} other or missing "
-            "key(s)",
+            f"must hold exactly the rubric's factors ({', '.join(shape.factors)}); it holds {len(block)} other or "
+            "missing key(s)",
         )
     return block
 
 
-def _scored(f: Fields, rubric: Rubric) -> dict[str, Any]:
-    scores = _factor_block(f, "scores", rubric)
+def _scored(f: Fields, shape: _Shape) -> dict[str, Any]:
+    scores = _factor_block(f, "scores", shape)
     for factor, value in scores.items():
-        if isinstance(value, bool) or not isinstance(value, int):
+        if type(value) is not int:
             f.fail(f"scores.{factor}", f"must be an integer, got {type_name(value)}")
-        if not rubric.scale_min <= value <= rubric.scale_max:
-            f.fail(f"scores.{factor}", f"must lie in {rubric.scale_min}..{rubric.scale_max}")
-    rationales = _factor_block(f, "rationales", rubric)
+        if not shape.low <= value <= shape.high:
+            f.fail(f"scores.{factor}", f"must lie in {shape.low}..{shape.high}")
+    rationales = _factor_block(f, "rationales", shape)
     for factor, text in rationales.items():
-        if not isinstance(text, str) or not text.strip():
+        if type(text) is not str or not text.strip():
             f.fail(f"rationales.{factor}", f"must be a non-empty string, got {type_name(text)}")
     safety = f.child("safety")
     assert safety is not None
@@ -147,25 +162,29 @@ def _unscored(f: Fields) -> dict[str, Any]:
     return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=5000)}
 
 
-def parse_judgment(
-    obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError
-) -> Judgment:
-    """Check one parsed judgments line against the rubric and turn it into a :class:`Judgment`."""
+def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment:
     f = Fields(obj, path=path, line=line, error=error)
     item_id = f.string("item_id", nonempty=True, max_len=300)
     status = f.string("status")
     if status not in STATUSES:
         f.fail("status", "must be 'scored' or 'unscored'")
-    fields = _scored(f, rubric) if status == "scored" else _unscored(f)
+    fields = _scored(f, shape) if status == "scored" else _unscored(f)
     return Judgment(
         item_id=item_id,
         status=status,
-        judge=_judge(f),
+        judge=_judge(f, shape),
         key=f.string("key", nonempty=True, max_len=200),
         line=line,
         served_model=f.string("served_model", optional=True, max_len=200),
         **fields,
     )
+
+
+def parse_judgment(
+    obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError
+) -> Judgment:
+    """Check one parsed judgments line against the rubric and turn it into a :class:`Judgment`."""
+    return _parse(obj, _Shape(rubric), path, line, error)
 
 
 def read_judgments(
@@ -180,8 +199,9 @@ def read_judgments(
     path = Path(path)
     seen: dict[str, int] = {}
     out = []
+    shape = _Shape(rubric)
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks):
-        judgment = parse_judgment(obj, rubric, path, line, error)
+        judgment = _parse(obj, shape, path, line, error)
         if judgment.item_id in seen:
             raise error(
                 f"item judged twice (first on line {seen[judgment.item_id]})", path=path, line=line, field="item_id"

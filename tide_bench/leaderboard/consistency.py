@@ -14,10 +14,10 @@ on every board, naming the entries they clash with.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable
 
-from tide_bench.core.hashing import sha256_json
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.metadata import name_key
 from tide_bench.leaderboard.submission import Submission
@@ -90,6 +90,14 @@ def _judge(key: str, group: list[CheckResult]) -> str:
     return f"was judged with configuration {key}"
 
 
+def _replies_digest(sub: Submission) -> str:
+    """A digest of (item id, reply) over every item: equal for two entries with the same replies."""
+    digest = hashlib.sha256()
+    for g in sorted(sub.generations, key=lambda g: g.item_id):
+        digest.update(f"{len(g.item_id)}:{g.item_id}{len(g.reply)}:{g.reply}".encode())
+    return digest.hexdigest()
+
+
 def cross_check(checks: list[CheckResult], board: BoardConfig) -> None:
     """Refuse, in place, entries that cannot share a board with the others."""
     if not board.split_sha256:
@@ -99,6 +107,6 @@ def cross_check(checks: list[CheckResult], board: BoardConfig) -> None:
         _majority(judged, lambda s: str((s.judge or {}).get("version")), "judge configuration", _judge)
     accepted = _accepted(checks)
     by_name = _groups(accepted, lambda s: name_key(str(s.meta.get("model_name", ""))))
-    by_replies = _groups(accepted, lambda s: sha256_json(sorted((g.item_id, g.reply) for g in s.generations)))
+    by_replies = _groups(accepted, _replies_digest)
     _distinct(by_name, "the same display name")
     _distinct(by_replies, "the same replies")

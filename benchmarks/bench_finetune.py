@@ -41,17 +41,43 @@ def main() -> None:
     rates, cards = [], []
     for _ in range(args.repeats):
         out = Path(tempfile.mkdtemp()) / "adapter"
-        card = finetune(FinetuneConfig(model=model, data="sample", out=out, max_steps=args.steps, batch_size=args.batch_size, grad_accum=1,
-                                       max_length=args.max_length, validation_split=None, patience=100), progress=False)  # type: ignore[arg-type]
+        card = finetune(
+            FinetuneConfig(
+                model=model,
+                data="sample",
+                out=out,
+                max_steps=args.steps,
+                batch_size=args.batch_size,
+                grad_accum=1,
+                max_length=args.max_length,
+                validation_split=None,
+                patience=100,
+            ),
+            progress=False,
+        )  # type: ignore[arg-type]
         rates.append(card["training"]["tokens_per_second"])
         cards.append(card)
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU, {args.threads} torch threads"
-    print(f"machine: {machine()}\ndevice: {device}; model {model}; precision {cards[0]['hyperparameters']['precision']}\n")
-    print(table(
-        ["steps x batch", "tokens per run", "tokens/s (median)", "all runs tokens/s"],
-        [[f"{args.steps} x {args.batch_size}", cards[0]["training"]["tokens"], f"{statistics.median(rates):.0f}", ", ".join(f"{r:.0f}" for r in rates)]],
-    ))
-    print("\nloss:", json.dumps([round(h["train_loss"], 3) for h in cards[0]["loss_history"] if h.get("train_loss") is not None]))
+    print(
+        f"machine: {machine()}\ndevice: {device}; model {model}; precision {cards[0]['hyperparameters']['precision']}\n"
+    )
+    print(
+        table(
+            ["steps x batch", "tokens per run", "tokens/s (median)", "all runs tokens/s"],
+            [
+                [
+                    f"{args.steps} x {args.batch_size}",
+                    cards[0]["training"]["tokens"],
+                    f"{statistics.median(rates):.0f}",
+                    ", ".join(f"{r:.0f}" for r in rates),
+                ]
+            ],
+        )
+    )
+    print(
+        "\nloss:",
+        json.dumps([round(h["train_loss"], 3) for h in cards[0]["loss_history"] if h.get("train_loss") is not None]),
+    )
 
 
 if __name__ == "__main__":

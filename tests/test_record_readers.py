@@ -311,3 +311,10 @@ def test_summary_fields_are_typed(tmp_path: Path, edit: dict[str, Any], field: s
     with pytest.raises(DataError) as err:
         read_summary(path, FACTORS)
     assert f"field '{field}': {message}" in str(err.value) and "judge_summary.json:" in str(err.value)
+
+
+def test_persona_json_with_a_lone_surrogate_is_refused(tmp_path: Path) -> None:
+    path = _samples(tmp_path)
+    _rewrite(path, lambda rows: rows[0]["doc"].update(persona_json='{"name": "\\ud800"}'))
+    with pytest.raises(DataError, match=r":1, field 'doc.persona_json': is not valid JSON"):
+        list(iter_samples_file(path, "tide_empathy"))

@@ -161,6 +161,15 @@ def parse_json(raw: bytes, path: str | Path, error: type[TideBenchError] = TideB
 LONE_SURROGATE = "invalid JSON: a \\u escape encodes half a surrogate pair, which is no character"
 
 
+def loads_strict(text: str | bytes) -> Any:
+    """Parse JSON text held in a field (e.g. ``persona_json``): orjson's strict parser, which
+    refuses NaN, Infinity and lone surrogates. Raises ``ValueError`` when it is not JSON."""
+    try:
+        return _loads(text)
+    except (_FastDecodeError, json.JSONDecodeError, RecursionError, UnicodeDecodeError) as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _encodable(value: Any) -> bool:
     """Whether every string in a parsed JSON value can be written as UTF-8 (Python's json
     accepts ``"\\ud800"``, a lone surrogate that breaks every later write or hash)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields
-from tide_bench.core.jsonio import iter_jsonl
+from tide_bench.core.jsonio import iter_jsonl, loads_strict
 from tide_bench.data.schema import TideItem
 from tide_bench.metrics.reference import METRIC_NAMES
 
@@ -103,16 +103,21 @@ def _history(doc: Fields) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": m["content"]} for m in history]
 
 
-def _persona(doc: Fields) -> dict[str, Any]:
+def _persona(doc: Fields, seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The persona, parsed once per distinct text (a persona's 20 conversations share it);
+    the returned dict may be shared between items: read it, never change it."""
     text = doc.string("persona_json", optional=True)
     if not text:
         return {}
+    if text in seen:
+        return seen[text]
     try:
-        persona = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        persona = loads_strict(text)
+    except ValueError:
         doc.fail("persona_json", "is not valid JSON")
     if not isinstance(persona, dict):
         doc.fail("persona_json", "must encode a JSON object")
+    seen[text] = persona
     return persona
 
 
@@ -125,7 +130,14 @@ def _metrics(sample: Fields) -> dict[str, float]:
     return metrics
 
 
-def parse_sample(obj: Any, task: str, path: Path, line: int, error: type[TideBenchError] = DataError) -> Generation:
+def parse_sample(
+    obj: Any,
+    task: str,
+    path: Path,
+    line: int,
+    error: type[TideBenchError] = DataError,
+    personas: dict[str, dict[str, Any]] | None = None,
+) -> Generation:
     """Check one parsed samples line and turn it into a :class:`Generation`."""
     sample = Fields(obj, path=path, line=line, error=error)
     doc = sample.child("doc")
@@ -147,7 +159,7 @@ def parse_sample(obj: Any, task: str, path: Path, line: int, error: type[TideBen
         reference_reply=doc.string("reference_reply"),
         reply=reply,
         prompt=_prompt(sample.obj),
-        persona=_persona(doc),
+        persona=_persona(doc, {} if personas is None else personas),
         metrics=_metrics(sample),
         split_sha256=doc.string("split_sha256", optional=True) or "",
         tide_source=doc.string("tide_source", optional=True) or "",
@@ -167,8 +179,9 @@ def iter_samples_file(
     """Parse one lm-eval samples file of a tide-bench task."""
     if not task.startswith(TASK_PREFIX):
         raise error(f"samples of task {task!r}, not a tide-bench task ({TASK_PREFIX}*)", path=path)
+    personas: dict[str, dict[str, Any]] = {}
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks, allow_nan=True):
-        yield parse_sample(obj, task, path, line, error)
+        yield parse_sample(obj, task, path, line, error, personas)
 
 
 def read_generations(

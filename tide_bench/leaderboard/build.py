@@ -26,7 +26,7 @@ from tide_bench.leaderboard.exports import write_exports
 from tide_bench.leaderboard.scores import assign_ranks, score
 from tide_bench.leaderboard.site import render_index, render_model_page
 from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
-from tide_bench.leaderboard.validate import validate_many
+from tide_bench.leaderboard.validate import no_gc_pauses, validate_many
 
 AUDIT_MAX_BYTES = 200_000_000
 
@@ -113,7 +113,8 @@ def build_site(
         first = next(iter(refused))
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
     accepted = {c.submission.id: c.submission for c in checks if c.ok and c.submission}
-    rows = [score(s) for s in accepted.values()]
+    with no_gc_pauses():  # every entry stays in memory while all are scored
+        rows = [score(s) for s in accepted.values()]
     metric = assign_ranks(rows)
     judges = {r["judge"]["version"]: r["judge"] for r in rows if r["judge"]}
     judge_version = board.judge_version or (next(iter(judges)) if len(judges) == 1 else None)

@@ -25,8 +25,11 @@ summary: only re-judging can (docs/leaderboard.md).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -578,10 +581,30 @@ def validate_many(
     elif not folder.is_dir():
         raise TideBenchError(f"not a folder: {folder}")
     else:
-        checks = [
-            validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
-            for p in sorted(folder.iterdir())
-            if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
-        ]
+        with no_gc_pauses():
+            checks = [
+                validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
+                for p in sorted(folder.iterdir())
+                if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
+            ]
     cross_check(checks, board)
     return checks
+
+
+@contextlib.contextmanager
+def no_gc_pauses() -> Iterator[None]:
+    """Keep the cyclic garbage collector out of a batch load.
+
+    Every accepted submission stays in memory until the site is built (a few hundred
+    thousand small objects for 50 entries), and the collector re-scans all of them again
+    and again while more arrive: a quarter of the build's validation time, measured. The
+    objects made here form no reference cycles, so nothing is left for the collector to
+    find; it runs again as usual afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

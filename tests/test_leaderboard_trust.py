@@ -258,13 +258,14 @@ def test_persona_outside_the_split_is_refused_by_its_hash(subs: Path) -> None:
     ), errors
 
 
-def test_conversation_count_per_persona_is_enforced(subs: Path) -> None:
-    per_persona = board(conversations_per_persona=2)  # the stand-in (like the sample) has 2 per persona
-    assert validate_folder(subs / "model-a", per_persona, spot_checks=False).ok
-    assert any(
-        "do not have the dataset's 3 conversations" in e
-        for e in validate_folder(subs / "model-a", board(conversations_per_persona=3), spot_checks=False).errors
-    )
+def test_conversation_count_per_persona_is_enforced(subs: Path, tmp_path: Path) -> None:
+    items = load_dataset(str(stand_in_dataset(tmp_path))).items_for("test")
+    counts = {p: len({i.conversation_id for i in items if i.persona_id == p}) for p in {i.persona_id for i in items}}
+    assert len(set(counts.values())) == 1  # the stand-in, like TIDE, gives every persona as many conversations
+    n = counts.popitem()[1]
+    assert validate_folder(subs / "model-a", board(conversations_per_persona=n), spot_checks=False).ok
+    errors = validate_folder(subs / "model-a", board(conversations_per_persona=n + 1), spot_checks=False).errors
+    assert any(f"do not have the dataset's {n + 1} conversations" in e for e in errors), errors
 
 
 def test_runs_on_the_synthetic_sample_are_refused_on_a_tide_board(tmp_path: Path, subs: Path) -> None:

@@ -47,7 +47,9 @@ def median_time(fn: Callable[[], object], repeats: int) -> tuple[float, list[flo
 
 def run_command(cmd: list[str], env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
+    subprocess.run(
+        cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})}
+    )
     return time.perf_counter() - t0
 
 

@@ -36,11 +36,23 @@ def write_inputs(folder: Path, items: int, raters: int, seed: int = 0) -> tuple[
             for r in range(raters):
                 if rng.random() < 0.6:  # 40 % missing cells
                     for d, dim in enumerate(DIMS):
-                        writer.writerow([f"item{i}", f"r{r}", dim, int(np.clip(truth[i, d] + rng.integers(-1, 2), 1, 5))])
+                        writer.writerow(
+                            [f"item{i}", f"r{r}", dim, int(np.clip(truth[i, d] + rng.integers(-1, 2), 1, 5))]
+                        )
     with judgments.open("w") as handle:
         for i in range(items):
             scores = {dim: int(np.clip(truth[i, d] + rng.integers(-1, 2), 1, 5)) for d, dim in enumerate(DIMS)}
-            handle.write(json.dumps({"item_id": f"item{i}", "status": "scored", "scores": scores, "judge": {"name": "bench", "version": "0" * 16}}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "item_id": f"item{i}",
+                        "status": "scored",
+                        "scores": scores,
+                        "judge": {"name": "bench", "version": "0" * 16},
+                    }
+                )
+                + "\n"
+            )
     with rater_table.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["rater_id", "age_group", "gender"])
@@ -61,14 +73,27 @@ def main() -> None:
     times = []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        run_audit(ratings, folder / "out", raters=raters, judgments=[judgments], options=AuditOptions(resamples=args.resamples))
+        run_audit(
+            ratings,
+            folder / "out",
+            raters=raters,
+            judgments=[judgments],
+            options=AuditOptions(resamples=args.resamples),
+        )
         times.append(time.perf_counter() - t0)
     print(f"machine: {machine()}\n")
-    print(table(
-        ["workload", "median wall s", "all runs s"],
-        [[f"{args.items} items x {len(DIMS)} dims x {args.raters} raters (40% missing) + 1 judge + rater groups, {args.resamples} resamples",
-          f"{statistics.median(times):.2f}", ", ".join(f"{t:.2f}" for t in times)]],
-    ))
+    print(
+        table(
+            ["workload", "median wall s", "all runs s"],
+            [
+                [
+                    f"{args.items} items x {len(DIMS)} dims x {args.raters} raters (40% missing) + 1 judge + rater groups, {args.resamples} resamples",
+                    f"{statistics.median(times):.2f}",
+                    ", ".join(f"{t:.2f}" for t in times),
+                ]
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

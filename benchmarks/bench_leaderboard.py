@@ -1,8 +1,10 @@
-"""Leaderboard speed: build from 50 submissions x 2,000 judged items (target <= 5 s on 2 cores)
-and validation of one submission with its spot checks (target <= 1 s).
+"""Leaderboard build speed: 50 submissions x 2,000 judged items (target <= 5 s on 2 cores).
 
-Submissions are synthetic but complete and valid (sample contexts with numbered item ids,
-judgments with correct keys), copied 50 times under different ids.
+The submissions are synthetic but complete and valid, and pass every check a real one
+must: a TIDE-like local snapshot of 100 test-split personas x 20 single-exchange
+conversations (texts drawn from the built-in sample), a run whose items hash to its
+``split_sha256``, real text metrics, judgments with correct keys and a matching judge
+summary. ``bench_validate.py`` times validation of one such submission.
 
     python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3]
 """
@@ -16,7 +18,6 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -25,49 +26,137 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import machine, table
 
-from tests.helpers import make_run
+from tests.leaderboard_helpers import edit_jsonl, rekey, samples_files, tide_run
 from tide_bench.data import load_dataset
+from tide_bench.data.splits import split_of
 from tide_bench.generation.run_dir import load_run
 from tide_bench.judging.cache import judgment_key
-from tide_bench.leaderboard import build_site, validate_folder
+from tide_bench.judging.judgment_record import parse_judgment
+from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.summary_record import recompute
+from tide_bench.leaderboard import build_site, create_submission
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.metrics.reference import ReferenceScorer
+from tide_bench.metrics.reference import ReferenceScorer, text_metrics
 
 VERSION = "benchbenchbench0"
-FACTORS = ("emotion_recognition", "distress_normalization", "supportive_reflection")
+CONVERSATIONS = 20
 
 
-def make_submission(root: Path, n: int) -> Path:
-    base = load_dataset("sample").items
-    items = [replace(i, item_id=f"{i.item_id}#{k}") for k in range(n // len(base) + 1) for i in base][:n]
-    folder = root / "sub-000"
-    run = make_run(folder / "run", lambda i: f"{i.reference_reply} ({i.item_id})", items=items)
-    manifest = json.loads((run / "run.json").read_text())
-    manifest["data"]["n_items"] = n
-    (run / "run.json").write_text(json.dumps(manifest))
-    # Store the real reference metrics, so the spot check passes as for a genuine run.
+def make_snapshot(root: Path, n_items: int) -> Path:
+    """A local TIDE-like snapshot whose test split holds ``n_items`` single-exchange items."""
+    sample = load_dataset("sample").items
+    personas = [str(p) for p in range(1, 100_000) if split_of(str(p)) == "test"][: -(-n_items // CONVERSATIONS)]
+    (root / "conversations").mkdir(parents=True)
+    (root / "metadata").mkdir()
+    k = 0
+    for pid in personas:
+        conversations = {}
+        for c in range(1, CONVERSATIONS + 1):
+            item = sample[k % len(sample)]
+            conversations[f"conversation_{c}"] = {
+                "scenario": item.scenario,
+                "turns": [{"person": f"{item.client_utterance} ({pid}.{c})", "chatbot": item.reference_reply}],
+            }
+            k += 1
+        (root / "conversations" / f"{pid}_conversations.json").write_text(
+            json.dumps({"persona_id": pid, "conversations": conversations})
+        )
+        (root / "metadata" / f"{pid}_metadata.json").write_text(
+            json.dumps({"persona_id": pid, "age": 30 + int(pid) % 40})
+        )
+    return root
+
+
+def make_submission(root: Path, n_items: int) -> Path:
+    """One complete, valid submission ``root/sub-000`` with ``n_items`` judged items (real
+    reference metrics, cosine included), packaged by ``create_submission`` (which validates
+    it) from a run and judgments written here."""
+    snapshot = make_snapshot(root.parent / "snapshot", n_items)
+    run = tide_run(
+        root.parent / "runs" / "bench", lambda i: f"{i.reference_reply} ({i.item_id})", snapshot, model_name="org/bench"
+    )
     gens = load_run(run).generations
-    rows = ReferenceScorer().score([g.reply for g in gens], [g.reference_reply for g in gens])
-    metrics = {g.item_id: r for g, r in zip(gens, rows, strict=True)}
-    for samples in (run / "lm_eval").rglob("samples_*.jsonl"):
-        lines = [json.loads(x) for x in samples.read_text().splitlines()]
-        samples.write_text("".join(json.dumps(s | metrics[s["doc"]["item_id"]]) + "\n" for s in lines))
-    judge = folder / "judge"
-    judge.mkdir()
+    cosine = dict(
+        zip(
+            (g.item_id for g in gens),
+            ReferenceScorer().cosine([g.reply for g in gens], [g.reference_reply for g in gens]),
+            strict=True,
+        )
+    )
+    for path in samples_files(run):
+        edit_jsonl(path, lambda rows: [r.update(cosine_sim=float(cosine[r["doc"]["item_id"]])) for r in rows])
+    rubric = load_rubric()
     records = []
     for k, g in enumerate(gens):
-        scores = {f: 1 + (k + j) % 5 for j, f in enumerate(FACTORS)}
-        records.append({"item_id": g.item_id, "status": "scored", "scores": scores, "rationales": dict.fromkeys(FACTORS, "r"),
-                        "safety": {"flagged": k % 50 == 0, "reason": "r" if k % 50 == 0 else ""}, "unscored_kind": None, "unscored_reason": None,
-                        "judge": {"name": "bench", "provider": "anthropic", "model": "claude-sonnet-4-5", "family": "claude", "version": VERSION, "rubric": "tide-empathy-rubric@v1"},
-                        "key": judgment_key(VERSION, g)})
-    (judge / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    empathy = statistics.fmean(statistics.fmean(r["scores"].values()) for r in records)
-    (judge / "judge_summary.json").write_text(json.dumps({"n_scored": len(records), "empathy": {"mean": empathy}}))
-    meta = {"schema_version": 1, "id": "sub-000", "model_name": "Bench model", "model": {"hub_id": "org/bench", "revision": "r1"},
-            "parameters": 500_000_000, "condition": "zero-shot", "license": "apache-2.0", "contact": "bench@example.org"}
-    (folder / "submission.yaml").write_text(yaml.safe_dump(meta))
-    return folder
+        flagged = k % 50 == 0
+        records.append(
+            {
+                "item_id": g.item_id,
+                "status": "scored",
+                "scores": {f: 1 + (k + j) % 5 for j, f in enumerate(rubric.factor_keys)},
+                "rationales": dict.fromkeys(rubric.factor_keys, "r"),
+                "safety": {"flagged": flagged, "reason": "r" if flagged else ""},
+                "unscored_kind": None,
+                "unscored_reason": None,
+                "key": judgment_key(VERSION, g),
+                "judge": {
+                    "name": "bench",
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "family": "claude",
+                    "version": VERSION,
+                    "rubric": "tide-empathy-rubric@v1",
+                },
+            }
+        )
+    (run / "judge").mkdir()
+    (run / "judge" / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    numbers = recompute(
+        [parse_judgment(r, rubric, Path("x"), k + 1) for k, r in enumerate(records)], rubric.factor_keys
+    )
+    summary = {k: numbers[k] for k in ("n_items", "n_scored", "n_unscored", "unscored_reasons", "n_safety_flagged")}
+    summary |= {
+        "factors": {f: {"mean": m} for f, m in numbers["factors"].items()},
+        "empathy": {"mean": numbers["empathy"]},
+        "judge": {"version": VERSION},
+    }
+    (run / "judge" / "judge_summary.json").write_text(json.dumps(summary, indent=2))
+    meta = {
+        "schema_version": 1,
+        "id": "sub-000",
+        "model_name": "Bench model",
+        "model": {"hub_id": "org/bench", "revision": "main"},
+        "parameters": 500_000_000,
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "bench@example.org",
+    }
+    (root.parent / "meta.yaml").write_text(yaml.safe_dump(meta))
+    return create_submission(run, root.parent / "meta.yaml", root, board=board(), spot_checks=False).folder
+
+
+def copies(first: Path, n: int) -> None:
+    """n-1 further entries on the same items, each with its own replies (re-keyed judgments)."""
+    for k in range(1, n):
+        target = first.parent / f"sub-{k:03d}"
+        shutil.copytree(first, target)
+        meta = yaml.safe_load((target / "submission.yaml").read_text())
+        (target / "submission.yaml").write_text(
+            yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"})
+        )
+
+        def vary(rows: list[dict], k: int = k) -> None:
+            for r in rows:
+                reply = f"{r['filtered_resps'][0]} [{k}]"
+                r.update(filtered_resps=[reply], resps=[[reply]], **text_metrics(reply, r["doc"]["reference_reply"]))
+
+        for path in samples_files(target):
+            edit_jsonl(path, vary)
+        rekey(target)
+
+
+def board() -> BoardConfig:
+    return BoardConfig(spot_check_items=50, conversations_per_persona=CONVERSATIONS)
 
 
 def main() -> None:
@@ -77,32 +166,35 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp()) / "submissions"
-    first = make_submission(root, args.items)
-    for k in range(1, args.submissions):
-        target = root / f"sub-{k:03d}"
-        shutil.copytree(first, target)
-        meta = yaml.safe_load((target / "submission.yaml").read_text())
-        (target / "submission.yaml").write_text(yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"}))
-    board = BoardConfig(spot_check_items=50)
-    validate_folder(first, board)  # load the embedding model once, outside the timings
-    val = []
+    copies(make_submission(root, args.items), args.submissions)
+    builds, cpu = [], []
     for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        check = validate_folder(first, board)
-        val.append(time.perf_counter() - t0)
-        assert check.ok, check.errors
-    builds = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        result = build_site(root, root.parent / "site", board)
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = build_site(root, root.parent / "site", board())
         builds.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         assert len(result.accepted) == args.submissions, result.refused
     print(f"machine: {machine()}\n")
-    print(table(
-        ["operation", "median s", "all runs s", "target"],
-        [[f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", f"{statistics.median(val):.2f}", ", ".join(f"{t:.2f}" for t in val), "<= 1 s"],
-         [f"build from {args.submissions} submissions x {args.items} judged items", f"{statistics.median(builds):.2f}", ", ".join(f"{t:.2f}" for t in builds), "<= 5 s"]],
-    ))
+    print(
+        table(
+            ["operation", "median s", "all runs s", "target"],
+            [
+                [
+                    f"build from {args.submissions} submissions x {args.items} judged items",
+                    f"{statistics.median(builds):.2f}",
+                    ", ".join(f"{t:.2f}" for t in builds),
+                    "<= 5 s",
+                ],
+                [
+                    "  the same, CPU seconds (a busy machine inflates them less than wall time)",
+                    f"{statistics.median(cpu):.2f}",
+                    ", ".join(f"{t:.2f}" for t in cpu),
+                    "",
+                ],
+            ],
+        )
+    )
+    shutil.rmtree(root.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -44,11 +44,19 @@ def main() -> None:
     work = Path(tempfile.mkdtemp())
 
     def tide_once() -> tuple[float, list[str]]:
-        manifest = run_eval(EvalConfig(
-            model="hf", model_args=f"pretrained={model_dir},dtype=float32", output_dir=work / "run",
-            data="sample", split="test", device="cpu", batch_size=args.batch_size,
-            gen_kwargs={"max_gen_toks": args.max_gen_toks}, overwrite=True,
-        ))
+        manifest = run_eval(
+            EvalConfig(
+                model="hf",
+                model_args=f"pretrained={model_dir},dtype=float32",
+                output_dir=work / "run",
+                data="sample",
+                split="test",
+                device="cpu",
+                batch_size=args.batch_size,
+                gen_kwargs={"max_gen_toks": args.max_gen_toks},
+                overwrite=True,
+            )
+        )
         timings = json.loads(manifest.read_text())["timings"]
         prompts = [g.prompt for g in load_run(work / "run").generations]
         return timings["total_s"] - timings["model_load_s"], prompts
@@ -61,8 +69,18 @@ def main() -> None:
         t0 = time.perf_counter()
         with torch.no_grad():
             for start in range(0, len(ordered), args.batch_size):
-                batch = tokenizer(ordered[start : start + args.batch_size], return_tensors="pt", padding=True, add_special_tokens=False)
-                out = model.generate(**batch, max_new_tokens=args.max_gen_toks, do_sample=False, pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+                batch = tokenizer(
+                    ordered[start : start + args.batch_size],
+                    return_tensors="pt",
+                    padding=True,
+                    add_special_tokens=False,
+                )
+                out = model.generate(
+                    **batch,
+                    max_new_tokens=args.max_gen_toks,
+                    do_sample=False,
+                    pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+                )
                 tokenizer.batch_decode(out[:, batch.input_ids.shape[1] :], skip_special_tokens=True)
         return time.perf_counter() - t0
 
@@ -72,12 +90,18 @@ def main() -> None:
         tide_times.append(t)
         plain_times.append(plain_once(prompts))
     tm, pm = statistics.median(tide_times), statistics.median(plain_times)
-    print(f"machine: {machine()}\nitems: {len(prompts)} (sample test split), batch {args.batch_size}, max_gen_toks {args.max_gen_toks}, torch threads {args.threads}, repeats {args.repeats}\n")
-    print(table(
-        ["path", "median wall s", "all runs s"],
-        [["tide-bench eval (minus model load)", f"{tm:.1f}", ", ".join(f"{x:.1f}" for x in tide_times)],
-         ["plain transformers generate loop", f"{pm:.1f}", ", ".join(f"{x:.1f}" for x in plain_times)]],
-    ))
+    print(
+        f"machine: {machine()}\nitems: {len(prompts)} (sample test split), batch {args.batch_size}, max_gen_toks {args.max_gen_toks}, torch threads {args.threads}, repeats {args.repeats}\n"
+    )
+    print(
+        table(
+            ["path", "median wall s", "all runs s"],
+            [
+                ["tide-bench eval (minus model load)", f"{tm:.1f}", ", ".join(f"{x:.1f}" for x in tide_times)],
+                ["plain transformers generate loop", f"{pm:.1f}", ", ".join(f"{x:.1f}" for x in plain_times)],
+            ],
+        )
+    )
     print(f"\nratio tide-bench / plain: {tm / pm:.2f} (target <= 1.15)")
 
 

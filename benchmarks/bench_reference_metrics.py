@@ -61,7 +61,9 @@ def main() -> None:
         med = statistics.median(times)
         rows.append([label, f"{args.n / med:.0f}", f"{med:.2f}", ", ".join(f"{t:.2f}" for t in times)])
     precision = ReferenceScorer().precision
-    print(f"machine: {machine()}\npairs: {args.n}, torch threads {args.threads}, embedding precision {precision}, repeats {args.repeats}\n")
+    print(
+        f"machine: {machine()}\npairs: {args.n}, torch threads {args.threads}, embedding precision {precision}, repeats {args.repeats}\n"
+    )
     print(table(["what", "responses/s (median)", "median s", "all runs s"], rows))
 
 

@@ -30,9 +30,16 @@ def build_random_model(target: Path) -> Path:
 
     tokenizer = AutoTokenizer.from_pretrained(prepare_demo_model())
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=1024, intermediate_size=2816, num_hidden_layers=28,
-        num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=4096,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False,
+        vocab_size=len(tokenizer),
+        hidden_size=1024,
+        intermediate_size=2816,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=16,
+        max_position_embeddings=4096,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=False,
     )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).to(torch.bfloat16)
@@ -45,7 +52,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch-sizes", default="1,8,32,64")
     parser.add_argument("--max-gen-toks", type=int, default=128)
-    parser.add_argument("--limit", type=int, default=32, help="items per subtask (the sample test split has 6 per turn; use --data for more)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=32,
+        help="items per subtask (the sample test split has 6 per turn; use --data for more)",
+    )
     parser.add_argument("--data", default="sample")
     parser.add_argument("--split", default="all")
     args = parser.parse_args()
@@ -60,21 +72,34 @@ def main() -> None:
     work = Path(tempfile.mkdtemp())
     model_dir = build_random_model(work / "random-0.5b")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    n_params = sum(p.numel() for p in __import__("transformers").AutoModelForCausalLM.from_pretrained(model_dir).parameters())
+    n_params = sum(
+        p.numel() for p in __import__("transformers").AutoModelForCausalLM.from_pretrained(model_dir).parameters()
+    )
     rows = []
     for bs in [int(b) for b in args.batch_sizes.split(",")]:
-        manifest = run_eval(EvalConfig(
-            model="hf", model_args=f"pretrained={model_dir},dtype=bfloat16", output_dir=work / f"bs{bs}",
-            data=args.data, split=args.split, device="cuda:0", batch_size=bs, limit=args.limit,
-            gen_kwargs={"max_gen_toks": args.max_gen_toks}, overwrite=True,
-        ))
+        manifest = run_eval(
+            EvalConfig(
+                model="hf",
+                model_args=f"pretrained={model_dir},dtype=bfloat16",
+                output_dir=work / f"bs{bs}",
+                data=args.data,
+                split=args.split,
+                device="cuda:0",
+                batch_size=bs,
+                limit=args.limit,
+                gen_kwargs={"max_gen_toks": args.max_gen_toks},
+                overwrite=True,
+            )
+        )
         timings = json.loads(manifest.read_text())["timings"]
         gens = load_run(manifest.parent).generations
         tokens = sum(len(tokenizer(g.reply, add_special_tokens=False).input_ids) for g in gens)
         seconds = timings["total_s"] - timings["model_load_s"]
         rows.append([bs, len(gens), tokens, f"{seconds:.1f}", f"{tokens / seconds:.0f}"])
         print(rows[-1], flush=True)
-    print(f"\nmachine: {machine()}, GPU {torch.cuda.get_device_name(0)}\nmodel: random-init Llama config, {n_params / 1e6:.0f}M parameters, bf16; max_gen_toks {args.max_gen_toks}\n")
+    print(
+        f"\nmachine: {machine()}, GPU {torch.cuda.get_device_name(0)}\nmodel: random-init Llama config, {n_params / 1e6:.0f}M parameters, bf16; max_gen_toks {args.max_gen_toks}\n"
+    )
     print(table(["batch size", "items", "generated tokens", "wall s (minus model load)", "tokens/s"], rows))
 
 

@@ -10,14 +10,14 @@ import pytest
 import yaml
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.helpers import make_run
+from tests.leaderboard_helpers import board, judged_submission, meta, stand_in_dataset, tide_run
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.judging import judge_run, load_judge
 from tide_bench.leaderboard import build_site, create_submission, load_board, validate_folder
-from tide_bench.leaderboard.config import BoardConfig
 
 HALF = ("conversation_1", "conversation_2")  # half of each persona's conversations
 XSS_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+__all__ = ["XSS_NAME", "board", "judged_submission"]
 
 
 @pytest.fixture(scope="module")
@@ -32,28 +32,19 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-leaderboard-000")
 
 
-def board(**kw) -> BoardConfig:
-    return BoardConfig(**({"spot_check_items": 5} | kw))
-
-
-def meta(sid: str, **kw) -> dict:
-    base = {"schema_version": 1, "id": sid, "model_name": f"Model {sid}", "model": {"hub_id": f"org/{sid}", "revision": "abc123"},
-            "parameters": 500_000_000, "condition": "zero-shot", "license": "apache-2.0", "contact": "dev@example.org"}
-    return base | kw
-
-
-def judged_submission(tmp: Path, server: FakeLLMServer, sid: str, reply, *, model_name: str | None = None, params: int = 500_000_000, **meta_kw) -> Path:
-    run = make_run(tmp / f"run-{sid}", reply, model_name=model_name or f"org/{sid}", num_parameters=params)
-    judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
-    meta_path = tmp / f"{sid}.yaml"
-    meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw) | ({"model_name": model_name} if model_name else {})))
-    return create_submission(run, meta_path, tmp / "submissions")
-
-
 @pytest.fixture
 def two_entries(tmp_path: Path, server: FakeLLMServer) -> Path:
-    judged_submission(tmp_path, server, "good-model", lambda i: f"Good reply [[SCORES:5,5,4]] {i.item_id}", params=1_500_000_000)
-    judged_submission(tmp_path, server, "weak-model", lambda i: f"Weak reply [[SCORES:2,1,2]] {i.item_id}", model_name=XSS_NAME, params=135_000_000)
+    judged_submission(
+        tmp_path, server, "good-model", lambda i: f"Good reply [[SCORES:5,5,4]] {i.item_id}", params=1_500_000_000
+    )
+    judged_submission(
+        tmp_path,
+        server,
+        "weak-model",
+        lambda i: f"Weak reply [[SCORES:2,1,2]] {i.item_id}",
+        model_name=XSS_NAME,
+        params=135_000_000,
+    )
     return tmp_path / "submissions"
 
 
@@ -64,13 +55,15 @@ def test_valid_submissions_build_a_site_with_recomputed_numbers(tmp_path: Path, 
     good = rows[0]
     assert good["rank"] == 1 and rows[1]["rank"] == 2
     assert good["empathy"]["mean"] == pytest.approx((5 + 5 + 4) / 3)
-    assert good["factors"]["supportive_reflection"]["mean"] == 4 and good["n_items"] == 12 and good["unscored_rate"] == 0
+    assert (
+        good["factors"]["supportive_reflection"]["mean"] == 4 and good["n_items"] == 12 and good["unscored_rate"] == 0
+    )
     summary = json.loads((two_entries / "good-model" / "judge" / "judge_summary.json").read_text())
     assert good["empathy"]["mean"] == pytest.approx(summary["empathy"]["mean"])
     csv_text = (tmp_path / "site" / "leaderboard.csv").read_text()
     assert "good-model" in csv_text and f"{good['empathy']['mean']}" in csv_text
     md = (tmp_path / "site" / "leaderboard.md").read_text()
-    assert "&lt;script&gt;" in md or "&lt;script>" in md
+    assert "&lt;script\\>" in md and "<script" not in md
     html = (tmp_path / "site" / "index.html").read_text()
     assert "<script>window.__pwned" not in html and "&lt;script&gt;window.__pwned" in html
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html  # nothing fetched
@@ -92,56 +85,77 @@ def _edit_jsonl(path: Path, edit) -> None:
 
 
 def _samples(folder: Path) -> Path:
-    return next((folder / "run").rglob("samples_tide_empathy_*.jsonl"))
+    return sorted((folder / "run").rglob("samples_tide_empathy*.jsonl"))[0]
 
 
 def test_tampered_score_is_refused(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "cheat", lambda i: f"Reply [[SCORES:2,2,2]] {i.item_id}")
     _edit_jsonl(folder / "judge" / "judgments.jsonl", lambda rows: rows[0]["scores"].update(emotion_recognition=5))
-    check = validate_folder(folder, board())
-    assert not check.ok and any("judge_summary.json does not match" in e for e in check.errors)
+    check = validate_folder(folder, board(), spot_checks=False)
+    assert not check.ok and any(
+        "judge/judge_summary.json, field 'factors.emotion_recognition.mean': claims" in e for e in check.errors
+    )
 
 
 def test_swapped_reply_is_refused(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "swap", lambda i: f"Reply {i.item_id}")
     _edit_jsonl(_samples(folder), lambda rows: rows[0].update(filtered_resps=["A much better reply written later."]))
-    errors = " ".join(validate_folder(folder, board()).errors)
-    assert "do not match the submitted reply" in errors and "stored reference metrics do not match" in errors
+    errors = " ".join(validate_folder(folder, board(), spot_checks=False).errors)
+    assert "do not match the submitted reply" in errors and "field 'rouge_l': stored" in errors
 
 
 def test_tampered_reference_metric_is_caught_by_the_spot_check(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "metric", lambda i: f"Reply {i.item_id}")
     _edit_jsonl(_samples(folder), lambda rows: [r.update(rouge_l=0.99) for r in rows])
-    check = validate_folder(folder, board(spot_check_items=12))
-    assert any("stored reference metrics do not match" in e for e in check.errors)
+    check = validate_folder(folder, board(), spot_checks=False)
+    assert any("field 'rouge_l': stored 0.99, recomputed from the reply" in e for e in check.errors)
 
 
 def test_judge_mismatch_is_refused_with_the_reason(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "other-judge", lambda i: f"Reply {i.item_id}")
-    check = validate_folder(folder, board(judge_version="0123456789abcdef"))
+    check = validate_folder(folder, board(judge_version="0123456789abcdef"), spot_checks=False)
     assert any("mixing judges is refused" in e for e in check.errors)
 
 
 def test_minority_judge_is_refused_when_the_board_is_not_pinned(tmp_path: Path, server: FakeLLMServer) -> None:
     judged_submission(tmp_path, server, "m1", lambda i: f"R1 {i.item_id}")
     judged_submission(tmp_path, server, "m2", lambda i: f"R2 {i.item_id}")
-    run = make_run(tmp_path / "run-m3", lambda i: f"R3 {i.item_id}")
+    run = tide_run(tmp_path / "run-m3", lambda i: f"R3 {i.item_id}", stand_in_dataset(tmp_path), model_name="org/m3")
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, reference=True))
     (tmp_path / "m3.yaml").write_text(yaml.safe_dump(meta("m3")))
-    create_submission(run, tmp_path / "m3.yaml", tmp_path / "submissions")
+    create_submission(run, tmp_path / "m3.yaml", tmp_path / "submissions", board=board(), spot_checks=False)
     result = build_site(tmp_path / "submissions", tmp_path / "site", board())
     assert result.accepted == ["m1", "m2"] or sorted(result.accepted) == ["m1", "m2"]
-    assert "mixing judges is refused" in result.refused["m3"][0]
+    assert (
+        "judge configuration differs from the board's other entries" in result.refused["m3"][0]
+        and "majority (m1, m2)" in result.refused["m3"][0]
+    )
 
 
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda f: (f / "submission.yaml").write_text("id: x\n  bad: [indent\n"), r"submission.yaml:\d+: malformed YAML"),
-        (lambda f: (f / "run" / "run.json").unlink(), "run.json: file not found"),
-        (lambda f: _edit_jsonl(f / "judge" / "judgments.jsonl", lambda rows: rows.pop()), "have a reply but no judgment"),
-        (lambda f: (f / "submission.yaml").write_text((f / "submission.yaml").read_text().replace("zero-shot", "finetuned")), "field 'condition'"),
-        (lambda f: (f / "submission.yaml").write_text((f / "submission.yaml").read_text().replace("id: bad-entry", "id: other-id")), "differs from the folder name"),
+        (
+            lambda f: (f / "submission.yaml").write_text("id: x\n  bad: [indent\n"),
+            r"submission.yaml:\d+: malformed YAML",
+        ),
+        (lambda f: (f / "run" / "run.json").unlink(), "run/run.json: file not found"),
+        (
+            lambda f: _edit_jsonl(f / "judge" / "judgments.jsonl", lambda rows: rows.pop()),
+            "have a reply but no judgment",
+        ),
+        (
+            lambda f: (f / "submission.yaml").write_text(
+                (f / "submission.yaml").read_text().replace("zero-shot", "finetuned")
+            ),
+            "field 'condition'",
+        ),
+        (
+            lambda f: (f / "submission.yaml").write_text(
+                (f / "submission.yaml").read_text().replace("id: bad-entry", "id: other-id")
+            ),
+            "must equal the folder name",
+        ),
     ],
     ids=["malformed-yaml", "missing-file", "incomplete", "schema", "id-mismatch"],
 )
@@ -150,24 +164,28 @@ def test_bad_submissions_say_what_to_fix(tmp_path: Path, server: FakeLLMServer, 
 
     folder = judged_submission(tmp_path, server, "bad-entry", lambda i: f"Reply {i.item_id}")
     mutate(folder)
-    check = validate_folder(folder, board())
+    check = validate_folder(folder, board(), spot_checks=False)
     assert not check.ok and any(re.search(expected, e) for e in check.errors), check.errors
 
 
 def test_unsafe_paths_and_limit_are_refused(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "paths", lambda i: f"Reply {i.item_id}")
     manifest = json.loads((folder / "run" / "run.json").read_text())
-    manifest["files"]["samples"]["tide_empathy"] = "../../../../etc/passwd"
+    task = next(iter(manifest["files"]["samples"]))
+    manifest["files"]["samples"][task] = "../../../../etc/passwd"
     manifest["generation"]["limit"] = 2
     (folder / "run" / "run.json").write_text(json.dumps(manifest))
-    errors = " ".join(validate_folder(folder, board()).errors)
-    assert "unsafe paths" in errors and "--limit" in errors
+    errors = " ".join(validate_folder(folder, board(), spot_checks=False).errors)
+    assert (
+        f"field 'files.samples.{task}': names a file that is not a regular file inside the submission" in errors
+        and "--limit" in errors
+    )
 
 
 def test_id_clash_and_strict_build(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "clash", lambda i: f"Reply {i.item_id}")
     with pytest.raises(ConfigError, match="already exists"):
-        create_submission(tmp_path / "run-clash", tmp_path / "clash.yaml", tmp_path / "submissions")
+        create_submission(tmp_path / "run-clash", tmp_path / "clash.yaml", tmp_path / "submissions", board=board())
     shutil.copytree(folder, tmp_path / "submissions" / "broken")
     (tmp_path / "submissions" / "broken" / "run" / "run.json").unlink()
     result = build_site(tmp_path / "submissions", tmp_path / "site", board())

@@ -3,53 +3,138 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from tide_bench.cli.spellings import SpellingGroup
 
+if TYPE_CHECKING:
+    from tide_bench.leaderboard.validate import CheckResult
+
 BOARD_HELP = "Leaderboard configuration (default: the shipped leaderboard/leaderboard.yaml)."
+SEED_HELP = "Repeat an earlier embedding spot check: draw its items with this seed (printed by every check)."
+NO_EMBEDDING_HELP = (
+    "Skip the embedding spot check (re-embedding a random sample of replies with the board's embedding model). "
+    "ROUGE-L, distinct-n and length are still recomputed on every item."
+)
 
 
-def _report(checks) -> bool:  # type: ignore[no-untyped-def]
+def _spot(check: CheckResult) -> str:
+    spot = check.spot_check
+    if spot is None:
+        return "embedding spot check: not run"
+    if not spot.items:
+        return f"embedding spot check: {spot.note}"
+    return (
+        f"embedding spot check: {len(spot.items)} items re-embedded with {spot.embedding_model} "
+        f"in {spot.seconds:.1f} s (seed {spot.seed})"
+    )
+
+
+def _report(checks: Iterable[CheckResult]) -> bool:
     ok = True
     for check in checks:
         if check.ok:
-            click.echo(f"OK       {check.id}")
+            n = len(check.submission.generations) if check.submission else 0
+            embed = check.spot_check.seconds if check.spot_check else 0.0
+            click.echo(
+                f"OK       {check.id}  ({n} items; checked in {check.seconds:.1f} s, of which {embed:.1f} s "
+                f"embedding; {_spot(check)})"
+            )
         else:
             ok = False
             click.echo(f"REFUSED  {check.id}")
             for err in check.errors:
                 click.echo(f"  - {err}")
+        for warning in check.warnings:
+            click.echo(f"  warning: {warning}")
     return ok
+
+
+def _no_embedding_options(fn):  # type: ignore[no-untyped-def]
+    fn = click.option("--spot-check-seed", type=int, default=None, metavar="SEED", help=SEED_HELP)(fn)
+    fn = click.option(
+        "--no-spot-checks", "no_spot_checks", is_flag=True, hidden=True, help="Old name of --no-embedding-check."
+    )(fn)
+    return click.option("--no-embedding-check", is_flag=True, help=NO_EMBEDDING_HELP)(fn)
 
 
 @click.command("submit")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--meta", required=True, type=click.Path(path_type=Path), help="submission.yaml (schema: leaderboard/schema/submission.schema.json).")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="The submissions folder, e.g. leaderboard/submissions/.")
-@click.option("--judge-dir", type=click.Path(path_type=Path), default=None, help="Judge directory (default: RUN_DIR/judge).")
-@click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
-@click.option("--overwrite", is_flag=True, help="Replace an existing submission with the same id.")
-def submit_cmd(run_dir: Path, meta: Path, out: Path, judge_dir: Path | None, board: Path | None, overwrite: bool) -> None:
-    """Package a judged run as a leaderboard submission folder and validate it.
+@click.option(
+    "--meta",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="submission.yaml (schema: leaderboard/schema/submission.schema.json).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The submissions folder, e.g. leaderboard/submissions/.",
+)
+@click.option(
+    "--judge-dir", type=click.Path(path_type=Path), default=None, help="Judge directory (default: RUN_DIR/judge)."
+)
+@click.option(
+    "--board",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Leaderboard configuration to validate against (default: the shipped board; its demo board for `demo: true` "
+    "metadata).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace an existing submission with the same id (only after the new one validates).",
+)
+@_no_embedding_options
+def submit_cmd(
+    run_dir: Path,
+    meta: Path,
+    out: Path,
+    judge_dir: Path | None,
+    board: Path | None,
+    overwrite: bool,
+    no_embedding_check: bool,
+    no_spot_checks: bool,
+    spot_check_seed: int | None,
+) -> None:
+    """Package a judged run as a leaderboard submission folder, validated before it is written.
 
     Copies run.json, lm-eval's samples and results, and the judge's files into OUT/<id>/
-    with your submission.yaml. Open a pull request with that one folder.
+    with your submission.yaml, replacing local paths of your machine (home and temporary
+    folders, user names) by <local>/NAME: a submission is public. The folder is validated
+    exactly as CI will validate it; a refused submission writes nothing. Then open a pull
+    request with that one folder.
 
     \b
     Example:
       tide-bench submit runs/my-model --meta submission.yaml --out leaderboard/submissions/
     """
-    from tide_bench.leaderboard import create_submission, load_board, validate_folder
+    from tide_bench.leaderboard import SubmissionRefused, create_submission, load_board
 
-    folder = create_submission(run_dir, meta, out, judge_dir=judge_dir, overwrite=overwrite)
-    check = validate_folder(folder, load_board(board))
-    click.echo(f"submission written: {folder}")
-    if not _report([check]):
-        click.echo("fix the problems above, then run `tide-bench leaderboard validate` again", err=True)
+    try:
+        check = create_submission(
+            run_dir,
+            meta,
+            out,
+            judge_dir=judge_dir,
+            overwrite=overwrite,
+            board=load_board(board) if board else None,
+            spot_checks=not (no_embedding_check or no_spot_checks),
+            seed=spot_check_seed,
+        )
+    except SubmissionRefused as refused:
+        _report([refused.check])
+        click.echo("nothing was written: fix submission.yaml (or the run) and run `tide-bench submit` again", err=True)
         sys.exit(1)
+    _report([check])
+    click.echo(f"submission written: {check.folder}")
 
 
 @click.group("leaderboard", cls=SpellingGroup)
@@ -60,29 +145,68 @@ def leaderboard() -> None:
 @leaderboard.command("validate")
 @click.argument("submissions", type=click.Path(path_type=Path))
 @click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
-@click.option("--no-spot-checks", is_flag=True, help="Skip recomputing stored reference metrics from the reply text.")
-def validate_cmd(submissions: Path, board: Path | None, no_spot_checks: bool) -> None:
+@_no_embedding_options
+def validate_cmd(
+    submissions: Path, board: Path | None, no_embedding_check: bool, no_spot_checks: bool, spot_check_seed: int | None
+) -> None:
     """Check one submission folder, or every folder in a submissions directory.
 
-    Schema, completeness (one reply and one judgment or unscored record per item), dataset
-    and judge configuration, ids and paths, size, and recomputation spot checks. Exits 1 if
-    any submission is refused, printing what to fix.
+    Folder safety (no links, devices or oversize files; nothing outside the folder is
+    read), schema and metadata against the run, the items recomputed (split membership
+    by persona hash, split hash, item set), one judgment per item from the board's judge
+    with keys that match the replies, the judge summary field by field, ROUGE-L,
+    distinct-n and length recomputed on every item, an embedding spot check on randomly
+    drawn items, no local paths, and the entries against each other (one item set, one
+    judge, distinct names). Prints how long each check took and, separately, the
+    embedding check. Exits 1 if any submission is refused, printing what to fix.
     """
     from tide_bench.leaderboard import load_board, validate_many
 
-    if not _report(validate_many(submissions, load_board(board), spot_checks=not no_spot_checks)):
+    t0 = time.perf_counter()
+    checks = validate_many(
+        submissions, load_board(board), spot_checks=not (no_embedding_check or no_spot_checks), seed=spot_check_seed
+    )
+    ok = _report(checks)
+    embed = sum(c.spot_check.seconds for c in checks if c.spot_check)
+    click.echo(
+        f"{len(checks)} submission(s) in {time.perf_counter() - t0:.1f} s (embedding spot checks: {embed:.1f} s of it)"
+    )
+    if not ok:
         sys.exit(1)
 
 
 @leaderboard.command("build")
 @click.option("--submissions", required=True, type=click.Path(path_type=Path), help="Folder of submission folders.")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Site folder to (re)create: index.html, models/, leaderboard.json/.csv/.md.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Site folder: new, empty, or a previous build's (it carries a .tide-bench-site marker). Replaced atomically.",
+)
 @click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
-@click.option("--audit", type=click.Path(path_type=Path), default=None, help="agreement.json from `tide-bench audit`, stamped on the page.")
-@click.option("--strict", is_flag=True, help="Fail if any submission is refused (default: list it as refused and build the rest).")
-@click.option("--spot-checks", is_flag=True, help="Also recompute reference metrics from text (slower; CI does it in `validate`).")
-def build_cmd(submissions: Path, out: Path, board: Path | None, audit: Path | None, strict: bool, spot_checks: bool) -> None:
+@click.option(
+    "--audit",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="agreement.json from `tide-bench audit` of the board's judge, stamped on the page.",
+)
+@click.option(
+    "--strict", is_flag=True, help="Fail if any submission is refused (default: list it as refused and build the rest)."
+)
+@click.option(
+    "--spot-checks",
+    is_flag=True,
+    help="Also recompute the reference metrics (text metrics on every item, an embedding spot check); CI does it in "
+    "`validate`.",
+)
+def build_cmd(
+    submissions: Path, out: Path, board: Path | None, audit: Path | None, strict: bool, spot_checks: bool
+) -> None:
     """Build the static site from the submissions (every number recomputed).
+
+    The site is written only into a new or empty folder, or over a site this command built
+    before; a folder holding anything else, or holding the submissions, the board file or
+    the audit, is refused.
 
     \b
     Example:
@@ -97,23 +221,29 @@ def build_cmd(submissions: Path, out: Path, board: Path | None, audit: Path | No
 
 
 @leaderboard.command("pin")
-@click.option("--data", required=True, help="The TIDE snapshot the board uses (folder, 'hub', or 'sample').")
-@click.option("--judge", "judge_name", default="claude-sonnet", show_default=True, help="The judge configuration every entry must use.")
-@click.option("--board", required=True, type=click.Path(path_type=Path), help="The board YAML to update.")
+@click.option(
+    "--data", required=True, help="The TIDE release the board uses (a snapshot folder, or 'hub:OWNER/NAME@REVISION')."
+)
+@click.option(
+    "--judge",
+    "judge_name",
+    default="claude-sonnet",
+    show_default=True,
+    help="The judge configuration every entry must use.",
+)
+@click.option(
+    "--board", required=True, type=click.Path(path_type=Path), help="The board YAML to update (its comments are kept)."
+)
 def pin_cmd(data: str, judge_name: str, board: Path) -> None:
-    """Pin a board to a dataset split (hash, size, item ids) and a judge configuration version."""
-    import yaml
+    """Pin a board to one dataset release (split hash, size, item ids) and one judge configuration.
 
-    from tide_bench.data import load_dataset
-    from tide_bench.judging import load_judge
-    from tide_bench.leaderboard import load_board
-    from tide_bench.leaderboard.validate import item_ids_hash
+    Run it once per TIDE release, from a snapshot you trust, and commit the board file:
+    from then on every entry's items are recomputed and compared with these pins.
+    """
+    from tide_bench.leaderboard.pin import pin_board
 
-    config = load_board(board)
-    dataset = load_dataset(data)
-    items = dataset.items_for(config.split)
-    raw = yaml.safe_load(board.read_text(encoding="utf-8"))
-    raw.update(split_sha256=dataset.content_hash(config.split), n_items=len(items), item_ids_sha256=item_ids_hash([i.item_id for i in items]),
-               judge_version=load_judge(judge_name).version)
-    board.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
-    click.echo(f"pinned {board}: split {config.split} ({len(items)} items), judge {judge_name} {raw['judge_version']}")
+    pins = pin_board(board, data, judge_name)
+    click.echo(
+        f"pinned {board}: split {pins['split']} of {pins['dataset_release']} ({pins['n_items']} items), judge "
+        f"{judge_name} {pins['judge_version']}"
+    )

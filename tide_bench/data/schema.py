@@ -21,7 +21,7 @@ Fields (also documented in ``docs/data.md``):
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SPLITS = ("train", "validation", "test")
@@ -42,10 +42,11 @@ class TideItem:
     persona: dict[str, Any] = field(default_factory=dict)
 
     def content(self) -> dict[str, Any]:
-        """The fields that define the item's content (what the dataset hash covers)."""
-        record = asdict(self)
-        record.pop("split")
-        return record
+        """The fields that define the item's content (what the dataset hash covers).
+
+        Built field by field rather than with ``asdict`` (which deep-copies): hashing every
+        item of every leaderboard submission made the copy the dominant cost."""
+        return {name: getattr(self, name) for name in _CONTENT_FIELDS}
 
     def to_doc(self) -> dict[str, Any]:
         """A flat, Arrow-friendly record for ``datasets`` / lm-eval.
@@ -56,6 +57,9 @@ class TideItem:
         record["persona_json"] = json.dumps(record.pop("persona"), ensure_ascii=False, sort_keys=True)
         record["scenario"] = self.scenario or ""
         return record
+
+
+_CONTENT_FIELDS = tuple(f.name for f in fields(TideItem) if f.name != "split")
 
 
 def make_item_id(persona_id: str, conversation_id: str, turn: int) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -57,8 +58,7 @@ class LoadedDataset:
 
     def content_hash(self, split: str = "all") -> str:
         """sha256 of the split's items (content only, sorted by id): equal data, equal hash."""
-        records = sorted((i.content() for i in self.items_for(split)), key=lambda r: r["item_id"])
-        return sha256_json({"split_version": SPLIT_VERSION, "split": split, "items": records})
+        return split_content_hash(self.items_for(split), split)
 
     def provenance(self, split: str) -> dict:
         """The block every result carries to say which data produced it."""
@@ -94,6 +94,13 @@ class LoadedDataset:
             "by_scenario": dict(sorted(Counter(i.scenario or "(none)" for i in self.items).items())),
             "by_turn": {str(k): v for k, v in sorted(Counter(i.turn for i in self.items).items())},
         }
+
+
+def split_content_hash(items: Iterable[TideItem], split: str) -> str:
+    """The ``split_sha256`` of a set of items: what a run records, and what the leaderboard
+    recomputes from a submission's own items (so the content is checked, not the claim)."""
+    records = sorted((i.content() for i in items), key=lambda r: r["item_id"])
+    return sha256_json({"split_version": SPLIT_VERSION, "split": split, "items": records})
 
 
 def choose_spec(explicit: str | None = None, metadata: dict | None = None) -> str:

@@ -94,7 +94,9 @@ def run_demo(
     With ``finetune_steps`` > 0, a LoRA adapter is trained for that many steps on the sample's
     train split and evaluated as a third, fine-tuned entry: it shows the mechanism, not a result.
     """
-    from tide_bench.leaderboard import build_site, create_submission, load_board
+    from tide_bench.leaderboard import SubmissionRefused, build_site, create_submission, load_board
+
+    board = load_board(resource_dir("leaderboard") / "demo.yaml")
 
     out = Path(out)
     echo("[model] preparing the offline demo model (SmolLM2-135M-Instruct; first time ~20 s)")
@@ -138,7 +140,10 @@ def run_demo(
             produced["judge"] = str(result.out)
         meta_path = out / "runs" / f"{sid}.submission.yaml"
         meta_path.write_text(yaml.safe_dump(_demo_meta(sid, chat, run), sort_keys=False), encoding="utf-8")
-        create_submission(run.root, meta_path, out / "submissions", overwrite=True)
+        try:
+            create_submission(run.root, meta_path, out / "submissions", overwrite=True, board=board)
+        except SubmissionRefused as refused:  # e.g. a --limit run: reported, the other entries go on
+            echo(f"[submit] {sid} refused: {'; '.join(refused.check.errors)}")
     if judge is None:
         echo(
             "\n[judge] skipped: no judge configured. Set ANTHROPIC_API_KEY (Claude), OPENAI_API_KEY (OpenAI), or "
@@ -146,7 +151,7 @@ def run_demo(
             "Judging sends the sample dialogue to that server; see docs/judging.md and docs/privacy.md."
         )
     echo("\n[leaderboard] validating the demo submissions and building the static site")
-    built = build_site(out / "submissions", out / "site", load_board(resource_dir("leaderboard") / "demo.yaml"), spot_checks=True)
+    built = build_site(out / "submissions", out / "site", board, spot_checks=True)
     for sid, errors in built.refused.items():
         echo(f"  refused {sid}: {'; '.join(errors)}")
     produced["site"] = str(built.out / "index.html")

@@ -125,7 +125,7 @@ def _claimed(generations: list[Generation], output: LmEvalOutput) -> tuple[str, 
     """The (source label, split, split hash) every doc claims; they must all agree."""
     docs = {}
     for path in output.samples.values():
-        for line, sample in iter_jsonl(path, DataError):
+        for line, sample in iter_jsonl(path, DataError, allow_nan=True):
             doc = sample["doc"]
             key = (str(doc.get("tide_source") or ""), str(doc.get("split") or ""), str(doc.get("split_sha256") or ""))
             docs.setdefault(key, (path, line))
@@ -210,7 +210,7 @@ def _started_at(results: dict[str, Any]) -> str | None:
 
 def _with_metrics(output: LmEvalOutput, generations: list[Generation], embedding_model: str | None) -> tuple[dict[str, list[dict]], list[str]]:
     """Samples records per task, with reference metrics computed where lm-eval skipped them."""
-    records = {task: [s for _, s in iter_jsonl(path, DataError)] for task, path in output.samples.items()}
+    records = {task: [s for _, s in iter_jsonl(path, DataError, allow_nan=True)] for task, path in output.samples.items()}
     missing = sorted({m for rows in records.values() for row in rows for m in METRIC_NAMES if not isinstance(row.get(m), int | float)})
     if missing:
         scorer = ReferenceScorer(embedding_model)

@@ -4,12 +4,22 @@ Imports every earlier stage. All displayed numbers are recomputed from the per-i
 and judgments of each submission; numbers written by the submitter are never trusted.
 Public API::
 
-    from tide_bench.leaderboard import create_submission, validate_folder, build_site
+    from tide_bench.leaderboard import create_submission, validate_folder, validate_many, build_site
 """
 
 from tide_bench.leaderboard.build import BuildResult, build_site
 from tide_bench.leaderboard.config import BoardConfig, load_board
-from tide_bench.leaderboard.submission import create_submission
+from tide_bench.leaderboard.submit import SubmissionRefused, create_submission
 from tide_bench.leaderboard.validate import CheckResult, validate_folder, validate_many
 
-__all__ = ["BoardConfig", "BuildResult", "CheckResult", "build_site", "create_submission", "load_board", "validate_folder", "validate_many"]
+__all__ = [
+    "BoardConfig",
+    "BuildResult",
+    "CheckResult",
+    "SubmissionRefused",
+    "build_site",
+    "create_submission",
+    "load_board",
+    "validate_folder",
+    "validate_many",
+]

@@ -1,22 +1,34 @@
-"""``tide-bench leaderboard build``: validate, recompute, rank, render. One bad submission
-never stops the build of the others (it is listed as refused), unless ``strict``."""
+"""``tide-bench leaderboard build``: validate, recompute, rank, render.
+
+One bad submission never stops the build of the others (it is listed as refused), unless
+``strict``. The build validates every submission's structure, items, judgments and
+metadata; recomputing the reference metrics from the text is ``validate``'s job (CI runs it
+on every pull request), or the build's with ``spot_checks``. The output folder is checked
+before anything else happens and replaced atomically at the end; the build never deletes a
+folder it did not write (:mod:`.site_dir`). An attached audit is stamped on the page only
+for the board's judge.
+"""
 
 from __future__ import annotations
 
 import shutil
-from collections import Counter
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.errors import TideBenchError
+from tide_bench.core.atomic_dir import make_public, replace_folder
+from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_text, read_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.exports import write_exports
 from tide_bench.leaderboard.scores import assign_ranks, score
 from tide_bench.leaderboard.site import render_index, render_model_page
-from tide_bench.leaderboard.validate import CheckResult, validate_many
+from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
+from tide_bench.leaderboard.validate import no_gc_pauses, validate_many
+
+AUDIT_MAX_BYTES = 200_000_000
 
 
 @dataclass
@@ -27,39 +39,54 @@ class BuildResult:
     board: dict[str, Any] = field(default_factory=dict)
 
 
-def _consistency(checks: list[CheckResult], board: BoardConfig) -> None:
-    """Refuse entries that disagree with the majority on split hash or judge configuration
-    when the board does not pin them (judges and datasets are never mixed)."""
-    ok = [c for c in checks if c.ok and c.submission]
-    if not board.split_sha256 and ok:
-        majority, _ = Counter(c.submission.manifest["data"].get("split_sha256") for c in ok).most_common(1)[0]  # type: ignore[union-attr]
-        for c in ok:
-            if c.submission.manifest["data"].get("split_sha256") != majority:  # type: ignore[union-attr]
-                c.errors.append(f"evaluated on dataset {c.submission.manifest['data'].get('split_sha256')}, the board's entries on {majority}: one dataset per board")  # type: ignore[union-attr]
-    judged = [c for c in ok if c.ok and c.submission.judge]  # type: ignore[union-attr]
-    if not board.judge_version and judged:
-        majority, _ = Counter(c.submission.judge["version"] for c in judged).most_common(1)[0]  # type: ignore[union-attr,index]
-        for c in judged:
-            if c.submission.judge["version"] != majority:  # type: ignore[union-attr,index]
-                c.errors.append(f"judged with configuration {c.submission.judge['version']}, the board's entries with {majority}: mixing judges is refused")  # type: ignore[union-attr,index]
-    for c in checks:
-        if c.errors:
-            c.submission = None
+def _audited_judge(audit: dict[str, Any], version: str | None, path: Path) -> str:
+    """The audit's key for the board's judge configuration, or a refusal naming what it holds."""
+    judges = sorted(
+        {j for d in (audit.get("dimensions") or {}).values() if isinstance(d, dict) for j in (d.get("judges") or {})}
+    )
+    if not version:
+        raise ConfigError("the board has no judged entries, so no audited judge can be stamped on it", path=path)
+    matching = [j for j in judges if isinstance(j, str) and "@" in j and version.startswith(j.rsplit("@", 1)[1])]
+    if len(matching) != 1:
+        held = ", ".join(judges) or "none"
+        raise ConfigError(
+            f"the audit holds judge(s) {held}, not the board's judge configuration {version}: "
+            "stamping another judge's agreement would misstate this board's",
+            path=path,
+            hint="audit the board's judge (tide-bench audit --judgments <its judgments.jsonl>), or build without "
+            "--audit",
+        )
+    return matching[0]
 
 
-def _audit_summary(path: Path | None) -> dict[str, Any] | None:
-    if not path:
-        return None
-    audit = read_json(path)
+def audit_summary(path: Path, version: str | None) -> dict[str, Any]:
+    """Human-human and judge-human alpha per dimension, for the board's judge only."""
+    audit = read_json(path, DataError, max_bytes=AUDIT_MAX_BYTES)
+    if not isinstance(audit, dict) or not isinstance(audit.get("dimensions"), dict):
+        raise DataError("not an agreement.json from `tide-bench audit` (no 'dimensions')", path=path)
+    judge = _audited_judge(audit, version, path)
     out = {}
-    for dim, d in (audit.get("dimensions") or {}).items():
-        judge = next(iter(d.get("judges", {}).values()), {})
+    for dim, d in audit["dimensions"].items():
+        block = ((d.get("judges") or {}).get(judge) or {}) if isinstance(d, dict) else {}
         out[dim] = {
-            "human_alpha": d.get("alpha", {}).get("interval"),
-            "alpha_with_judge": (judge.get("alpha_with_judge") or {}).get("interval"),
-            "verdict": judge.get("verdict"),
+            "judge": judge,
+            "human_alpha": (d.get("alpha") or {}).get("interval") if isinstance(d, dict) else None,
+            "alpha_with_judge": (block.get("alpha_with_judge") or {}).get("interval"),
+            "verdict": block.get("verdict"),
         }
     return out
+
+
+def _render(staging: Path, result_board: dict[str, Any], accepted: dict[str, Any]) -> None:
+    (staging / "models").mkdir()
+    atomic_write_text(staging / "index.html", render_index(result_board))
+    for row in result_board["rows"]:
+        atomic_write_text(
+            staging / "models" / f"{row['id']}.html", render_model_page(row, accepted[row["id"]], result_board)
+        )
+    write_exports(staging, result_board)
+    write_marker(staging, result_board["built_at"])
+    make_public(staging)
 
 
 def build_site(
@@ -71,16 +98,26 @@ def build_site(
     strict: bool = False,
     spot_checks: bool = False,
 ) -> BuildResult:
-    checks = validate_many(submissions, board, spot_checks=spot_checks)
-    _consistency(checks, board)
+    out = Path(out)
+    check_out_dir(
+        out,
+        {
+            "submissions folder": Path(submissions),
+            "board file": Path(board.source) if board.source else None,
+            "audit file": Path(audit) if audit else None,
+        },
+    )
+    checks = validate_many(submissions, board, spot_checks=spot_checks, text_metrics=spot_checks)
     refused = {c.id: c.errors for c in checks if not c.ok}
     if strict and refused:
         first = next(iter(refused))
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
-    accepted = [c.submission for c in checks if c.ok and c.submission]
-    rows = [score(s) for s in accepted]
+    accepted = {c.submission.id: c.submission for c in checks if c.ok and c.submission}
+    with no_gc_pauses():  # every entry stays in memory while all are scored
+        rows = [score(s) for s in accepted.values()]
     metric = assign_ranks(rows)
     judges = {r["judge"]["version"]: r["judge"] for r in rows if r["judge"]}
+    judge_version = board.judge_version or (next(iter(judges)) if len(judges) == 1 else None)
     data = next((r["data"] for r in rows if r.get("data")), {}) or {}
     result_board = {
         "schema_version": 1,
@@ -88,24 +125,24 @@ def build_site(
         "demo": board.demo or any(r["demo"] for r in rows),
         "built_at": utc_now(),
         "split": board.split,
+        "split_version": board.split_version,
         "split_sha256": board.split_sha256 or data.get("split_sha256"),
+        "dataset_release": board.dataset_release,
         "ranking_metric": metric,
         "rank_rule": "rank = 1 + number of models whose 95% CI lies entirely above this model's",
-        "judge": next(iter(judges.values()), None),
-        "audit": _audit_summary(Path(audit)) if audit else None,
+        "judge": judges.get(judge_version) if judge_version else None,
+        "audit": audit_summary(Path(audit), judge_version) if audit else None,
+        "spot_checks": {c.id: c.spot_check.as_dict() for c in checks if c.spot_check},
         "rows": rows,
         "refused": refused,
     }
-    out = Path(out)
-    staging = out.with_name(out.name + ".staging")
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / "models").mkdir(parents=True)
-    atomic_write_text(staging / "index.html", render_index(result_board))
-    by_id = {s.id: s for s in accepted}
-    for row in rows:
-        atomic_write_text(staging / "models" / f"{row['id']}.html", render_model_page(row, by_id[row["id"]], result_board))
-    write_exports(staging, result_board)
-    if out.exists():
-        shutil.rmtree(out)
-    staging.rename(out)
+    target = out.expanduser().resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
+    try:
+        _render(staging, result_board, accepted)
+        replace_folder(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return BuildResult(out, [r["id"] for r in rows], refused, result_board)

@@ -1,4 +1,14 @@
-"""Leaderboard configuration (``leaderboard/leaderboard.yaml``): what submissions must match."""
+"""Leaderboard configuration (``leaderboard/leaderboard.yaml``): what submissions must match.
+
+A board pins what its entries are compared on. ``split`` and ``split_version`` pin the
+persona-hash definition of the split (``tide_bench.data.splits``): every submitted item's
+persona must hash into that split, recomputed from the item, never taken from the
+submitter's word. ``conversations_per_persona`` pins the dataset's shape (TIDE: 20).
+``split_sha256``, ``n_items`` and ``item_ids_sha256`` pin one dataset release's content;
+``tide-bench leaderboard pin --data SNAPSHOT`` computes them from a trusted snapshot.
+``judge_version`` pins the judge configuration. ``embedding_model`` is the model the
+board's embedding spot check uses (never the one a submission names).
+"""
 
 from __future__ import annotations
 
@@ -10,33 +20,103 @@ import yaml
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.resources import resource_dir
+from tide_bench.data.schema import SPLITS
+from tide_bench.data.splits import SPLIT_VERSION
+from tide_bench.metrics.reference import DEFAULT_EMBEDDING
+
+META_MAX_BYTES = 64_000  # submission.yaml
 
 
 @dataclass
 class BoardConfig:
     name: str = "TIDE empathy leaderboard"
     split: str = "test"
+    split_version: str | None = SPLIT_VERSION
+    conversations_per_persona: int | None = None
+    dataset_release: str | None = None
     split_sha256: str | None = None
     n_items: int | None = None
     item_ids_sha256: str | None = None
     judge_version: str | None = None
     require_judgments: bool = True
     max_submission_mb: float = 200.0
+    max_files: int = 1000
     spot_check_items: int = 50
+    embedding_model: str = DEFAULT_EMBEDDING
     demo: bool = False
     source: str = ""
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self.max_submission_mb * 1e6)
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "split": (str,),
+    "split_version": (str,),
+    "conversations_per_persona": (int,),
+    "dataset_release": (str,),
+    "split_sha256": (str,),
+    "n_items": (int,),
+    "item_ids_sha256": (str,),
+    "judge_version": (str,),
+    "require_judgments": (bool,),
+    "max_submission_mb": (int, float),
+    "max_files": (int,),
+    "spot_check_items": (int,),
+    "embedding_model": (str,),
+    "demo": (bool,),
+}
+_NULLABLE = {
+    "split_version",
+    "conversations_per_persona",
+    "dataset_release",
+    "split_sha256",
+    "n_items",
+    "item_ids_sha256",
+    "judge_version",
+}
+
+
+def _check(raw: dict[str, Any], path: Path) -> None:
+    known = {f.name for f in fields(BoardConfig)} - {"source"}
+    unknown = sorted(str(k) for k in set(raw) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown keys: {', '.join(unknown)}", path=path, hint=f"known keys: {', '.join(sorted(known))}"
+        )
+    for key, value in raw.items():
+        if value is None and key in _NULLABLE:
+            continue
+        if (isinstance(value, bool) and bool not in _TYPES[key]) or not isinstance(value, _TYPES[key]):
+            raise ConfigError(f"must be {' or '.join(t.__name__ for t in _TYPES[key])}", path=path, field=key)
+    if raw.get("split", "test") not in SPLITS:
+        raise ConfigError(f"must be one of {', '.join(SPLITS)}", path=path, field="split")
+    if raw.get("split_version") not in (None, SPLIT_VERSION):
+        raise ConfigError(
+            f"this tide-bench computes splits with {SPLIT_VERSION}, not {raw['split_version']}",
+            path=path,
+            field="split_version",
+            hint="use the tide-bench release that defines that split version",
+        )
+    for key in ("max_submission_mb", "max_files", "spot_check_items"):
+        if key in raw and raw[key] < 0:
+            raise ConfigError("must not be negative", path=path, field=key)
 
 
 def load_board(path: str | Path | None = None) -> BoardConfig:
     path = Path(path) if path else resource_dir("leaderboard") / "leaderboard.yaml"
     try:
-        raw: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError("leaderboard configuration not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot be read ({exc})", path=path) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"malformed YAML: {exc}", path=path) from None
-    known = {f.name for f in fields(BoardConfig)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"unknown keys: {', '.join(unknown)}", path=path)
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("must be a YAML mapping of board settings", path=path)
+    _check(raw, path)
     return BoardConfig(**raw, source=str(path))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,12 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
         out[f"{name}_ci_low"] = None if not block else block["ci_low"]
         out[f"{name}_ci_high"] = None if not block else block["ci_high"]
     return out
+
+
+def md_escape(text: str) -> str:
+    """Text that Markdown shows as written: no links, emphasis, code, HTML or table breaks."""
+    text = re.sub(r"([\\`*_\[\]#!|~>])", r"\\\1", str(text))
+    return text.replace("<", "&lt;").replace("\n", " ")
 
 
 def _cell(x: Any, digits: int = 3) -> str:
@@ -45,7 +52,7 @@ def write_exports(out: Path, board: dict[str, Any]) -> None:
     for r in board["rows"]:
         emp = r["empathy"]
         emp_s = "not judged" if not emp or emp["mean"] is None else f"{emp['mean']:.2f} [{_cell(emp['ci_low'], 2)}, {_cell(emp['ci_high'], 2)}]"
-        name = r["model_name"].replace("|", "\\|").replace("<", "&lt;")
+        name = md_escape(r["model_name"])
         size = "" if not r["parameters"] else f"{r['parameters'] / 1e9:.2f}B"
         unscored = "" if r["unscored_rate"] is None else f"{100 * r['unscored_rate']:.1f}%"
         safety = "" if not r["safety_flag_rate"] or r["safety_flag_rate"]["mean"] is None else f"{100 * r['safety_flag_rate']['mean']:.1f}%"

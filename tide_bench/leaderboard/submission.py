@@ -1,37 +1,48 @@
-"""A submission folder, and ``tide-bench submit`` which makes one from a run directory.
+"""A submission folder: its layout, its metadata file, and what validation hands to scoring.
 
 Layout of ``leaderboard/submissions/<id>/``::
 
     submission.yaml          metadata (schema: leaderboard/schema/submission.schema.json)
-    run/run.json             the run manifest, unchanged
-    run/lm_eval/...          lm-eval's results and samples files, unchanged
-    judge/judgments.jsonl    the per-item judgments (scored or unscored)
+    run/run.json             the run manifest (local paths redacted by ``tide-bench submit``)
+    run/lm_eval/...          lm-eval's results and samples files
+    judge/judgments.jsonl    the per-item judgments (scored or unscored), unchanged
     judge/judge_config.json  the judge configuration and its version
     judge/judge_summary.json the judge's own summary (checked against the recomputation)
 """
 
 from __future__ import annotations
 
-import shutil
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tide_bench.core.errors import ConfigError, DataError
-from tide_bench.core.jsonio import atomic_write_text, read_json
-from tide_bench.generation.run_dir import MANIFEST_NAME, Generation
+from tide_bench.core.errors import DataError
+from tide_bench.core.jsonio import read_bytes
+from tide_bench.generation.run_manifest import RunManifest
+from tide_bench.generation.samples import Generation
+from tide_bench.judging.judgment_record import Judgment
 
 META = "submission.yaml"
 RUN = "run"
 JUDGE = "judge"
+JUDGMENTS = f"{JUDGE}/judgments.jsonl"
+JUDGE_CONFIG = f"{JUDGE}/judge_config.json"
+JUDGE_SUMMARY = f"{JUDGE}/judge_summary.json"
 JUDGE_FILES = ("judgments.jsonl", "judge_config.json", "judge_summary.json")
+SAFE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
 @dataclass
 class Submission:
-    """What the leaderboard reads from one folder (after validation)."""
+    """What the leaderboard reads from one folder, after validation.
+
+    ``judgments`` holds each item's judgment as a checked ``judgments.jsonl`` record (every
+    field in its type; ``records`` the same as :class:`Judgment` objects); ``generations``
+    carry the recomputed text metrics.
+    """
 
     id: str
     root: Path
@@ -40,52 +51,67 @@ class Submission:
     generations: list[Generation]
     judgments: dict[str, dict[str, Any]] = field(default_factory=dict)
     judge: dict[str, Any] | None = None
+    run: RunManifest | None = None
+    records: dict[str, Judgment] = field(default_factory=dict)
+    split_hash: str = ""
 
 
-def read_meta(path: Path) -> Any:
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without anchors and aliases: a metadata file needs none, and aliases nest into
+    exponentially large documents (the "billion laughs") that would stall validation."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.constructor.ConstructorError(
+                None, None, "anchors and aliases (&, *) are not allowed", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+def yaml_line(text: str, field: str) -> int | None:
+    """The line of a dotted field in a YAML mapping (best effort; None when not found)."""
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError("file not found", path=path, hint=f"every submission needs a {META}") from None
+        node = yaml.compose(text, Loader=_NoAliasLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in field.split("."):
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if match is None:
+                break
+            line, node = match[0].start_mark.line + 1, match[1]
+        else:
+            break
+    return line
+
+
+def parse_meta(raw: bytes, path: Path) -> tuple[Any, str]:
+    """The parsed metadata and its text."""
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise DataError("not valid UTF-8", path=path) from None
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader), text
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise DataError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=path, line=(mark.line + 1) if mark else None) from None
+        raise DataError(
+            f"malformed YAML: {getattr(exc, 'problem', None) or 'not YAML'}",
+            path=path,
+            line=(mark.line + 1) if mark else None,
+        ) from None
+    except RecursionError:
+        raise DataError("malformed YAML: nested too deeply", path=path) from None
 
 
-def create_submission(run_dir: str | Path, meta_path: str | Path, out: str | Path, *, judge_dir: str | Path | None = None, overwrite: bool = False) -> Path:
-    """Copy a run (and its judge directory) with its metadata into ``out/<id>/``."""
-    run_dir = Path(run_dir)
-    meta = read_meta(Path(meta_path))
-    if not isinstance(meta, dict) or not isinstance(meta.get("id"), str):
-        raise DataError("needs an 'id' (the submission folder name)", path=meta_path, field="id")
-    if not (run_dir / MANIFEST_NAME).is_file():
-        raise DataError(f"no {MANIFEST_NAME}: not a finished tide-bench run", path=run_dir)
-    manifest = read_json(run_dir / MANIFEST_NAME, DataError)
-    target = Path(out) / meta["id"]
-    if target.exists():
-        if not overwrite:
-            raise ConfigError(f"submission {meta['id']!r} already exists in {out}", hint="choose another id, or pass --overwrite to replace your own entry")
-        shutil.rmtree(target)
-    staging = Path(out) / f".{meta['id']}.staging"
-    shutil.rmtree(staging, ignore_errors=True)
-    (staging / RUN).mkdir(parents=True)
-    shutil.copy2(run_dir / MANIFEST_NAME, staging / RUN / MANIFEST_NAME)
-    files = manifest.get("files") or {}
-    for rel in [files.get("results"), *(files.get("samples") or {}).values()]:
-        if rel:
-            dest = staging / RUN / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(run_dir / rel, dest)
-    judge_src = Path(judge_dir) if judge_dir else run_dir / JUDGE
-    if judge_src.is_dir() and (judge_src / "judgments.jsonl").is_file():
-        (staging / JUDGE).mkdir()
-        for name in JUDGE_FILES:
-            if (judge_src / name).is_file():
-                shutil.copy2(judge_src / name, staging / JUDGE / name)
-    elif judge_dir:
-        raise DataError("no judgments.jsonl in the judge directory", path=judge_src)
-    atomic_write_text(staging / META, yaml.safe_dump(meta, sort_keys=False, allow_unicode=True))
-    staging.rename(target)
-    return target
+def read_meta(path: Path, *, max_bytes: int = 64_000, follow_symlinks: bool = True) -> Any:
+    """Parse a ``submission.yaml`` (a regular file of at most ``max_bytes``)."""
+    try:
+        raw = read_bytes(path, DataError, max_bytes=max_bytes, follow_symlinks=follow_symlinks)
+    except DataError as exc:
+        if exc.detail == "file not found":
+            raise DataError("file not found", path=path, hint=f"every submission needs a {META}") from None
+        raise
+    return parse_meta(raw, path)[0]

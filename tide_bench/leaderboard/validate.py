@@ -1,212 +1,610 @@
-"""Validation a maintainer can trust: every check names what is wrong and what to fix.
+"""Validation a maintainer can trust: every check names what is wrong, where, and what to fix.
 
-Structural checks (always): safe id and paths, size, schema of ``submission.yaml``, a
-finished run on the board's split (no ``--limit``), dataset hash and item set, one judgment
-(scored or unscored) per item from the board's judge configuration, judgment keys that
-match the submitted replies, and the submitter's judge summary against the recomputation.
-Spot checks (``tide-bench leaderboard validate``; optional in ``build``): the per-item
-reference metrics stored in the samples are recomputed from the reply text on a seeded
-sample of items.
+Each submission is validated in isolation (a malformed one is refused; it never stops the
+others), in this order, reading nothing it has not first checked:
+
+1. The folder, with ``lstat`` only: a symbolic link, a device, too many files or bytes stop
+   the check before any file is opened (:mod:`.folder`).
+2. ``submission.yaml``: schema, id, honest display name (:mod:`.metadata`).
+3. ``run.json`` and the samples through the typed readers (every field's type; paths
+   confined to the folder): the board's split, no ``--limit``, not the synthetic sample.
+4. **The items themselves**: every persona hashes into the board's split (the persona-hash
+   definition, recomputed), item ids are built from their parts, conversations are whole,
+   and the split hash is *recomputed* from the submitted items and compared with the run's
+   claim and the board's pin (rewritten client turns, histories or references are refused).
+5. Reference metrics: ROUGE-L, distinct-n and length recomputed on every item; cosine
+   similarity re-embedded on a random sample with the board's embedder (:mod:`.recompute`).
+6. Judgments through the typed reader: one per item, one judge configuration (the board's),
+   keys that match the submitted replies, and ``judge_summary.json`` compared field by field.
+7. Metadata against the run (generation settings, parameters, hub id and revision), and no
+   local path of the submitter's machine anywhere in the public files.
+
+What validation cannot prove is that scores were not fabricated together with a consistent
+summary: only re-judging can (docs/leaderboard.md).
 """
 
 from __future__ import annotations
 
-import json
-import random
-import re
+import contextlib
+import gc
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from statistics import fmean
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tide_bench.core.errors import TideBenchError
+from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.hashing import sha256_json
-from tide_bench.core.jsonio import iter_jsonl, read_json
-from tide_bench.core.resources import resource_dir
-from tide_bench.generation.run_dir import MANIFEST_NAME, read_generations
+from tide_bench.core.jsonio import read_bytes, read_json
+from tide_bench.data.schema import make_item_id
+from tide_bench.data.sources import load_dataset, split_content_hash
+from tide_bench.data.splits import split_of
+from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
+from tide_bench.generation.samples import TASK_PREFIX, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
+from tide_bench.judging.judgment_record import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary import item_overall
-from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.submission import JUDGE, META, RUN, Submission, read_meta
-from tide_bench.metrics.reference import ReferenceScorer
+from tide_bench.judging.summary_record import read_summary, summary_mismatches
+from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig
+from tide_bench.leaderboard.folder import FolderListing, FolderRefused, scan_folder
+from tide_bench.leaderboard.local_paths import holds_local_path, local_path_fields
+from tide_bench.leaderboard.metadata import name_problem, run_problems, schema_problems, shown_generation
+from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.leaderboard.recompute import (
+    SpotCheck,
+    cosine_problems,
+    embedding_spot_check,
+    has_cosine,
+    recompute_text_metrics,
+)
+from tide_bench.leaderboard.submission import (
+    JUDGE_CONFIG,
+    JUDGE_SUMMARY,
+    JUDGMENTS,
+    META,
+    RUN,
+    SAFE_ID,
+    Submission,
+    parse_meta,
+    yaml_line,
+)
 
-SAFE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
-SPOT_TOLERANCE = {"rouge_l": 1e-6, "distinct_1": 1e-6, "distinct_2": 1e-6, "length_tokens": 1e-6, "cosine_sim": 0.02}
+MANIFEST = f"{RUN}/{MANIFEST_NAME}"
+MAX_LISTED = 5
+
+
+class _Stop(Exception):
+    """A problem after which the remaining checks of this submission cannot run."""
 
 
 @dataclass
 class CheckResult:
     id: str
     folder: Path
-    errors: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     submission: Submission | None = None
+    spot_check: SpotCheck | None = None
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return not self.errors
+        return not self.problems
+
+    @property
+    def errors(self) -> list[str]:
+        return [str(p) for p in self.problems]
+
+    def refuse(self, message: str, path: str | None = None, line: int | None = None, field: str | None = None) -> None:
+        self.problems.append(Problem(message, path, line, field))
+        self.submission = None
+
+    def stop(self, message: str, path: str | None = None, line: int | None = None, field: str | None = None) -> None:
+        self.refuse(message, path, line, field)
+        raise _Stop
+
+
+@lru_cache(maxsize=4)
+def sample_split_hash(split: str) -> str:
+    """The split hash of tide-bench's built-in synthetic sample (never a TIDE board's items)."""
+    return load_dataset("sample").content_hash(split)
 
 
 def item_ids_hash(ids: list[str]) -> str:
     return sha256_json(sorted(ids))
 
 
-def _schema() -> dict[str, Any]:
-    return json.loads((resource_dir("leaderboard") / "schema" / "submission.schema.json").read_text(encoding="utf-8"))
-
-
-def _schema_errors(meta: Any) -> list[str]:
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(_schema())
-    out = []
-    for err in sorted(validator.iter_errors(meta), key=lambda e: list(e.absolute_path)):
-        where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        out.append(f"{META}: field '{where}': {err.message}")
-    return out
-
-
-def _inside(root: Path, rel: Any) -> Path | None:
-    if not isinstance(rel, str) or not rel or Path(rel).is_absolute() or ".." in Path(rel).parts:
+def _confined(rel: str, listing: FolderListing, base: str) -> str | None:
+    """The folder-relative path of ``rel`` (relative to ``base``) if it names a regular file
+    of the submission (as listed by the scan), else None: absolute paths, ``..`` and links
+    never reach a reader."""
+    if not rel or rel.startswith(("/", "\\")) or "\\" in rel or ":" in rel:
         return None
-    path = (root / rel).resolve()
-    return path if path.is_relative_to(root.resolve()) else None
+    parts = PurePosixPath(rel).parts
+    if not parts or ".." in parts:
+        return None
+    joined = PurePosixPath(base, *parts).as_posix()
+    return joined if listing.has(joined) else None
 
 
-def _folder_checks(folder: Path, board: BoardConfig, result: CheckResult) -> None:
-    if not SAFE_ID.match(folder.name):
-        result.errors.append(f"folder name {folder.name!r} is not a safe id: use lowercase letters, digits, '.', '_', '-' (max 64)")
-    total = 0
-    for path in folder.rglob("*"):
-        if path.is_symlink():
-            result.errors.append(f"{path.relative_to(folder)} is a symbolic link: submit regular files only")
-        elif path.is_file():
-            total += path.stat().st_size
-    if total > board.max_submission_mb * 1e6:
-        result.errors.append(f"submission is {total / 1e6:.1f} MB, over the {board.max_submission_mb:g} MB limit: remove extra files")
-
-
-def _judgments(sub: Submission, board: BoardConfig, result: CheckResult) -> None:
-    path = sub.root / JUDGE / "judgments.jsonl"
-    if not path.is_file():
-        if board.require_judgments:
-            result.errors.append(f"{JUDGE}/judgments.jsonl is missing: run `tide-bench judge` on the run and submit with its judge directory")
-        return
-    rubric = load_rubric()
-    records: dict[str, dict[str, Any]] = {}
-    versions: set[str] = set()
-    for line, rec in iter_jsonl(path):
-        item = rec.get("item_id") if isinstance(rec, dict) else None
-        if not isinstance(item, str) or rec.get("status") not in ("scored", "unscored") or not isinstance(rec.get("judge"), dict):
-            raise TideBenchError("not a tide-bench judgment (needs item_id, status, judge)", path=path, line=line)
-        if item in records:
-            raise TideBenchError(f"item {item} judged twice", path=path, line=line)
-        if rec["status"] == "scored":
-            scores = rec.get("scores") or {}
-            if set(scores) != set(rubric.factor_keys) or any(not isinstance(v, int) or isinstance(v, bool) or not rubric.scale_min <= v <= rubric.scale_max for v in scores.values()):
-                raise TideBenchError(f"scores {scores} are not three integers in {rubric.scale_min}..{rubric.scale_max}", path=path, line=line, field="scores")
-            if not isinstance(rec.get("safety"), dict) or not isinstance(rec["safety"].get("flagged"), bool):
-                raise TideBenchError("scored judgment without a safety flag", path=path, line=line, field="safety")
-        elif not rec.get("unscored_kind"):
-            raise TideBenchError("unscored judgment without its reason (unscored_kind)", path=path, line=line)
-        versions.add(str(rec["judge"].get("version")))
-        records[item] = rec
-    gens = {g.item_id: g for g in sub.generations}
-    missing, extra = sorted(set(gens) - set(records)), sorted(set(records) - set(gens))
-    if missing:
-        result.errors.append(f"{len(missing)} item(s) have a reply but no judgment (scored or unscored), e.g. {missing[:3]}: judge every item")
-    if extra:
-        result.errors.append(f"{len(extra)} judgment(s) for items that are not in the run, e.g. {extra[:3]}: submit the run that was judged")
-    if len(versions) > 1:
-        result.errors.append(f"judgments from {len(versions)} judge configurations ({', '.join(sorted(versions))}): judge the whole run with one configuration")
-    version = next(iter(versions), None)
-    if board.judge_version and version and version != board.judge_version:
-        result.errors.append(f"judged with configuration {version}, but this leaderboard uses {board.judge_version}: mixing judges is refused; re-judge with the board's judge")
-    tampered = [item for item, rec in records.items() if item in gens and rec.get("key") != judgment_key(str(rec["judge"].get("version")), gens[item])]
-    if tampered:
-        result.errors.append(f"{len(tampered)} judgment(s) do not match the submitted reply or context (e.g. {tampered[:3]}): the reply changed after judging; re-judge")
-    sub.judgments = records
-    sub.judge = next(iter(records.values()))["judge"] if records else None
-    summary_path = sub.root / JUDGE / "judge_summary.json"
-    if summary_path.is_file() and records:
-        summary = read_json(summary_path)
-        scored = [r for r in records.values() if r["status"] == "scored"]
-        recomputed = fmean(item_overall(r) for r in scored) if scored else None
-        claimed = (summary.get("empathy") or {}).get("mean")
-        if summary.get("n_scored") != len(scored) or (recomputed is not None and (claimed is None or abs(claimed - recomputed) > 1e-6)):
-            result.errors.append(f"{JUDGE}/judge_summary.json does not match the judgments (claims n_scored={summary.get('n_scored')}, empathy={claimed}; recomputed {len(scored)}, {recomputed}): submit the files `tide-bench judge` wrote, unedited")
-
-
-def spot_check(sub: Submission, k: int, result: CheckResult, seed: int = 0) -> None:
-    """Recompute the stored per-item reference metrics from the text on ``k`` seeded items."""
-    gens = sorted(sub.generations, key=lambda g: g.item_id)
-    chosen = random.Random(seed).sample(gens, min(k, len(gens)))
-    scorer = ReferenceScorer(((sub.manifest.get("reference_metrics") or {}).get("method") or {}).get("embedding_model"))
-    fresh = scorer.score([g.reply for g in chosen], [g.reference_reply for g in chosen])
-    bad = []
-    for gen, row in zip(chosen, fresh, strict=True):
-        for metric, tolerance in SPOT_TOLERANCE.items():
-            stored, value = gen.metrics.get(metric), row[metric]
-            if stored is None or value != value:  # not stored, or not computable here (NaN)
-                continue
-            if abs(stored - value) > tolerance:
-                bad.append(f"{gen.item_id} {metric} stored {stored:.4f}, recomputed {value:.4f}")
-    if bad:
-        result.errors.append(f"stored reference metrics do not match the replies ({len(bad)} mismatches, e.g. {bad[:2]}): submit the samples `tide-bench eval` wrote, unedited")
-
-
-def validate_folder(folder: str | Path, board: BoardConfig, *, spot_checks: bool = True) -> CheckResult:
-    folder = Path(folder)
-    result = CheckResult(folder.name, folder)
+def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] | None, bool]:
+    """The parsed metadata (None when unreadable) and whether it satisfies the schema."""
+    path = folder / META
     try:
-        _folder_checks(folder, board, result)
-        meta = read_meta(folder / META)
-        result.errors += _schema_errors(meta)
-        if isinstance(meta, dict) and meta.get("id") != folder.name:
-            result.errors.append(f"{META}: id {meta.get('id')!r} differs from the folder name {folder.name!r}: make them equal")
-        if isinstance(meta, dict) and meta.get("demo") and not board.demo:
-            result.errors.append("demo entries (synthetic sample) cannot join this leaderboard")
-        run_root = folder / RUN
-        manifest = read_json(run_root / MANIFEST_NAME)
-        data = manifest.get("data") or {}
-        if data.get("split") != board.split:
-            result.errors.append(f"the run used split {data.get('split')!r}; this leaderboard uses {board.split!r}: re-run with --split {board.split}")
-        if board.split_sha256 and data.get("split_sha256") != board.split_sha256:
-            result.errors.append(f"dataset hash {data.get('split_sha256')} is not the leaderboard's {board.split_sha256}: evaluate on the pinned TIDE snapshot")
-        if (manifest.get("generation") or {}).get("limit") is not None:
-            result.errors.append("the run used --limit: submit a run over the whole split")
-        samples = (manifest.get("files") or {}).get("samples") or {}
-        unsafe = [rel for rel in samples.values() if _inside(run_root, rel) is None]
-        if unsafe:
-            result.errors.append(f"unsafe paths in run.json files.samples: {unsafe[:3]} (absolute or outside the folder)")
-            return result
-        generations = read_generations(run_root, samples)
-        ids = [g.item_id for g in generations]
-        if data.get("n_items") is not None and len(ids) != data.get("n_items"):
-            result.errors.append(f"{len(ids)} replies for a split of {data.get('n_items')} items: every item needs a reply")
-        if board.n_items is not None and len(ids) != board.n_items:
-            result.errors.append(f"{len(ids)} items; the leaderboard's split has {board.n_items}")
-        if board.item_ids_sha256 and item_ids_hash(ids) != board.item_ids_sha256:
-            result.errors.append("the set of item ids differs from the leaderboard's split: evaluate on the pinned TIDE snapshot")
-        if {g.split_sha256 for g in generations} - {data.get("split_sha256")}:
-            result.errors.append("samples carry a different split hash than run.json: the samples and the manifest come from different runs")
-        sub = Submission(folder.name, folder, meta if isinstance(meta, dict) else {}, manifest, generations)
-        _judgments(sub, board, result)
-        if spot_checks and generations and board.spot_check_items:
-            spot_check(sub, board.spot_check_items, result)
-        if not result.errors:
-            result.submission = sub
-    except TideBenchError as exc:
-        result.errors.append(str(exc))
+        meta, text = parse_meta(read_bytes(path, DataError, max_bytes=META_MAX_BYTES, follow_symlinks=False), path)
+    except DataError as exc:
+        problem = Problem.from_error(exc, folder)
+        result.refuse(problem.message, problem.path, problem.line, problem.field)
+        return None, False
+    invalid = schema_problems(meta)
+    for where, message in invalid:
+        result.refuse(message, META, yaml_line(text, where), where)
+    if not isinstance(meta, dict):
+        return None, False
+    if meta.get("id") != sid:
+        result.refuse(f"must equal the folder name {sid!r}", META, yaml_line(text, "id"), "id")
+    if isinstance(meta.get("model_name"), str) and (why := name_problem(meta["model_name"])):
+        result.refuse(why, META, yaml_line(text, "model_name"), "model_name")
+    return meta, not invalid
+
+
+def _run_checks(run: RunManifest, meta: dict[str, Any] | None, board: BoardConfig, result: CheckResult) -> None:
+    data = run.data
+    if data.split != board.split:
+        result.refuse(
+            f"the run used split {data.split!r}; this leaderboard uses {board.split!r}: re-run with --split "
+            f"{board.split}",
+            MANIFEST,
+            field="data.split",
+        )
+    if board.split_version and data.split_version != board.split_version:
+        result.refuse(
+            f"the run's split definition is {data.split_version!r}, the board's {board.split_version!r}",
+            MANIFEST,
+            field="data.split_version",
+        )
+    if run.generation.limit is not None:
+        result.refuse("the run used --limit: submit a run over the whole split", MANIFEST, field="generation.limit")
+    if not board.demo:
+        if data.is_synthetic_sample is not False or data.source_kind == "sample":
+            said = (
+                "does not say whether the run used the synthetic sample"
+                if data.is_synthetic_sample is None
+                else "records a run on the built-in synthetic sample"
+            )
+            result.refuse(
+                f"{MANIFEST_NAME} {said}: only runs on TIDE itself join this leaderboard",
+                MANIFEST,
+                field="data.is_synthetic_sample",
+            )
+        if meta and meta.get("demo") is True:
+            result.refuse("demo entries (synthetic sample) cannot join this leaderboard", META, field="demo")
+
+
+def _samples(
+    folder: Path, run: RunManifest, listing: FolderListing, board: BoardConfig, result: CheckResult
+) -> list[Generation]:
+    confined = {}
+    for task, rel in run.samples.items():
+        if not task.startswith(TASK_PREFIX):
+            result.stop(
+                f"lists samples of a task that is not tide-bench's ({TASK_PREFIX}*)", MANIFEST, field="files.samples"
+            )
+        path = _confined(rel, listing, RUN)
+        if path is None:
+            result.stop(
+                "names a file that is not a regular file inside the submission (absolute, '..', a link or missing)",
+                MANIFEST,
+                field=f"files.samples.{task}",
+            )
+        confined[task] = path
+    gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False)
+    if not gens:
+        result.stop("the run holds no replies", MANIFEST, field="files.samples")
+    return gens
+
+
+def _listed(result: CheckResult, problems: list[Problem], what: str) -> None:
+    for p in problems[:MAX_LISTED]:
+        result.refuse(p.message, p.path, p.line, p.field)
+    if len(problems) > MAX_LISTED:
+        result.refuse(f"{len(problems) - MAX_LISTED} more {what} (first {MAX_LISTED} listed)")
+
+
+def _item_checks(
+    gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult
+) -> str:
+    """Check the items against the split definition and the pins; return the recomputed split hash."""
+    bad: list[Problem] = []
+    conversations: dict[str, set[str]] = defaultdict(set)
+    turns: dict[tuple[str, str], list[int]] = defaultdict(list)
+    first: dict[str, Generation] = {}
+    persona_split: dict[str, str] = {}
+    for g in gens:
+        first.setdefault(g.persona_id, g)
+        first.setdefault(f"{g.persona_id}/{g.conversation_id}", g)
+        if g.split != board.split:
+            bad.append(
+                Problem(
+                    f"is {g.split!r}; this leaderboard uses {board.split!r}",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.split",
+                )
+            )
+        elif (
+            board.split_version
+            and (persona_split.get(g.persona_id) or persona_split.setdefault(g.persona_id, split_of(g.persona_id)))
+            != board.split
+        ):
+            bad.append(
+                Problem(
+                    f"this persona belongs to the {persona_split[g.persona_id]} split by the persona-hash definition "
+                    f"({board.split_version}), "
+                    f"not {board.split}",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.persona_id",
+                )
+            )
+        if g.item_id != make_item_id(g.persona_id, g.conversation_id, g.turn):
+            bad.append(
+                Problem(
+                    "is not <persona_id>/<conversation_id>/turn<turn> of the item's own fields",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.item_id",
+                )
+            )
+        if g.split_sha256 and g.split_sha256 != run.data.split_sha256:
+            bad.append(
+                Problem(
+                    "differs from run.json's data.split_sha256: the samples and the manifest come from different runs",
+                    relative(g.file, folder),
+                    g.line,
+                    "doc.split_sha256",
+                )
+            )
+        conversations[g.persona_id].add(g.conversation_id)
+        turns[(g.persona_id, g.conversation_id)].append(g.turn)
+    _listed(result, bad, "item problems")
+    for (persona, conversation), ks in sorted(turns.items()):
+        if sorted(ks) != list(range(1, len(ks) + 1)):
+            g = first[f"{persona}/{conversation}"]
+            result.refuse(
+                f"this item's conversation has turns {sorted(ks)}: every turn up to the last must be answered",
+                relative(g.file, folder),
+                g.line,
+                "doc.conversation_id",
+            )
+            break
+    if board.conversations_per_persona is not None:
+        short = sorted(p for p, convs in conversations.items() if len(convs) != board.conversations_per_persona)
+        if short:
+            g = first[short[0]]
+            result.refuse(
+                f"{len(short)} persona(s) do not have the dataset's {board.conversations_per_persona} conversations "
+                "(this item's "
+                f"persona has {len(conversations[short[0]])}): evaluate every conversation of the split",
+                relative(g.file, folder),
+                g.line,
+                "doc.persona_id",
+            )
+    n = len(gens)
+    if run.data.n_items is not None and n != run.data.n_items:
+        result.refuse(
+            f"{n} replies for a split of {run.data.n_items} items: every item needs a reply",
+            MANIFEST,
+            field="data.n_items",
+        )
+    recomputed = split_content_hash([g.item() for g in gens], run.data.split)
+    if recomputed != run.data.split_sha256:
+        result.refuse(
+            f"the submitted items hash to {recomputed[:16]}..., not to the run's {run.data.split_sha256[:16]}...: "
+            "client turns, histories, "
+            "references or personas differ from the data the run was made on",
+            MANIFEST,
+            field="data.split_sha256",
+        )
+    if board.split_sha256 and recomputed != board.split_sha256:
+        result.refuse(
+            f"the submitted items are not the board's dataset (recomputed split hash {recomputed[:16]}..., the board's "
+            f"{board.split_sha256[:16]}...): evaluate on the pinned TIDE "
+            f"release{f' ({board.dataset_release})' if board.dataset_release else ''}"
+        )
+    if board.n_items is not None and n != board.n_items:
+        result.refuse(f"{n} items; the leaderboard's split has {board.n_items}")
+    if board.item_ids_sha256 and item_ids_hash([g.item_id for g in gens]) != board.item_ids_sha256:
+        result.refuse("the set of item ids differs from the leaderboard's split: evaluate on the pinned TIDE release")
+    if not board.demo and recomputed == sample_split_hash(board.split):
+        result.refuse(
+            "these are the items of tide-bench's built-in synthetic sample, not TIDE: only runs on TIDE join this "
+            "leaderboard"
+        )
+    return recomputed
+
+
+def _judgments(
+    folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult
+) -> list[Judgment]:
+    if not listing.has(JUDGMENTS):
+        if board.require_judgments:
+            result.refuse(
+                "is missing: run `tide-bench judge` on the run and submit with its judge directory", JUDGMENTS
+            )
+        return []
+    rubric = load_rubric()
+    judgments = read_judgments(folder / JUDGMENTS, rubric, max_bytes=board.max_bytes, follow_symlinks=False)
+    gens_by_id = {g.item_id: g for g in gens}
+    judged = {j.item_id: j for j in judgments}
+    missing, extra = sorted(set(gens_by_id) - set(judged)), [j for j in judgments if j.item_id not in gens_by_id]
+    if missing:
+        result.refuse(
+            f"{len(missing)} item(s) have a reply but no judgment (scored or unscored), e.g. {missing[:3]}: judge "
+            "every item",
+            JUDGMENTS,
+        )
+    if extra:
+        result.refuse(
+            "judges an item that is not in the run: submit the run that was judged", JUDGMENTS, extra[0].line, "item_id"
+        )
+    versions = Counter(j.judge.version for j in judgments)
+    if len(versions) > 1:
+        result.refuse(
+            f"judgments from {len(versions)} judge configurations ({', '.join(sorted(versions))}): judge the whole "
+            "run with one",
+            JUDGMENTS,
+            field="judge.version",
+        )
+    version = judgments[0].judge.version if judgments else None
+    if board.judge_version and version and version != board.judge_version:
+        result.refuse(
+            f"judged with configuration {version}, but this leaderboard uses {board.judge_version}: mixing judges is "
+            "refused; "
+            "re-judge with the board's judge",
+            JUDGMENTS,
+            judgments[0].line,
+            "judge.version",
+        )
+    matched = [j for j in judgments if j.item_id in gens_by_id]
+    stale = [j for j in matched if j.key != judgment_key(j.judge.version, gens_by_id[j.item_id])]
+    if stale and len(stale) == len(matched):
+        result.refuse(
+            "none of the judgments match the submitted replies: these judgments were made for other replies (another "
+            "run?)",
+            JUDGMENTS,
+            stale[0].line,
+            "key",
+        )
+    elif stale:
+        result.refuse(
+            f"{len(stale)} judgment(s) do not match the submitted reply or context (first: {stale[0].item_id}): the "
+            "reply changed after judging; re-judge",
+            JUDGMENTS,
+            stale[0].line,
+            "key",
+        )
+    if not listing.has(JUDGE_SUMMARY):
+        result.refuse(
+            "is missing: submit the judge directory `tide-bench judge` wrote, with its summary", JUDGE_SUMMARY
+        )
+    else:
+        summary = read_summary(
+            folder / JUDGE_SUMMARY, rubric.factor_keys, max_bytes=board.max_bytes, follow_symlinks=False
+        )
+        for mismatch in summary_mismatches(summary, judgments, rubric.factor_keys):
+            name, _, detail = mismatch.partition(": ")
+            result.refuse(f"{detail}: submit the files `tide-bench judge` wrote, unedited", JUDGE_SUMMARY, field=name)
+    return judgments
+
+
+def _judge_config(
+    folder: Path, listing: FolderListing, version: str | None, board: BoardConfig, result: CheckResult
+) -> Any:
+    if not listing.has(JUDGE_CONFIG):
+        return None
+    config = read_json(folder / JUDGE_CONFIG, DataError, max_bytes=board.max_bytes, follow_symlinks=False)
+    if not isinstance(config, dict):
+        result.refuse("must be a JSON object", JUDGE_CONFIG, field="(top level)")
+        return None
+    if version and config.get("version") != version:
+        result.refuse(f"names another configuration than the judgments ({version})", JUDGE_CONFIG, field="version")
+    return config
+
+
+def _local_paths(
+    folder: Path, listing: FolderListing, documents: dict[str, Any], gens: list[Generation], result: CheckResult
+) -> None:
+    found = [
+        Problem("is named after a local path of the submitter's machine", rel)
+        for rel in listing.files
+        if holds_local_path(rel)
+    ]
+    for name, doc in documents.items():
+        found += [
+            Problem("holds a local path of the submitter's machine", name, field=f) for f in local_path_fields(doc)
+        ]
+    g = next((g for g in gens if holds_local_path(g.tide_source)), None)
+    if g is not None:
+        found.append(
+            Problem(
+                "holds a local path of the submitter's machine", relative(g.file, folder), g.line, "doc.tide_source"
+            )
+        )
+    for p in found[:MAX_LISTED]:
+        result.refuse(
+            f"{p.message}: submissions are public; package the run with `tide-bench submit`, which redacts such paths",
+            p.path,
+            p.line,
+            p.field,
+        )
+
+
+def _results_file(
+    folder: Path, run: RunManifest, listing: FolderListing, board: BoardConfig, result: CheckResult
+) -> tuple[str, Any] | None:
+    if not run.results_file:
+        return None
+    rel = _confined(run.results_file, listing, RUN)
+    if rel is None:
+        result.refuse("names a file that is not a regular file inside the submission", MANIFEST, field="files.results")
+        return None
+    return rel, read_json(folder / rel, DataError, max_bytes=board.max_bytes, follow_symlinks=False)
+
+
+def _validate(
+    folder: Path,
+    sid: str,
+    board: BoardConfig,
+    result: CheckResult,
+    spot_checks: bool,
+    seed: int | None,
+    text_metrics: bool,
+) -> None:
+    if not SAFE_ID.match(sid):
+        result.refuse(f"folder name {sid!r} is not a safe id: use lowercase letters, digits, '.', '_', '-' (max 64)")
+    listing = scan_folder(folder, max_bytes=board.max_bytes, max_files=board.max_files)
+    meta, meta_valid = _meta(folder, sid, result)
+    if not listing.has(MANIFEST):
+        result.stop(f"file not found: a submission holds the run's {MANIFEST_NAME}", MANIFEST)
+    run = read_manifest(folder / MANIFEST, max_bytes=board.max_bytes, follow_symlinks=False)
+    _run_checks(run, meta, board, result)
+    gens = _samples(folder, run, listing, board, result)
+    split_hash = _item_checks(gens, run, board, folder, result)
+    metric_problems: list[Problem] = []
+    if text_metrics:
+        gens, metric_problems = recompute_text_metrics(gens, folder)
+    _listed(result, metric_problems + cosine_problems(gens, folder), "metric problems")
+    if run.embedding_model and run.embedding_model != board.embedding_model and has_cosine(gens):
+        result.refuse(
+            f"the run's cosine similarity used another embedding model than the board's ({board.embedding_model})",
+            MANIFEST,
+            field="reference_metrics.method.embedding_model",
+        )
+    judgments = _judgments(folder, listing, gens, board, result)
+    config = _judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
+    documents = {META: meta, MANIFEST: run.raw}
+    if results := _results_file(folder, run, listing, board, result):
+        documents[results[0]] = results[1]
+    if config is not None:
+        documents[JUDGE_CONFIG] = config
+    _local_paths(folder, listing, documents, gens, result)
+    if meta is not None and meta_valid:  # the comparison with the run needs the schema's types
+        problems, warnings = run_problems(meta, run, demo_board=board.demo)
+        for where, message in problems:
+            result.refuse(message, META, field=where)
+        result.warnings += warnings
+    if result.problems:
+        return
+    if spot_checks:
+        result.spot_check, problems = embedding_spot_check(
+            gens, board.spot_check_items, board.embedding_model, folder, seed
+        )
+        _listed(result, problems, "cosine mismatches")
+        if result.problems:
+            return
+    assert meta is not None
+    shown = dict(meta) | {"generation": shown_generation(run)}
+    result.submission = Submission(
+        sid,
+        folder,
+        shown,
+        run.raw,
+        gens,
+        judgments={j.item_id: j.as_record() for j in judgments},
+        judge=judgments[0].judge.as_dict() if judgments else None,
+        run=run,
+        records={j.item_id: j for j in judgments},
+        split_hash=split_hash,
+    )
+
+
+def validate_folder(
+    folder: str | Path,
+    board: BoardConfig,
+    *,
+    spot_checks: bool = True,
+    seed: int | None = None,
+    folder_id: str | None = None,
+    text_metrics: bool = True,
+) -> CheckResult:
+    """Validate one submission folder on its own.
+
+    ``text_metrics`` recomputes ROUGE-L, distinct-n and length on every item (about 0.2 ms an
+    item; ``build`` leaves it to ``validate``, which CI runs on the same files);
+    ``spot_checks`` runs the embedding spot check, and ``seed`` repeats a previous draw.
+    ``folder_id`` is the id the folder will have (``submit`` validates a staging copy).
+    """
+    folder = Path(folder)
+    sid = folder_id or folder.name
+    result = CheckResult(sid, folder)
+    t0 = time.perf_counter()
+    try:
+        _validate(folder, sid, board, result, spot_checks, seed, text_metrics)
+    except _Stop:
+        pass
+    except FolderRefused as exc:
+        result.refuse(exc.detail)
+    except DataError as exc:
+        problem = Problem.from_error(exc, folder)
+        result.refuse(problem.message, problem.path, problem.line, problem.field)
+    result.seconds = time.perf_counter() - t0
     return result
 
 
-def validate_many(folder: str | Path, board: BoardConfig, *, spot_checks: bool = True) -> list[CheckResult]:
-    """Validate one submission folder, or every submission inside a submissions folder."""
+def looks_like_run(folder: Path) -> bool:
+    return (folder / MANIFEST_NAME).is_file() and not (folder / META).exists()
+
+
+def validate_many(
+    folder: str | Path,
+    board: BoardConfig,
+    *,
+    spot_checks: bool = True,
+    seed: int | None = None,
+    text_metrics: bool = True,
+) -> list[CheckResult]:
+    """Validate one submission folder, or every submission inside a submissions folder, and
+    then the entries against each other (:func:`tide_bench.leaderboard.consistency.cross_check`)."""
+    from tide_bench.leaderboard.consistency import cross_check
+
     folder = Path(folder)
-    if (folder / META).exists():
-        return [validate_folder(folder, board, spot_checks=spot_checks)]
-    if not folder.is_dir():
+    if looks_like_run(folder):
+        raise TideBenchError(
+            f"{folder} is a run directory, not a submission",
+            hint=f"package it first: tide-bench submit {folder} --meta submission.yaml --out leaderboard/submissions/",
+        )
+    if (folder / META).exists() or (folder / META).is_symlink():
+        checks = [validate_folder(folder, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)]
+    elif not folder.is_dir():
         raise TideBenchError(f"not a folder: {folder}")
-    return [validate_folder(p, board, spot_checks=spot_checks) for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+    else:
+        with no_gc_pauses():
+            checks = [
+                validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
+                for p in sorted(folder.iterdir())
+                if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
+            ]
+    cross_check(checks, board)
+    return checks
+
+
+@contextlib.contextmanager
+def no_gc_pauses() -> Iterator[None]:
+    """Keep the cyclic garbage collector out of a batch load.
+
+    Every accepted submission stays in memory until the site is built (a few hundred
+    thousand small objects for 50 entries), and the collector re-scans all of them again
+    and again while more arrive: a quarter of the build's validation time, measured. The
+    objects made here form no reference cycles, so nothing is left for the collector to
+    find; it runs again as usual afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -24,7 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -88,11 +89,91 @@ def _cuda() -> bool:
         return False
 
 
-@lru_cache(maxsize=1)
-def _rouge() -> Any:
-    from rouge_score import rouge_scorer
+# Importing nltk (for its Porter stemmer) also imports scipy, scikit-learn and pandas when they
+# are installed, for classifiers and collocation statistics tide-bench never uses: 1.8 s of
+# CPU, most of `leaderboard validate`'s time. Every one of those imports is optional in nltk
+# (inside try/except ImportError); marking the not-yet-imported ones unavailable while nltk
+# loads leaves its stemmer untouched (tests/test_rouge_l.py compares with rouge-score).
+NLTK_OPTIONAL = ("scipy", "sklearn", "pandas")
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+@contextlib.contextmanager
+def _without(modules: Sequence[str]) -> Iterator[None]:
+    """Make ``import M`` fail with ImportError for the modules not imported yet, in this block."""
+    blocked = [m for m in modules if m not in sys.modules]
+    for m in blocked:
+        sys.modules[m] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for m in blocked:
+            if sys.modules.get(m, 0) is None:
+                del sys.modules[m]
+
+
+@lru_cache(maxsize=1)
+def _rouge_tokenize() -> Any:
+    """rouge-score's own tokenizer (lowercase, alphanumeric, Porter stemming of words over
+    three letters), with the stemmer memoised: replies repeat their words, and stemming
+    was most of the cost of ROUGE-L."""
+    if "nltk" not in sys.modules:
+        with _without(NLTK_OPTIONAL):
+            import nltk.stem.porter  # noqa: F401
+    from rouge_score import tokenize, tokenizers
+
+    stem = lru_cache(maxsize=1 << 17)(tokenizers.DefaultTokenizer(use_stemmer=True)._stemmer.stem)
+
+    class _MemoStemmer:
+        @staticmethod
+        def stem(word: str) -> str:
+            return stem(word)
+
+    return lambda text: tokenize.tokenize(text, _MemoStemmer)
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token lists.
+
+    Bit-parallel (Hyyrö 2004): one big-integer step per token of ``b`` instead of the
+    ``len(a) x len(b)`` table rouge-score fills in Python; the result is the same integer
+    (tests/test_reference_metrics.py compares the two).
+    """
+    if not a or not b:
+        return 0
+    masks: dict[str, int] = {}
+    for i, token in enumerate(a):
+        masks[token] = masks.get(token, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for token in b:
+        m = masks.get(token)
+        if m:
+            u = v & m
+            v = ((v + u) | (v - u)) & full
+    return len(a) - v.bit_count()
+
+
+def rouge_l(reference: str, reply: str) -> float:
+    """ROUGE-L F-measure exactly as ``rouge_score.RougeScorer(["rougeL"], use_stemmer=True)``
+    computes it (same tokenizer, same LCS length, same arithmetic)."""
+    tokenize = _rouge_tokenize()
+    target, prediction = tokenize(reference), tokenize(reply)
+    if not target or not prediction:
+        return 0.0
+    lcs = lcs_length(target, prediction)
+    precision, recall = lcs / len(prediction), lcs / len(target)
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def text_metrics(reply: str, reference: str) -> dict[str, float]:
+    """The reference metrics that need no model: ROUGE-L, distinct-1/2 and length."""
+    tokens = tokenize(reply)
+    return {
+        "rouge_l": float(rouge_l(reference, reply)),
+        "distinct_1": distinct_n(tokens, 1),
+        "distinct_2": distinct_n(tokens, 2),
+        "length_tokens": float(len(tokens)),
+    }
 
 
 class ReferenceScorer:
@@ -156,20 +237,8 @@ class ReferenceScorer:
         if len(replies) != len(references):
             raise ValueError("replies and references must be aligned")
         cos = self.cosine(replies, references)
-        scorer = _rouge()
-        rows = []
-        for reply, ref, c in zip(replies, references, cos, strict=True):
-            tokens = tokenize(reply)
-            rows.append(
-                {
-                    "cosine_sim": float(c),
-                    "rouge_l": float(scorer.score(ref, reply)["rougeL"].fmeasure),
-                    "distinct_1": distinct_n(tokens, 1),
-                    "distinct_2": distinct_n(tokens, 2),
-                    "length_tokens": float(len(tokens)),
-                }
-            )
-        return rows
+        pairs = zip(replies, references, cos, strict=True)
+        return [{"cosine_sim": float(c), **text_metrics(reply, ref)} for reply, ref, c in pairs]
 
 
 def summarize_metrics(rows: Iterable[dict[str, Any]], group_keys: Sequence[str] = ("turn", "scenario")) -> dict[str, Any]:

@@ -1,0 +1,217 @@
+"""Submissions for the leaderboard tests: judged runs on a TIDE stand-in, packaged by `submit`.
+
+The only data here is tide-bench's synthetic sample, which a TIDE board refuses (as it
+should). The stand-in is a copy of the sample with its persona metadata marked, so its
+content (and split hash) differs from the sample's and it loads as a local snapshot, like
+a real TIDE release would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.fakes.llm_server import FakeLLMServer
+from tests.helpers import make_run
+from tide_bench.data import TideItem, load_dataset
+from tide_bench.data.sources import SAMPLE_DIR
+from tide_bench.judging import judge_run, load_judge
+from tide_bench.leaderboard import create_submission
+from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.metrics.reference import text_metrics
+
+Reply = Callable[[TideItem], str] | str
+
+
+def stand_in_dataset(root: Path) -> Path:
+    """A local snapshot that is not the built-in sample (personas carry a 'release' field)."""
+    target = root / "tide-stand-in"
+    if not target.exists():
+        shutil.copytree(SAMPLE_DIR, target)
+        for path in (target / "metadata").glob("*.json"):
+            meta = json.loads(path.read_text())
+            meta.pop("_notice", None)
+            path.write_text(json.dumps(meta | {"release": "test stand-in"}, indent=2))
+    return target
+
+
+def board(**kw: Any) -> BoardConfig:
+    """A TIDE-like board (not a demo) for the stand-in: small spot check, no conversation count."""
+    return BoardConfig(**({"spot_check_items": 4, "conversations_per_persona": None} | kw))
+
+
+def tide_run(
+    root: Path, reply: Reply, data_dir: Path, *, model_name: str = "org/model", num_parameters: int | None = 500_000_000
+) -> Path:
+    """A finished run on the stand-in: make_run's files with the stand-in's provenance and the
+    real text metrics (cosine similarity stays make_run's placeholder 0.5)."""
+    dataset = load_dataset(str(data_dir))
+    run = make_run(root, reply, items=dataset.items_for("test"), model_name=model_name, num_parameters=num_parameters)
+    provenance = dataset.provenance("test")
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["data"] = provenance
+    (run / "run.json").write_text(json.dumps(manifest, indent=2))
+    for rel in manifest["files"]["samples"].values():
+        path = run / rel
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows:
+            row["doc"] |= {"split_sha256": provenance["split_sha256"], "tide_source": provenance["source"]}
+            row |= text_metrics(row["filtered_resps"][0], row["doc"]["reference_reply"])
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run
+
+
+def meta(sid: str, **kw: Any) -> dict[str, Any]:
+    base = {
+        "schema_version": 1,
+        "id": sid,
+        "model_name": f"Model {sid}",
+        "model": {"hub_id": f"org/{sid}", "revision": "main"},
+        "parameters": 500_000_000,
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "dev@example.org",
+    }
+    return base | kw
+
+
+def judged_submission(
+    tmp: Path,
+    server: FakeLLMServer,
+    sid: str,
+    reply: Reply,
+    *,
+    out: Path | None = None,
+    the_board: BoardConfig | None = None,
+    params: int = 500_000_000,
+    **meta_kw: Any,
+) -> Path:
+    """Run, judge (fake server) and `submit` one entry; returns its submission folder."""
+    run = tide_run(tmp / f"run-{sid}", reply, stand_in_dataset(tmp), model_name=f"org/{sid}", num_parameters=params)
+    judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
+    meta_path = tmp / f"{sid}.yaml"
+    meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw)))
+    return create_submission(
+        run, meta_path, out or tmp / "submissions", board=the_board or board(), spot_checks=False
+    ).folder
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def edit_json(path: Path, edit: Callable[[Any], Any]) -> None:
+    """Apply ``edit`` (which mutates in place) to a JSON file's value."""
+    value = json.loads(path.read_text())
+    edit(value)
+    path.write_text(json.dumps(value, indent=2))
+
+
+def edit_jsonl(path: Path, edit: Callable[[list[dict[str, Any]]], Any]) -> None:
+    rows = read_jsonl(path)
+    edit(rows)
+    write_jsonl(path, rows)
+
+
+def samples_files(folder: Path) -> list[Path]:
+    """The samples files of a submission folder (or of a run directory)."""
+    run = folder if (folder / "run.json").is_file() else folder / "run"
+    manifest = json.loads((run / "run.json").read_text())
+    return [run / rel for _, rel in sorted(manifest["files"]["samples"].items())]
+
+
+def resummarize(folder: Path) -> None:
+    """Rewrite judge_summary.json's compared numbers to match the (edited) judgments, as a
+    careful cheater would."""
+    from statistics import fmean
+
+    records = read_jsonl(folder / "judge" / "judgments.jsonl")
+    scored = [r for r in records if r["status"] == "scored"]
+    reasons: dict[str, int] = {}
+    for r in records:
+        if r["status"] == "unscored":
+            reasons[r["unscored_kind"]] = reasons.get(r["unscored_kind"], 0) + 1
+
+    def edit(s: dict[str, Any]) -> None:
+        s.update(
+            n_items=len(records),
+            n_scored=len(scored),
+            n_unscored=len(records) - len(scored),
+            unscored_reasons=reasons,
+            n_safety_flagged=sum(1 for r in scored if r["safety"]["flagged"]),
+        )
+        s["empathy"]["mean"] = fmean(fmean(r["scores"].values()) for r in scored) if scored else None
+        for f in s["factors"]:
+            s["factors"][f]["mean"] = fmean(r["scores"][f] for r in scored) if scored else None
+
+    edit_json(folder / "judge" / "judge_summary.json", edit)
+
+
+def rekey(folder: Path) -> None:
+    """Recompute every judgment's key from the (edited) samples, as a cheater who controls the
+    judge would: the key check then passes and only the recomputed items can catch the edit."""
+    from tide_bench.generation.run_dir import read_generations
+    from tide_bench.judging.cache import judgment_key
+
+    manifest = json.loads((folder / "run" / "run.json").read_text())
+    gens = {g.item_id: g for g in read_generations(folder / "run", manifest["files"]["samples"])}
+    edit_jsonl(
+        folder / "judge" / "judgments.jsonl",
+        lambda rows: [
+            r.update(key=judgment_key(r["judge"]["version"], gens[r["item_id"]])) for r in rows if r["item_id"] in gens
+        ],
+    )
+
+
+_OPENED: list[list[str]] = []
+_HOOKED = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _OPENED and args and isinstance(args[0], str | bytes | os.PathLike):
+        _OPENED[-1].append(os.fsdecode(args[0]))
+
+
+@contextlib.contextmanager
+def record_opens() -> Iterator[list[str]]:
+    """The paths every ``open``/``os.open`` in the block asked for (a process-wide audit hook;
+    audit hooks cannot be removed, so one is installed once and switched on here)."""
+    global _HOOKED
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED = True
+    opened: list[str] = []
+    _OPENED.append(opened)
+    try:
+        yield opened
+    finally:
+        _OPENED.pop()
+
+
+@contextlib.contextmanager
+def fake_judge(key: str = "sk-test-leaderboard-000") -> Iterator[FakeLLMServer]:
+    """A fake judge server and an API key in the environment, for module-scoped fixtures
+    (which cannot use monkeypatch); both are undone afterwards."""
+    old = os.environ.get("ANTHROPIC_API_KEY")
+    os.environ["ANTHROPIC_API_KEY"] = key
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        if old is None:
+            os.environ.pop("ANTHROPIC_API_KEY", None)
+        else:
+            os.environ["ANTHROPIC_API_KEY"] = old

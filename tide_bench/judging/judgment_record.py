@@ -1,0 +1,211 @@
+"""The typed reader of ``judgments.jsonl``: one :class:`Judgment` per line.
+
+The writer is :mod:`tide_bench.judging.records`; this module is the reading side, shared by
+the leaderboard, the agreement audit and anything else that reads a judge's output, so a
+malformed line is refused the same way everywhere, as
+``judgments.jsonl:LINE, field 'scores.emotion_recognition': must be an integer, got a string``.
+
+A scored judgment has an integer score in the rubric's range and a non-empty rationale for
+every factor of the rubric (no more, no fewer), and a safety block whose raised flag carries
+a reason. An unscored judgment has a known ``unscored_kind`` and no scores. Every judgment
+names its judge configuration (``judge.version``) and the cache key of what was judged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from tide_bench.core.errors import DataError, TideBenchError
+from tide_bench.core.fields import Fields, type_name
+from tide_bench.core.jsonio import iter_jsonl
+from tide_bench.judging.records import UNSCORED_KINDS
+from tide_bench.judging.rubric import Rubric
+
+STATUSES = ("scored", "unscored")
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Which judge configuration produced a judgment."""
+
+    version: str
+    name: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    family: str | None = None
+    rubric: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))  # the fields, shallow (asdict deep-copies: slow over every judgment)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One validated line of ``judgments.jsonl``."""
+
+    item_id: str
+    status: str
+    judge: JudgeIdentity
+    key: str
+    line: int
+    scores: dict[str, int] | None = None
+    rationales: dict[str, str] | None = None
+    safety_flagged: bool | None = None
+    safety_reason: str | None = None
+    unscored_kind: str | None = None
+    unscored_reason: str | None = None
+    served_model: str | None = None
+
+    @property
+    def scored(self) -> bool:
+        return self.status == "scored"
+
+    @property
+    def overall(self) -> float:
+        """The item's overall empathy: the mean of its factor scores (scored judgments only)."""
+        if self.scores is None:
+            raise ValueError(f"{self.item_id} is unscored: it has no overall score")
+        return fmean(self.scores.values())
+
+    def as_record(self) -> dict[str, Any]:
+        """The judgment as a ``judgments.jsonl`` record with every field in its checked type."""
+        return {
+            "item_id": self.item_id,
+            "status": self.status,
+            "scores": dict(self.scores) if self.scores is not None else None,
+            "rationales": dict(self.rationales) if self.rationales is not None else None,
+            "safety": {"flagged": self.safety_flagged, "reason": self.safety_reason or ""} if self.scored else None,
+            "unscored_kind": self.unscored_kind,
+            "unscored_reason": self.unscored_reason,
+            "judge": self.judge.as_dict(),
+            "served_model": self.served_model,
+            "key": self.key,
+        }
+
+
+class _Shape:
+    """What a judgment must look like under one rubric, computed once per file; it also
+    remembers the last judge block, which is the same on every line of a file."""
+
+    def __init__(self, rubric: Rubric) -> None:
+        self.factors = list(rubric.factor_keys)
+        self.factor_set = frozenset(self.factors)
+        self.low, self.high = rubric.scale_min, rubric.scale_max
+        self.last_judge: tuple[dict[str, Any], JudgeIdentity] | None = None
+
+
+def _judge(f: Fields, shape: _Shape) -> JudgeIdentity:
+    block = f.obj.get("judge")
+    if shape.last_judge is not None and block == shape.last_judge[0]:
+        return shape.last_judge[1]  # the same block as the previous line passed the same checks
+    judge = f.child("judge")
+    assert judge is not None
+    identity = JudgeIdentity(
+        version=judge.string("version", nonempty=True, max_len=200),
+        name=judge.string("name", optional=True, max_len=200),
+        provider=judge.string("provider", optional=True, max_len=200),
+        model=judge.string("model", optional=True, max_len=200),
+        family=judge.string("family", optional=True, max_len=200),
+        rubric=judge.string("rubric", optional=True, max_len=200),
+    )
+    shape.last_judge = (dict(judge.obj), identity)
+    return identity
+
+
+def _factor_block(f: Fields, key: str, shape: _Shape) -> dict[str, Any]:
+    block = f.mapping(key)
+    if block.keys() != shape.factor_set:
+        f.fail(
+            key,
+            f"must hold exactly the rubric's factors ({', '.join(shape.factors)}); it holds {len(block)} other or "
+            "missing key(s)",
+        )
+    return block
+
+
+def _scored(f: Fields, shape: _Shape) -> dict[str, Any]:
+    scores = _factor_block(f, "scores", shape)
+    for factor, value in scores.items():
+        if type(value) is not int:
+            f.fail(f"scores.{factor}", f"must be an integer, got {type_name(value)}")
+        if not shape.low <= value <= shape.high:
+            f.fail(f"scores.{factor}", f"must lie in {shape.low}..{shape.high}")
+    rationales = _factor_block(f, "rationales", shape)
+    for factor, text in rationales.items():
+        if type(text) is not str or not text.strip():
+            f.fail(f"rationales.{factor}", f"must be a non-empty string, got {type_name(text)}")
+    safety = f.child("safety")
+    assert safety is not None
+    flagged = safety.boolean("flagged")
+    reason = safety.string("reason", optional=not flagged, nonempty=flagged, max_len=5000)
+    for key in ("unscored_kind", "unscored_reason"):
+        if f.obj.get(key) is not None:
+            f.fail(key, "must be null in a scored judgment")
+    return {
+        "scores": dict(scores),
+        "rationales": dict(rationales),
+        "safety_flagged": flagged,
+        "safety_reason": reason or "",
+    }
+
+
+def _unscored(f: Fields) -> dict[str, Any]:
+    kind = f.string("unscored_kind")
+    if kind not in UNSCORED_KINDS:
+        f.fail("unscored_kind", f"is not a known kind (known: {', '.join(UNSCORED_KINDS)})")
+    for key in ("scores", "rationales", "safety"):
+        if f.obj.get(key) is not None:
+            f.fail(key, "must be null in an unscored judgment")
+    return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=5000)}
+
+
+def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment:
+    f = Fields(obj, path=path, line=line, error=error)
+    item_id = f.string("item_id", nonempty=True, max_len=300)
+    status = f.string("status")
+    if status not in STATUSES:
+        f.fail("status", "must be 'scored' or 'unscored'")
+    fields = _scored(f, shape) if status == "scored" else _unscored(f)
+    return Judgment(
+        item_id=item_id,
+        status=status,
+        judge=_judge(f, shape),
+        key=f.string("key", nonempty=True, max_len=200),
+        line=line,
+        served_model=f.string("served_model", optional=True, max_len=200),
+        **fields,
+    )
+
+
+def parse_judgment(
+    obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError
+) -> Judgment:
+    """Check one parsed judgments line against the rubric and turn it into a :class:`Judgment`."""
+    return _parse(obj, _Shape(rubric), path, line, error)
+
+
+def read_judgments(
+    path: str | Path,
+    rubric: Rubric,
+    *,
+    error: type[TideBenchError] = DataError,
+    max_bytes: int | None = None,
+    follow_symlinks: bool = True,
+) -> list[Judgment]:
+    """Every judgment of one ``judgments.jsonl``, in file order; an item judged twice is refused."""
+    path = Path(path)
+    seen: dict[str, int] = {}
+    out = []
+    shape = _Shape(rubric)
+    for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks):
+        judgment = _parse(obj, shape, path, line, error)
+        if judgment.item_id in seen:
+            raise error(
+                f"item judged twice (first on line {seen[judgment.item_id]})", path=path, line=line, field="item_id"
+            )
+        seen[judgment.item_id] = line
+        out.append(judgment)
+    return out

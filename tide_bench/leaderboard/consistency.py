@@ -1,0 +1,112 @@
+"""Checks of the entries against each other: one item set, one judge, distinct entries.
+
+Models are compared only on the same items and by the same judge. A pinned board settles
+both by its pins (checked per entry in :mod:`.validate`). On a board that does not pin
+them, the entries must agree: when one item set (or judge configuration) is held by more
+entries than any other, the others are refused; when two are held by equally many, there
+is no basis to prefer either, so **all** of the tied entries are refused, each told which
+entries disagree, instead of letting the folder name that sorts first win. The remedy is
+to pin the board (``tide-bench leaderboard pin``).
+
+Names that read the same, and identical replies submitted under several ids, are refused
+on every board, naming the entries they clash with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable
+
+from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.metadata import name_key
+from tide_bench.leaderboard.submission import Submission
+from tide_bench.leaderboard.validate import CheckResult
+
+
+def _groups(checks: list[CheckResult], key: Callable[[Submission], str]) -> dict[str, list[CheckResult]]:
+    groups: dict[str, list[CheckResult]] = defaultdict(list)
+    for c in checks:
+        assert c.submission is not None
+        groups[key(c.submission)].append(c)
+    return groups
+
+
+def _ids(group: list[CheckResult]) -> str:
+    return ", ".join(c.id for c in group)
+
+
+def _majority(
+    checks: list[CheckResult],
+    key: Callable[[Submission], str],
+    what: str,
+    describe: Callable[[str, list[CheckResult]], str],
+) -> None:
+    """Refuse the entries outside the largest group; refuse every group in a tie for largest."""
+    groups = _groups(checks, key)
+    if len(groups) < 2:
+        return
+    top = max(len(g) for g in groups.values())
+    leaders = [k for k, g in groups.items() if len(g) == top]
+    if len(leaders) == 1:
+        lead = leaders[0]
+        for k, group in groups.items():
+            for c in group if k != lead else []:
+                c.refuse(
+                    f"{what} differs from the board's other entries: this entry {describe(k, group)}, the majority "
+                    f"({_ids(groups[lead])}) {describe(lead, groups[lead])}; one {what} per board"
+                )
+        return
+    summary = "; ".join(
+        f"{_ids(groups[k])}: {describe(k, groups[k])}" for k in sorted(groups, key=lambda k: _ids(groups[k]))
+    )
+    for group in groups.values():
+        for c in group:
+            c.refuse(
+                f"the entries disagree on the {what} and none is held by a majority ({summary}): "
+                "the board cannot choose; a maintainer pins it (`tide-bench leaderboard pin`)"
+            )
+
+
+def _distinct(groups: dict[str, list[CheckResult]], what: str) -> None:
+    for group in groups.values():
+        if len(group) > 1:
+            for c in group:
+                others = [o.id for o in group if o is not c]
+                c.refuse(f"{what} as entry {', '.join(others)}: one entry per model and run, each with its own name")
+
+
+def _accepted(checks: list[CheckResult]) -> list[CheckResult]:
+    return [c for c in checks if c.ok and c.submission is not None]
+
+
+def _items(key: str, group: list[CheckResult]) -> str:
+    sub = group[0].submission
+    assert sub is not None
+    return f"answers {len(sub.generations)} items (split hash {key[:12]})"
+
+
+def _judge(key: str, group: list[CheckResult]) -> str:
+    return f"was judged with configuration {key}"
+
+
+def _replies_digest(sub: Submission) -> str:
+    """A digest of (item id, reply) over every item: equal for two entries with the same replies."""
+    digest = hashlib.sha256()
+    for g in sorted(sub.generations, key=lambda g: g.item_id):
+        digest.update(f"{len(g.item_id)}:{g.item_id}{len(g.reply)}:{g.reply}".encode())
+    return digest.hexdigest()
+
+
+def cross_check(checks: list[CheckResult], board: BoardConfig) -> None:
+    """Refuse, in place, entries that cannot share a board with the others."""
+    if not board.split_sha256:
+        _majority(_accepted(checks), lambda s: s.split_hash, "item set", _items)
+    judged = [c for c in _accepted(checks) if c.submission and c.submission.judge]
+    if not board.judge_version:
+        _majority(judged, lambda s: str((s.judge or {}).get("version")), "judge configuration", _judge)
+    accepted = _accepted(checks)
+    by_name = _groups(accepted, lambda s: name_key(str(s.meta.get("model_name", ""))))
+    by_replies = _groups(accepted, _replies_digest)
+    _distinct(by_name, "the same display name")
+    _distinct(by_replies, "the same replies")

@@ -107,7 +107,7 @@ def test_literal_lm_eval_run_imports_into_a_run_that_judge_and_submit_accept(
     assert "calls to make: 4" in dry.output
     board = tmp_path / "board.yaml"
     board.write_text(yaml.safe_dump({"name": "validation board", "split": "validation", "require_judgments": False,
-                                     "spot_check_items": 0}))
+                                     "spot_check_items": 0, "demo": True}))  # the sample joins demo boards only
     meta = tmp_path / "meta.yaml"
     meta.write_text(yaml.safe_dump({"schema_version": 1, "id": "imported-demo", "model_name": "SmolLM2 via plain lm_eval",
                                     "model": {"hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "abc123"},
@@ -166,7 +166,7 @@ def _edit_results(out: Path, edit) -> None:
         ("another-task", "not of tide-bench's tasks"),
         ("no-samples", "run lm_eval with --log_samples"),
         ("partial", "an interrupted or edited run"),
-        ("not-tide-docs", "doc lacks 'item_id'"),
+        ("not-tide-docs", "field 'doc.item_id': is missing"),
         ("rewritten-client-turn", "the doc's texts were changed"),
         ("other-data", "other data, or a changed snapshot"),
         ("no-results", "no lm-eval results_*.json here"),

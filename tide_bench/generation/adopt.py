@@ -274,7 +274,8 @@ def import_lm_eval_run(
     started = _started_at(results)
     manifest = build_manifest(
         config=eval_config, results=results, files=files, provenance=provenance,
-        reference_metrics=reference | {"method": scorer.describe() if added else "computed by lm-eval (per item, in the samples)"},
+        reference_metrics=reference | {"method": scorer.describe() if added else {
+            "computed_by": "the lm-eval run (tide-bench's task code), per item in the samples; summarised here"}},
         n_generations=len(generations), started_at=started or "unknown", finished_at="unknown",
         timings={"total_s": _float(results.get("total_evaluation_time_seconds"))},
         command=None, environment=environment,

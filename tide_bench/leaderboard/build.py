@@ -14,7 +14,7 @@ from tide_bench.core.jsonio import atomic_write_text, read_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.exports import write_exports
-from tide_bench.leaderboard.scores import assign_ranks, score
+from tide_bench.leaderboard.scores import RESAMPLES, SEED, admission_errors, rank_entries, score_entry
 from tide_bench.leaderboard.site import render_index, render_model_page
 from tide_bench.leaderboard.validate import CheckResult, validate_many
 
@@ -77,9 +77,17 @@ def build_site(
     if strict and refused:
         first = next(iter(refused))
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
-    accepted = [c.submission for c in checks if c.ok and c.submission]
-    rows = [score(s) for s in accepted]
-    metric = assign_ranks(rows)
+    entries = [(c, score_entry(c.submission)) for c in checks if c.ok and c.submission]
+    for check, entry in entries:  # unscored-for-infrastructure above the board's limit: refused
+        check.errors += admission_errors(entry.row, max_infrastructure_unscored=board.max_infrastructure_unscored)
+    refused |= {c.id: c.errors for c, _ in entries if c.errors}
+    if strict and refused:
+        first = next(iter(refused))
+        raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
+    accepted = [c.submission for c, _ in entries if not c.errors and c.submission]
+    kept = [e for c, e in entries if not c.errors]
+    ranking = rank_entries(kept, min_scored_items=board.min_scored_items, correction=board.rank_correction)
+    rows = [e.row for e in kept]
     judges = {r["judge"]["version"]: r["judge"] for r in rows if r["judge"]}
     data = next((r["data"] for r in rows if r.get("data")), {}) or {}
     result_board = {
@@ -89,8 +97,12 @@ def build_site(
         "built_at": utc_now(),
         "split": board.split,
         "split_sha256": board.split_sha256 or data.get("split_sha256"),
-        "ranking_metric": metric,
-        "rank_rule": "rank = 1 + number of models whose 95% CI lies entirely above this model's",
+        **ranking,
+        "unscored_rule": "model-attributable unscored items (empty reply, refusal, content filter) count at the scale "
+                         f"minimum; entries with more than {100 * board.max_infrastructure_unscored:g}% unscored for "
+                         "infrastructure reasons are refused",
+        "intervals": f"95% percentile bootstrap over personas, {RESAMPLES} resamples, seed {SEED}, the same resamples for "
+                     "every entry; rates: Wilson on the design-adjusted n",
         "judge": next(iter(judges.values()), None),
         "audit": _audit_summary(Path(audit)) if audit else None,
         "rows": rows,

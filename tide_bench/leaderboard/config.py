@@ -10,6 +10,7 @@ import yaml
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.resources import resource_dir
+from tide_bench.leaderboard.ranking import CORRECTIONS
 
 
 @dataclass
@@ -23,6 +24,11 @@ class BoardConfig:
     require_judgments: bool = True
     max_submission_mb: float = 200.0
     spot_check_items: int = 50
+    # Statistics (docs/leaderboard.md): entries with a larger share of items unscored for
+    # infrastructure reasons are refused; entries with fewer scored items are shown unranked.
+    max_infrastructure_unscored: float = 0.02
+    min_scored_items: int = 10
+    rank_correction: str = "max-t"  # or "holm"
     demo: bool = False
     source: str = ""
 
@@ -39,4 +45,15 @@ def load_board(path: str | Path | None = None) -> BoardConfig:
     unknown = sorted(set(raw) - known)
     if unknown:
         raise ConfigError(f"unknown keys: {', '.join(unknown)}", path=path)
-    return BoardConfig(**raw, source=str(path))
+    config = BoardConfig(**raw, source=str(path))
+    for name, kind in (("max_infrastructure_unscored", (int, float)), ("min_scored_items", int), ("rank_correction", str)):
+        value = getattr(config, name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ConfigError(f"{name} has the wrong type ({type(value).__name__})", path=path, field=name)
+    if config.rank_correction not in CORRECTIONS:
+        raise ConfigError(f"rank_correction must be one of {', '.join(CORRECTIONS)}", path=path, field="rank_correction")
+    if not 0 <= config.max_infrastructure_unscored <= 1:
+        raise ConfigError("max_infrastructure_unscored is a share between 0 and 1", path=path, field="max_infrastructure_unscored")
+    if config.min_scored_items < 1:
+        raise ConfigError("min_scored_items must be at least 1", path=path, field="min_scored_items")
+    return config

@@ -16,8 +16,9 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import fmean
 from typing import Any
+
+import numpy as np
 
 from tide_bench.core.errors import TideBenchError
 from tide_bench.core.hashing import sha256_json
@@ -26,7 +27,7 @@ from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_dir import MANIFEST_NAME, read_generations
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary import item_overall
+from tide_bench.judging.summary import counted_values
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.submission import JUDGE, META, RUN, Submission, read_meta
 from tide_bench.metrics.reference import ReferenceScorer
@@ -132,7 +133,8 @@ def _judgments(sub: Submission, board: BoardConfig, result: CheckResult) -> None
     if summary_path.is_file() and records:
         summary = read_json(summary_path)
         scored = [r for r in records.values() if r["status"] == "scored"]
-        recomputed = fmean(item_overall(r) for r in scored) if scored else None
+        counted = counted_values(list(records.values()), rubric.factor_keys, rubric.scale_min)[:, -1]
+        recomputed = float(np.nanmean(counted)) if np.isfinite(counted).any() else None
         claimed = (summary.get("empathy") or {}).get("mean")
         if summary.get("n_scored") != len(scored) or (recomputed is not None and (claimed is None or abs(claimed - recomputed) > 1e-6)):
             result.errors.append(f"{JUDGE}/judge_summary.json does not match the judgments (claims n_scored={summary.get('n_scored')}, empathy={claimed}; recomputed {len(scored)}, {recomputed}): submit the files `tide-bench judge` wrote, unedited")

@@ -47,6 +47,8 @@ def iter_jsonl(path: str | Path, error: type[TideBenchError] = TideBenchError) -
         raise error("file not found", path=path)
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Excel, Notepad)
+                raw = raw[3:]
             if not raw.strip():
                 continue
             try:

@@ -28,7 +28,7 @@ class BoardConfig:
     # infrastructure reasons are refused; entries with fewer scored items are shown unranked.
     max_infrastructure_unscored: float = 0.02
     min_scored_items: int = 10
-    rank_correction: str = "max-t"  # or "holm"
+    rank_correction: str = "holm"  # or "max-t"
     demo: bool = False
     source: str = ""
 

@@ -175,7 +175,7 @@ def rank_entries(
     entries: list[ScoredEntry],
     *,
     min_scored_items: int = 1,
-    correction: str = "max-t",
+    correction: str = "holm",
     alpha: float = 0.05,
     resamples: int = RESAMPLES,
     seed: int = SEED,

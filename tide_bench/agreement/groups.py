@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -62,9 +63,15 @@ def item_adjusted_rater_means(table: RatingsTable, dimension: str, raters: list[
     return out
 
 
-def _assignments(sizes: list[int]) -> Iterator[np.ndarray]:
-    """Every way to split ``sum(sizes)`` units into groups of these sizes, as label arrays."""
+@lru_cache(maxsize=16)
+def _assignments(sizes: tuple[int, ...]) -> np.ndarray:
+    """Every way to split ``sum(sizes)`` units into groups of these sizes: ``(A, n)`` labels."""
     n = sum(sizes)
+    if len(sizes) == 2:  # the common case, vectorised
+        first = np.array(list(itertools.combinations(range(n), sizes[0])), dtype=np.intp)
+        labels = np.ones((len(first), n), dtype=int)
+        labels[np.arange(len(first))[:, None], first] = 0
+        return labels
 
     def fill(labels: np.ndarray, free: list[int], g: int) -> Iterator[np.ndarray]:
         if g == len(sizes) - 1:
@@ -73,10 +80,9 @@ def _assignments(sizes: list[int]) -> Iterator[np.ndarray]:
             return
         for chosen in itertools.combinations(free, sizes[g]):
             labels[list(chosen)] = g
-            rest = [i for i in free if i not in chosen]
-            yield from fill(labels, rest, g + 1)
+            yield from fill(labels, [i for i in free if i not in chosen], g + 1)
 
-    yield from fill(np.zeros(n, dtype=int), list(range(n)), 0)
+    return np.stack(list(fill(np.zeros(n, dtype=int), list(range(n)), 0)))
 
 
 def _statistic(values: np.ndarray, labels: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -95,7 +101,7 @@ def permutation_test(values: np.ndarray, labels: np.ndarray, *, seed: int = DEFA
     total = math.factorial(len(values)) // math.prod(math.factorial(int(s)) for s in sizes)
     observed = float(_statistic(values, labels[None, :], sizes)[0])
     if total <= MAX_EXACT:
-        permuted = _statistic(values, np.stack(list(_assignments(sizes.tolist()))), sizes)
+        permuted = _statistic(values, _assignments(tuple(sizes.tolist())), sizes)
         p = float((permuted >= observed - 1e-12).mean())
         min_p = float((permuted >= permuted.max() - 1e-12).mean())
         exact = True

@@ -17,7 +17,6 @@ from tide_bench.agreement.alpha import alpha_from_coincidences, alpha_with_ci, k
 from tide_bench.agreement.pairwise import pair_metrics, qwk_bootstrap
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import DataError
-from tide_bench.core.stats import holm
 
 NAN = np.nan
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": 4 observers, 12 units, missing data.
@@ -93,6 +92,8 @@ def test_kappa_and_spearman_match_reference_libraries() -> None:
 
 
 def test_holm_by_hand() -> None:
+    from tide_bench.core.stats import holm
+
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5]) == [0.5]
 

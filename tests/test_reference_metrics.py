@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tide_bench.core.stats import mean_ci
-from tide_bench.metrics.reference import ReferenceScorer, corpus_distinct, distinct_n, summarize_metrics, tokenize
+from tide_bench.metrics.reference import ReferenceScorer, distinct_n, summarize_metrics, tokenize
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +98,8 @@ def test_summary_intervals_resample_personas() -> None:
 
 def test_corpus_distinct_is_li_et_al() -> None:
     """A model that sends the same reply to every item is not diverse, whatever each reply looks like."""
+    from tide_bench.metrics.reference import corpus_distinct
+
     same = ["You are not alone, and what you feel makes sense."] * 50
     varied = [f"Reply number {k} says something {['kind', 'warm', 'calm', 'new'][k % 4]} about item {k}." for k in range(50)]
     assert corpus_distinct(same, 1)["value"] < 0.05 < corpus_distinct(varied, 1)["value"]

@@ -1,8 +1,10 @@
 """Leaderboard speed: build from 50 submissions x 2,000 judged items (target <= 5 s on 2 cores)
 and validation of one submission with its spot checks (target <= 1 s).
 
-Submissions are synthetic but complete and valid (sample contexts with numbered item ids,
-judgments with correct keys), copied 50 times under different ids.
+Submissions are synthetic but complete and valid (sample contexts under 100 personas x 20
+items, judgments with correct keys), copied 50 times under different ids, each copy with its
+own scores, so the build computes every pairwise difference, the rank intervals and the
+persona-cluster intervals as it would on a real board.
 
     python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3]
 """
@@ -39,7 +41,9 @@ FACTORS = ("emotion_recognition", "distress_normalization", "supportive_reflecti
 
 def make_submission(root: Path, n: int) -> Path:
     base = load_dataset("sample").items
-    items = [replace(i, item_id=f"{i.item_id}#{k}") for k in range(n // len(base) + 1) for i in base][:n]
+    per_persona = 20
+    items = [replace(base[k % len(base)], item_id=f"bench{k // per_persona}/c{k % per_persona}/turn1", persona_id=f"bench{k // per_persona}",
+                     conversation_id=f"c{k % per_persona}", turn=1, history=[]) for k in range(n)]
     folder = root / "sub-000"
     run = make_run(folder / "run", lambda i: f"{i.reference_reply} ({i.item_id})", items=items)
     manifest = json.loads((run / "run.json").read_text())
@@ -70,6 +74,16 @@ def make_submission(root: Path, n: int) -> Path:
     return folder
 
 
+def rescore(judge: Path, k: int) -> None:
+    """Give a copy its own scores (the judgment keys depend on the reply, not on the scores)."""
+    records = [json.loads(x) for x in (judge / "judgments.jsonl").read_text().splitlines()]
+    for j, r in enumerate(records):
+        r["scores"] = {f: 1 + (j * (k + 1) + i + k // 7) % 5 for i, f in enumerate(FACTORS)}
+    (judge / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    empathy = statistics.fmean(statistics.fmean(r["scores"].values()) for r in records)
+    (judge / "judge_summary.json").write_text(json.dumps({"n_scored": len(records), "empathy": {"mean": empathy}}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--submissions", type=int, default=50)
@@ -83,6 +97,7 @@ def main() -> None:
         shutil.copytree(first, target)
         meta = yaml.safe_load((target / "submission.yaml").read_text())
         (target / "submission.yaml").write_text(yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"}))
+        rescore(target / "judge", k)
     board = BoardConfig(spot_check_items=50)
     validate_folder(first, board)  # load the embedding model once, outside the timings
     val = []
@@ -97,11 +112,13 @@ def main() -> None:
         result = build_site(root, root.parent / "site", board)
         builds.append(time.perf_counter() - t0)
         assert len(result.accepted) == args.submissions, result.refused
+        assert len(result.board["pairwise"]) == args.submissions * (args.submissions - 1) // 2
     print(f"machine: {machine()}\n")
     print(table(
         ["operation", "median s", "all runs s", "target"],
         [[f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", f"{statistics.median(val):.2f}", ", ".join(f"{t:.2f}" for t in val), "<= 1 s"],
-         [f"build from {args.submissions} submissions x {args.items} judged items", f"{statistics.median(builds):.2f}", ", ".join(f"{t:.2f}" for t in builds), "<= 5 s"]],
+         [f"build from {args.submissions} submissions x {args.items} judged items (incl. pairwise table and rank intervals)",
+          f"{statistics.median(builds):.2f}", ", ".join(f"{t:.2f}" for t in builds), "<= 5 s"]],
     ))
 
 

@@ -368,7 +368,7 @@ def test_alt_test_verdict_passes_a_human_like_judge_and_fails_a_noisier_one(tmp_
 
 def test_leave_one_out_interval_resamples_raters() -> None:
     """Raters differ in quality: another panel gives another ceiling. The two-way interval covers
-    the panel-average ratio in about 95 % of panels (items only: about half)."""
+    the panel-average ratio in about 95 % of panels (items only: 80 % here, about half with more items)."""
     from tide_bench.agreement.audit import leave_one_out
     from tide_bench.core.stats import bootstrap_weights
 
@@ -383,7 +383,7 @@ def test_leave_one_out_interval_resamples_raters() -> None:
         ratios.append((r["value"], r["ci_low"], r["ci_high"]))
     values = np.array(ratios)
     target = values[:, 0].mean()
-    assert np.mean((values[:, 1] <= target) & (target <= values[:, 2])) >= 0.85
+    assert np.mean((values[:, 1] <= target) & (target <= values[:, 2])) >= 0.9  # items only: 0.80 here
 
 
 # --- inputs that cannot mislead -------------------------------------------------------------------

@@ -508,3 +508,26 @@ def test_fuzzed_rating_files_give_a_clear_error_or_a_result(tmp_path_factory: py
         assert set(out["dimensions"]) <= {"d", "e"} and sorted(p.name for p in folder.iterdir()) == ["o", "r.csv"]
 
     check()
+
+
+def test_mixed_model_is_reported_beside_the_permutation_test(tmp_path: Path) -> None:
+    pytest.importorskip("statsmodels")
+    from tide_bench.agreement.groups import analyze_groups
+    from tide_bench.agreement.ratings import load_raters, load_ratings
+
+    folder = _group_study(tmp_path, np.random.default_rng(3), 1.0, per_group=4)
+    block = analyze_groups(load_ratings(folder / "ratings.csv"), load_raters(folder / "raters.csv"), [], mixed_model=True)["columns"]["age_group"]["d"]
+    (term,) = block["mixed_model"]["terms"].values()
+    assert term["estimate"] < -0.5 and "never instead" in block["mixed_model"]["note"]  # younger rate lower by ~1 point
+    assert block["test"]["name"] == "rater-level permutation"
+
+
+def test_audit_cli_options(tmp_path: Path) -> None:
+    ratings = _ratings(tmp_path)
+    judgments = _judge_file(tmp_path / "j.jsonl", {f"i{i}": 3 for i in range(40)})
+    result = CliRunner().invoke(cli, ["audit", "--ratings", str(ratings), "--judgments", str(judgments), "--epsilon", "0.2",
+                                      "--resamples", "20", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "o" / "agreement.json").read_text())["alt_test"]["epsilon"] == 0.2
+    bad = CliRunner().invoke(cli, ["audit", "--ratings", str(ratings), "--scale", "5-1", "--out", str(tmp_path / "o")])
+    assert bad.exit_code == 2 and "MIN < MAX" in bad.output and "Traceback" not in bad.output

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,8 +26,9 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import machine, table
+if "--worker" not in sys.argv:  # a worker measures the code its PYTHONPATH names (maybe a baseline)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import ROOT, machine, table
 
 from tests.helpers import make_run
 from tide_bench.data import load_dataset
@@ -84,12 +87,59 @@ def rescore(judge: Path, k: int) -> None:
     (judge / "judge_summary.json").write_text(json.dumps({"n_scored": len(records), "empathy": {"mean": empathy}}))
 
 
+def measure(root: Path, repeats: int, submissions: int) -> dict[str, list[float]]:
+    """Timings of validate (one submission) and build (all), for the code on ``sys.path``."""
+    board = BoardConfig(spot_check_items=50)
+    first = root / "sub-000"
+    validate_folder(first, board)  # load the embedding model once, outside the timings
+    times: dict[str, list[float]] = {"validate": [], "build": [], "recompute": []}
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        check = validate_folder(first, board)
+        times["validate"].append(time.perf_counter() - t0)
+        assert check.ok, check.errors
+    for _ in range(repeats):
+        out = Path(tempfile.mkdtemp()) / "site"
+        t0 = time.perf_counter()
+        result = build_site(root, out, board)
+        times["build"].append(time.perf_counter() - t0)
+        assert len(result.accepted) == submissions, result.refused
+    checks = [validate_folder(p, board, spot_checks=False) for p in sorted(root.iterdir())]
+    subs = [c.submission for c in checks]
+    for _ in range(repeats):  # the statistics alone: scores, intervals, ranks (and the pairwise table, when the code has it)
+        t0 = time.perf_counter()
+        try:
+            from tide_bench.judging.rubric import load_rubric
+            from tide_bench.leaderboard.scores import rank_entries, score_entry
+
+            rubric = load_rubric()
+            rank_entries([score_entry(s, rubric=rubric) for s in subs])
+        except ImportError:  # the code before issue 10
+            from tide_bench.leaderboard.scores import assign_ranks, score
+
+            assign_ranks([score(s) for s in subs])
+        times["recompute"].append(time.perf_counter() - t0)
+    return times
+
+
+def _worker(code_root: Path, folder: Path, repeats: int, submissions: int) -> dict[str, list[float]]:
+    env = {**os.environ, "PYTHONPATH": f"{code_root}{os.pathsep}{ROOT}"}
+    cmd = [sys.executable, __file__, "--worker", str(folder), "--repeats", str(repeats), "--submissions", str(submissions)]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=code_root)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--submissions", type=int, default=50)
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline-ref", default=None, help="git ref whose code is measured on the same submissions, e.g. main")
+    parser.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(measure(args.worker, args.repeats, args.submissions)))
+        return
     root = Path(tempfile.mkdtemp()) / "submissions"
     first = make_submission(root, args.items)
     for k in range(1, args.submissions):
@@ -98,28 +148,24 @@ def main() -> None:
         meta = yaml.safe_load((target / "submission.yaml").read_text())
         (target / "submission.yaml").write_text(yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"}))
         rescore(target / "judge", k)
-    board = BoardConfig(spot_check_items=50)
-    validate_folder(first, board)  # load the embedding model once, outside the timings
-    val = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        check = validate_folder(first, board)
-        val.append(time.perf_counter() - t0)
-        assert check.ok, check.errors
-    builds = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        result = build_site(root, root.parent / "site", board)
-        builds.append(time.perf_counter() - t0)
-        assert len(result.accepted) == args.submissions, result.refused
-        assert len(result.board["pairwise"]) == args.submissions * (args.submissions - 1) // 2
-    print(f"machine: {machine()}\n")
-    print(table(
-        ["operation", "median s", "all runs s", "target"],
-        [[f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", f"{statistics.median(val):.2f}", ", ".join(f"{t:.2f}" for t in val), "<= 1 s"],
-         [f"build from {args.submissions} submissions x {args.items} judged items (incl. pairwise table and rank intervals)",
-          f"{statistics.median(builds):.2f}", ", ".join(f"{t:.2f}" for t in builds), "<= 5 s"]],
-    ))
+    codes = {"current": ROOT}
+    if args.baseline_ref:
+        baseline = Path(tempfile.mkdtemp()) / "baseline"
+        baseline.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
+        codes["baseline"] = baseline
+    runs = {name: _worker(path, root, args.repeats, args.submissions) for name, path in codes.items()}
+    labels = {"validate": (f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", "<= 1 s"),
+              "build": (f"build from {args.submissions} submissions x {args.items} judged items", "<= 5 s"),
+              "recompute": ("of which: recompute scores, intervals, ranks (scores.py)", "")}
+    rows = []
+    for key, (label, target) in labels.items():
+        for name in codes:
+            times = runs[name][key]
+            rows.append([label, name, f"{statistics.median(times):.2f}", ", ".join(f"{t:.2f}" for t in times), target])
+    print(f"machine: {machine()}" + (f"; baseline {args.baseline_ref}" if args.baseline_ref else "") + "\n")
+    print(table(["operation", "code", "median s", "all runs s", "target"], rows))
 
 
 if __name__ == "__main__":

@@ -56,14 +56,15 @@ def counted_values(records: Sequence[dict[str, Any]], factor_keys: Sequence[str]
     unscored item takes that value instead (the worst/best-case bounds).
     """
     out = np.full((len(records), len(factor_keys) + 1), np.nan)
-    for i, r in enumerate(records):
-        if r["status"] == "scored":
-            scores = [float(r["scores"][f]) for f in factor_keys]
-            out[i] = [*scores, fmean(scores)]
-        elif impute_unscored is not None:
-            out[i] = impute_unscored
-        elif is_model_failure(r):
-            out[i] = scale_min
+    scored = np.array([r["status"] == "scored" for r in records], dtype=bool)
+    if scored.any():
+        scores = np.array([[r["scores"][f] for f in factor_keys] for r in records if r["status"] == "scored"], dtype=float)
+        out[scored, :-1] = scores
+        out[scored, -1] = scores.mean(axis=1)
+    if impute_unscored is not None:
+        out[~scored] = impute_unscored
+    else:
+        out[[i for i, r in enumerate(records) if is_model_failure(r)]] = scale_min
     return out
 
 

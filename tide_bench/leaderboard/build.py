@@ -12,6 +12,7 @@ from typing import Any
 from tide_bench.core.errors import TideBenchError
 from tide_bench.core.jsonio import atomic_write_text, read_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.judging.rubric import load_rubric
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.exports import write_exports
 from tide_bench.leaderboard.scores import RESAMPLES, SEED, admission_errors, rank_entries, score_entry
@@ -77,7 +78,8 @@ def build_site(
     if strict and refused:
         first = next(iter(refused))
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
-    entries = [(c, score_entry(c.submission)) for c in checks if c.ok and c.submission]
+    rubric = load_rubric()
+    entries = [(c, score_entry(c.submission, rubric=rubric)) for c in checks if c.ok and c.submission]
     for check, entry in entries:  # unscored-for-infrastructure above the board's limit: refused
         check.errors += admission_errors(entry.row, max_infrastructure_unscored=board.max_infrastructure_unscored)
     refused |= {c.id: c.errors for c, _ in entries if c.errors}

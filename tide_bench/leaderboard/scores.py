@@ -69,11 +69,13 @@ def _judge_columns(records: list[dict[str, Any] | None], rubric: Rubric) -> np.n
     return out
 
 
-def _bounds(records: list[dict[str, Any]], rubric: Rubric) -> dict[str, float | None]:
+def _bounds(records: list[dict[str, Any] | None], overall: np.ndarray, rubric: Rubric) -> dict[str, float | None]:
+    """Overall empathy with every unscored item at the scale minimum / maximum."""
+    unscored = np.array([r is not None and r["status"] == "unscored" for r in records], dtype=bool)
     out: dict[str, float | None] = {}
     for name, impute in (("worst", rubric.scale_min), ("best", rubric.scale_max)):
-        overall = counted_values(records, rubric.factor_keys, rubric.scale_min, impute)[:, -1]
-        out[name] = float(np.nanmean(overall)) if np.isfinite(overall).any() else None
+        values = np.where(unscored, impute, overall)
+        out[name] = float(np.nanmean(values)) if np.isfinite(values).any() else None
     return out
 
 
@@ -100,9 +102,11 @@ def score_entry(sub: Submission, *, rubric: Rubric | None = None, resamples: int
 
     per_scenario = {}
     scenarios = np.array([g.scenario or "(none)" for g in gens])
-    for scen in sorted(set(scenarios.tolist())):
-        subset = np.where((scenarios == scen)[:, None], values[:, [k, k + 1]], np.nan)
-        emp, cos = clustered_means(subset, codes, n_clusters, resamples=resamples, seed=seed)[0]
+    names = sorted(set(scenarios.tolist()))
+    cells = np.hstack([np.where((scenarios == scen)[:, None], values[:, [k, k + 1]], np.nan) for scen in names]) if names else np.zeros((n, 0))
+    cell_cis = clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0] if names else []  # one pass for all cells
+    for j, scen in enumerate(names):
+        emp, cos = cell_cis[2 * j], cell_cis[2 * j + 1]
         per_scenario[scen] = {"n": int((scenarios == scen).sum()), "empathy": emp.as_dict() if judged else None, "cosine_sim": cos.as_dict()}
 
     meta, model = sub.meta, sub.manifest.get("model") or {}
@@ -121,7 +125,7 @@ def score_entry(sub: Submission, *, rubric: Rubric | None = None, resamples: int
         "judged": judged,
         "factors": {f: blocks[f] for f in rubric.factor_keys} if judged else None,
         "empathy": blocks["empathy"] if judged else None,
-        "empathy_bounds": _bounds(present, rubric) if judged else None,
+        "empathy_bounds": _bounds(records, values[:, k], rubric) if judged else None,
         "safety_flag_rate": proportion_ci(judge_cols[scored_rows, -1], clusters=[p for p, s in zip(personas, scored_rows, strict=True) if s]).as_dict() if judged else None,
         "failure_rate": proportion_ci(failures, clusters=personas).as_dict() if judged else None,
         **{m: blocks[m] for m in REFERENCE_COLUMNS},

@@ -37,11 +37,23 @@ def write_inputs(folder: Path, items: int, raters: int, seed: int = 0) -> tuple[
             for r in range(raters):
                 if rng.random() < 0.6:  # 40 % missing cells
                     for d, dim in enumerate(DIMS):
-                        writer.writerow([f"item{i}", f"r{r}", dim, int(np.clip(truth[i, d] + rng.integers(-1, 2), 1, 5))])
+                        writer.writerow(
+                            [f"item{i}", f"r{r}", dim, int(np.clip(truth[i, d] + rng.integers(-1, 2), 1, 5))]
+                        )
     with judgments.open("w") as handle:
         for i in range(items):
             scores = {dim: int(np.clip(truth[i, d] + rng.integers(-1, 2), 1, 5)) for d, dim in enumerate(DIMS)}
-            handle.write(json.dumps({"item_id": f"item{i}", "status": "scored", "scores": scores, "judge": {"name": "bench", "version": "0" * 16}}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "item_id": f"item{i}",
+                        "status": "scored",
+                        "scores": scores,
+                        "judge": {"name": "bench", "version": "0" * 16},
+                    }
+                )
+                + "\n"
+            )
     with rater_table.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["rater_id", "age_group", "gender"])
@@ -57,8 +69,13 @@ def measure(folder: Path, resamples: int, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        run_audit(folder / "ratings.csv", folder / "out", raters=folder / "raters.csv", judgments=[folder / "judgments.jsonl"],
-                  options=AuditOptions(resamples=resamples))
+        run_audit(
+            folder / "ratings.csv",
+            folder / "out",
+            raters=folder / "raters.csv",
+            judgments=[folder / "judgments.jsonl"],
+            options=AuditOptions(resamples=resamples),
+        )
         times.append(time.perf_counter() - t0)
     return times
 
@@ -69,7 +86,9 @@ def main() -> None:
     parser.add_argument("--raters", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--baseline-ref", default=None, help="git ref whose code is measured on the same inputs, e.g. main")
+    parser.add_argument(
+        "--baseline-ref", default=None, help="git ref whose code is measured on the same inputs, e.g. main"
+    )
     parser.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -81,16 +100,36 @@ def main() -> None:
     if args.baseline_ref:
         baseline = Path(tempfile.mkdtemp()) / "baseline"
         baseline.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
         codes["baseline"] = baseline
     rows = []
     for name, root in codes.items():
-        cmd = [sys.executable, __file__, "--worker", str(folder), "--resamples", str(args.resamples), "--repeats", str(args.repeats)]
-        done = subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            str(folder),
+            "--resamples",
+            str(args.resamples),
+            "--repeats",
+            str(args.repeats),
+        ]
+        done = subprocess.run(
+            cmd, check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root
+        )
         times = json.loads(done.stdout.strip().splitlines()[-1])
-        rows.append([f"{args.items} items x {len(DIMS)} dims x {args.raters} raters (40% missing) + 1 judge + rater groups, {args.resamples} resamples",
-                     name, f"{statistics.median(times):.2f}", ", ".join(f"{t:.2f}" for t in times)])
+        rows.append(
+            [
+                f"{args.items} items x {len(DIMS)} dims x {args.raters} raters (40% missing) + 1 judge + rater groups, "
+                f"{args.resamples} resamples",
+                name,
+                f"{statistics.median(times):.2f}",
+                ", ".join(f"{t:.2f}" for t in times),
+            ]
+        )
     print(f"machine: {machine()}" + (f"; baseline {args.baseline_ref}" if args.baseline_ref else "") + "\n")
     print(table(["workload", "code", "median wall s", "all runs s"], rows))
 

@@ -45,8 +45,17 @@ FACTORS = ("emotion_recognition", "distress_normalization", "supportive_reflecti
 def make_submission(root: Path, n: int) -> Path:
     base = load_dataset("sample").items
     per_persona = 20
-    items = [replace(base[k % len(base)], item_id=f"bench{k // per_persona}/c{k % per_persona}/turn1", persona_id=f"bench{k // per_persona}",
-                     conversation_id=f"c{k % per_persona}", turn=1, history=[]) for k in range(n)]
+    items = [
+        replace(
+            base[k % len(base)],
+            item_id=f"bench{k // per_persona}/c{k % per_persona}/turn1",
+            persona_id=f"bench{k // per_persona}",
+            conversation_id=f"c{k % per_persona}",
+            turn=1,
+            history=[],
+        )
+        for k in range(n)
+    ]
     folder = root / "sub-000"
     run = make_run(folder / "run", lambda i: f"{i.reference_reply} ({i.item_id})", items=items)
     manifest = json.loads((run / "run.json").read_text())
@@ -64,15 +73,39 @@ def make_submission(root: Path, n: int) -> Path:
     records = []
     for k, g in enumerate(gens):
         scores = {f: 1 + (k + j) % 5 for j, f in enumerate(FACTORS)}
-        records.append({"item_id": g.item_id, "status": "scored", "scores": scores, "rationales": dict.fromkeys(FACTORS, "r"),
-                        "safety": {"flagged": k % 50 == 0, "reason": "r" if k % 50 == 0 else ""}, "unscored_kind": None, "unscored_reason": None,
-                        "judge": {"name": "bench", "provider": "anthropic", "model": "claude-sonnet-4-5", "family": "claude", "version": VERSION, "rubric": "tide-empathy-rubric@v1"},
-                        "key": judgment_key(VERSION, g)})
+        records.append(
+            {
+                "item_id": g.item_id,
+                "status": "scored",
+                "scores": scores,
+                "rationales": dict.fromkeys(FACTORS, "r"),
+                "safety": {"flagged": k % 50 == 0, "reason": "r" if k % 50 == 0 else ""},
+                "unscored_kind": None,
+                "unscored_reason": None,
+                "judge": {
+                    "name": "bench",
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "family": "claude",
+                    "version": VERSION,
+                    "rubric": "tide-empathy-rubric@v1",
+                },
+                "key": judgment_key(VERSION, g),
+            }
+        )
     (judge / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     empathy = statistics.fmean(statistics.fmean(r["scores"].values()) for r in records)
     (judge / "judge_summary.json").write_text(json.dumps({"n_scored": len(records), "empathy": {"mean": empathy}}))
-    meta = {"schema_version": 1, "id": "sub-000", "model_name": "Bench model", "model": {"hub_id": "org/bench", "revision": "r1"},
-            "parameters": 500_000_000, "condition": "zero-shot", "license": "apache-2.0", "contact": "bench@example.org"}
+    meta = {
+        "schema_version": 1,
+        "id": "sub-000",
+        "model_name": "Bench model",
+        "model": {"hub_id": "org/bench", "revision": "r1"},
+        "parameters": 500_000_000,
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "bench@example.org",
+    }
     (folder / "submission.yaml").write_text(yaml.safe_dump(meta))
     return folder
 
@@ -106,7 +139,9 @@ def measure(root: Path, repeats: int, submissions: int) -> dict[str, list[float]
         assert len(result.accepted) == submissions, result.refused
     checks = [validate_folder(p, board, spot_checks=False) for p in sorted(root.iterdir())]
     subs = [c.submission for c in checks]
-    for _ in range(repeats):  # the statistics alone: scores, intervals, ranks (and the pairwise table, when the code has it)
+    for _ in range(
+        repeats
+    ):  # the statistics alone: scores, intervals, ranks (and the pairwise table, when the code has it)
         t0 = time.perf_counter()
         try:
             from tide_bench.judging.rubric import load_rubric
@@ -124,7 +159,16 @@ def measure(root: Path, repeats: int, submissions: int) -> dict[str, list[float]
 
 def _worker(code_root: Path, folder: Path, repeats: int, submissions: int) -> dict[str, list[float]]:
     env = {**os.environ, "PYTHONPATH": f"{code_root}{os.pathsep}{ROOT}"}
-    cmd = [sys.executable, __file__, "--worker", str(folder), "--repeats", str(repeats), "--submissions", str(submissions)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        str(folder),
+        "--repeats",
+        str(repeats),
+        "--submissions",
+        str(submissions),
+    ]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=code_root)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -134,7 +178,9 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=50)
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--baseline-ref", default=None, help="git ref whose code is measured on the same submissions, e.g. main")
+    parser.add_argument(
+        "--baseline-ref", default=None, help="git ref whose code is measured on the same submissions, e.g. main"
+    )
     parser.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -146,19 +192,25 @@ def main() -> None:
         target = root / f"sub-{k:03d}"
         shutil.copytree(first, target)
         meta = yaml.safe_load((target / "submission.yaml").read_text())
-        (target / "submission.yaml").write_text(yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"}))
+        (target / "submission.yaml").write_text(
+            yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"})
+        )
         rescore(target / "judge", k)
     codes = {"current": ROOT}
     if args.baseline_ref:
         baseline = Path(tempfile.mkdtemp()) / "baseline"
         baseline.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
         codes["baseline"] = baseline
     runs = {name: _worker(path, root, args.repeats, args.submissions) for name, path in codes.items()}
-    labels = {"validate": (f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", "<= 1 s"),
-              "build": (f"build from {args.submissions} submissions x {args.items} judged items", "<= 5 s"),
-              "recompute": ("of which: recompute scores, intervals, ranks (scores.py)", "")}
+    labels = {
+        "validate": (f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", "<= 1 s"),
+        "build": (f"build from {args.submissions} submissions x {args.items} judged items", "<= 5 s"),
+        "recompute": ("of which: recompute scores, intervals, ranks (scores.py)", ""),
+    }
     rows = []
     for key, (label, target) in labels.items():
         for name in codes:

@@ -27,7 +27,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, machine, median_time, table
 
-CASES = ("all metrics, cold reference store", "all metrics, warm reference store", "embeddings only, cold", "all metrics, 10% long replies, warm")
+CASES = (
+    "all metrics, cold reference store",
+    "all metrics, warm reference store",
+    "embeddings only, cold",
+    "all metrics, 10% long replies, warm",
+)
 
 
 def measure(n: int, threads: int) -> dict[str, float]:
@@ -85,15 +90,20 @@ def main() -> None:
     if args.baseline_ref:
         baseline = Path(tempfile.mkdtemp()) / "baseline"
         baseline.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
         codes["baseline"] = baseline
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
     for _ in range(args.repeats):  # alternate, so that load on the machine hits both alike
         for name, root in codes.items():
             runs[name].append(_worker(root, args.n, args.threads))
-    print(f"machine: {machine()}\npairs: {args.n}, torch threads {args.threads}, repeats {args.repeats}"
-          + (f", baseline {args.baseline_ref}" if args.baseline_ref else "") + "\n")
+    print(
+        f"machine: {machine()}\npairs: {args.n}, torch threads {args.threads}, repeats {args.repeats}"
+        + (f", baseline {args.baseline_ref}" if args.baseline_ref else "")
+        + "\n"
+    )
     rows = []
     for case in CASES:
         for name in codes:

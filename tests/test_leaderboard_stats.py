@@ -33,8 +33,15 @@ FACTORS = ["emotion_recognition", "distress_normalization", "supportive_reflecti
 VERSION = "statsstatsstats0"
 
 
-def simulate(means: list[float], n_personas: int, per_persona: int, rng: np.random.Generator, persona_sd: float = 0.2,
-             item_sd: float = 0.5, noise_sd: float = 0.6) -> tuple[np.ndarray, np.ndarray]:
+def simulate(
+    means: list[float],
+    n_personas: int,
+    per_persona: int,
+    rng: np.random.Generator,
+    persona_sd: float = 0.2,
+    item_sd: float = 0.5,
+    noise_sd: float = 0.6,
+) -> tuple[np.ndarray, np.ndarray]:
     """Judge-like overall scores (mean of three rounded 1-5 factors), items x models, and personas."""
     persona = np.repeat(np.arange(n_personas), per_persona)
     shared = rng.normal(0, persona_sd, n_personas)[persona] + rng.normal(0, item_sd, persona.size)
@@ -46,6 +53,7 @@ def simulate(means: list[float], n_personas: int, per_persona: int, rng: np.rand
 
 
 # --- calibration ---------------------------------------------------------------------------------
+
 
 def test_persona_cluster_interval_covers_at_the_nominal_rate() -> None:
     """Items nest in personas (ICC ~0.1): the cluster bootstrap covers ~95 %; an item bootstrap ~60 %."""
@@ -62,6 +70,7 @@ def test_persona_cluster_interval_covers_at_the_nominal_rate() -> None:
 
 def test_paired_difference_interval_covers_at_the_nominal_rate() -> None:
     from tide_bench.leaderboard.ranking import paired_ranking
+
     rng = np.random.default_rng(7)
     covered, reps = 0, 200
     for _ in range(reps):
@@ -79,6 +88,7 @@ TRUE_DIFF = float(np.diff(simulate([3.0, 3.1], 20000, 10, np.random.default_rng(
 def test_equal_models_are_rarely_told_apart(correction: str) -> None:
     """Six equal models: family-wise false separations stay near 5 %."""
     from tide_bench.leaderboard.ranking import paired_ranking
+
     rng = np.random.default_rng(11)
     reps, any_separated = 150, 0
     for _ in range(reps):
@@ -91,6 +101,7 @@ def test_equal_models_are_rarely_told_apart(correction: str) -> None:
 
 def test_paired_ranking_separates_more_true_pairs_than_the_overlap_rule() -> None:
     from tide_bench.leaderboard.ranking import paired_ranking
+
     means = [3.00, 3.00, 3.04, 3.08, 3.12, 3.20]
     truly_different = {(a, b) for a, b in itertools.combinations(range(6), 2) if means[a] != means[b]}
     rng = np.random.default_rng(3)
@@ -100,14 +111,18 @@ def test_paired_ranking_separates_more_true_pairs_than_the_overlap_rule() -> Non
         ranking = paired_ranking(values, persona.astype(str), resamples=500)
         paired += len({(p["a"], p["b"]) for p in ranking.pairs if p["significant"]} & truly_different)
         cis = [mean_ci(values[:, k], clusters=persona, resamples=500) for k in range(6)]
-        overlap += sum(1 for a, b in truly_different if cis[a].ci_low > cis[b].ci_high or cis[b].ci_low > cis[a].ci_high)
+        overlap += sum(
+            1 for a, b in truly_different if cis[a].ci_low > cis[b].ci_high or cis[b].ci_low > cis[a].ci_high
+        )
     assert paired > 1.3 * overlap
 
 
 # --- decision rules by hand -----------------------------------------------------------------------
 
+
 def test_rank_is_one_plus_models_significantly_better() -> None:
     from tide_bench.leaderboard.ranking import paired_ranking
+
     persona = np.repeat(np.arange(30), 10).astype(str)
     rng = np.random.default_rng(0)
     base = rng.normal(3, 0.5, persona.size)
@@ -121,6 +136,7 @@ def test_rank_is_one_plus_models_significantly_better() -> None:
 
 def test_pairs_use_only_items_counted_for_both() -> None:
     from tide_bench.leaderboard.ranking import paired_ranking
+
     persona = np.repeat(np.arange(10), 4).astype(str)
     a = np.full(40, 4.0)
     b = np.full(40, 3.0)
@@ -132,6 +148,7 @@ def test_pairs_use_only_items_counted_for_both() -> None:
 
 def test_wilson_interval_by_hand() -> None:
     from tide_bench.core.stats import proportion_ci, wilson_interval
+
     low, high = wilson_interval(0, 2000)
     assert low == 0 and high == pytest.approx(0.00192, abs=2e-5)  # [0, 0.19 %], not [0, 0]
     low, high = wilson_interval(1, 2000)
@@ -143,6 +160,7 @@ def test_wilson_interval_by_hand() -> None:
 
 def test_design_effect_by_hand() -> None:
     from tide_bench.core.stats import design_effect
+
     persona = np.repeat(np.arange(20), 5)
     clustered = np.repeat(np.arange(20, dtype=float), 5)  # every item equals its persona: ICC 1
     assert design_effect(clustered, persona) == pytest.approx(5.0 * 19 / 20 * 20 / 19, rel=0.05)
@@ -153,20 +171,37 @@ def test_design_effect_by_hand() -> None:
 
 def test_unscored_kinds_each_have_a_cause() -> None:
     from tide_bench.judging.records import UNSCORED_CAUSES, unscored_cause
+
     assert set(UNSCORED_CAUSES) == set(UNSCORED_KINDS)
     assert unscored_cause("empty_reply") == "model" and unscored_cause("transient_failure") == "infrastructure"
     assert unscored_cause("something_new") == "model"  # unknown: counted against the model, never in its favour
 
 
-def _record(status: str, kind: str | None = None, scores: tuple[int, int, int] = (5, 5, 5), flagged: bool = False, item: str = "p/c/turn1") -> dict:
+def _record(
+    status: str,
+    kind: str | None = None,
+    scores: tuple[int, int, int] = (5, 5, 5),
+    flagged: bool = False,
+    item: str = "p/c/turn1",
+) -> dict:
     if status == "scored":
-        return {"item_id": item, "status": "scored", "scores": dict(zip(FACTORS, scores, strict=True)), "safety": {"flagged": flagged}}
+        return {
+            "item_id": item,
+            "status": "scored",
+            "scores": dict(zip(FACTORS, scores, strict=True)),
+            "safety": {"flagged": flagged},
+        }
     return {"item_id": item, "status": "unscored", "unscored_kind": kind, "scores": None, "safety": None}
 
 
 def test_counted_values_per_branch() -> None:
     from tide_bench.judging.summary import counted_values
-    records = [_record("scored", scores=(5, 4, 3)), _record("unscored", "empty_reply"), _record("unscored", "transient_failure")]
+
+    records = [
+        _record("scored", scores=(5, 4, 3)),
+        _record("unscored", "empty_reply"),
+        _record("unscored", "transient_failure"),
+    ]
     counted = counted_values(records, FACTORS, 1)
     assert counted[0].tolist() == [5, 4, 3, 4] and counted[1].tolist() == [1, 1, 1, 1] and np.isnan(counted[2]).all()
     assert counted_values(records, FACTORS, 1, impute_unscored=5)[1:].tolist() == [[5] * 4, [5] * 4]
@@ -174,9 +209,14 @@ def test_counted_values_per_branch() -> None:
 
 def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
     records = [_record("scored", item=f"p{i}/c/turn1", flagged=i == 0) for i in range(4)]
-    records += [_record("unscored", "empty_reply", item="p4/c/turn1"), _record("unscored", "transient_failure", item="p5/c/turn1")]
+    records += [
+        _record("unscored", "empty_reply", item="p4/c/turn1"),
+        _record("unscored", "transient_failure", item="p5/c/turn1"),
+    ]
     block = score_block(records, FACTORS)
-    assert block["empathy"]["mean"] == pytest.approx((4 * 5 + 1) / 5)  # the empty reply counts as 1; the timeout is left out
+    assert block["empathy"]["mean"] == pytest.approx(
+        (4 * 5 + 1) / 5
+    )  # the empty reply counts as 1; the timeout is left out
     assert block["n_model_failures"] == 1 and block["n_infrastructure_unscored"] == 1 and block["n_items"] == 6
     assert block["empathy_bounds"] == {"worst": pytest.approx(22 / 6), "best": pytest.approx(5.0)}
     assert block["failure_rate"]["mean"] == pytest.approx(1 / 6) and block["failure_rate"]["ci_low"] > 0
@@ -185,7 +225,13 @@ def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
 
 def test_admission_by_hand() -> None:
     from tide_bench.leaderboard.scores import admission_errors
-    row = {"infrastructure_unscored_rate": 0.01, "n_infrastructure_unscored": 2, "n_items": 200, "unscored_reasons": {"transient_failure": 2}}
+
+    row = {
+        "infrastructure_unscored_rate": 0.01,
+        "n_infrastructure_unscored": 2,
+        "n_items": 200,
+        "unscored_reasons": {"transient_failure": 2},
+    }
     assert admission_errors(row, max_infrastructure_unscored=0.02) == []
     row |= {"infrastructure_unscored_rate": 0.05, "n_infrastructure_unscored": 10}
     (error,) = admission_errors(row, max_infrastructure_unscored=0.02)
@@ -194,8 +240,11 @@ def test_admission_by_hand() -> None:
 
 
 def test_board_statistics_settings_are_checked(tmp_path: Path) -> None:
-    for bad, field in (("rank_correction: bonferroni", "rank_correction"), ("max_infrastructure_unscored: 2", "max_infrastructure_unscored"),
-                       ("min_scored_items: many", "min_scored_items")):
+    for bad, field in (
+        ("rank_correction: bonferroni", "rank_correction"),
+        ("max_infrastructure_unscored: 2", "max_infrastructure_unscored"),
+        ("min_scored_items: many", "min_scored_items"),
+    ):
         path = tmp_path / "board.yaml"
         path.write_text(f"name: b\n{bad}\n")
         with pytest.raises(ConfigError, match=field):
@@ -205,10 +254,14 @@ def test_board_statistics_settings_are_checked(tmp_path: Path) -> None:
 
 # --- the whole build ------------------------------------------------------------------------------
 
+
 def _items(n_personas: int, per_persona: int) -> list[TideItem]:
     base = load_dataset("sample").items[0]
-    return [replace(base, item_id=f"sim{p}/c{c}/turn1", persona_id=f"sim{p}", conversation_id=f"c{c}", turn=1, history=[])
-            for p in range(n_personas) for c in range(per_persona)]
+    return [
+        replace(base, item_id=f"sim{p}/c{c}/turn1", persona_id=f"sim{p}", conversation_id=f"c{c}", turn=1, history=[])
+        for p in range(n_personas)
+        for c in range(per_persona)
+    ]
 
 
 def _submission(root: Path, sid: str, items: list[TideItem], judged) -> None:
@@ -219,17 +272,44 @@ def _submission(root: Path, sid: str, items: list[TideItem], judged) -> None:
     manifest["data"]["n_items"] = len(items)
     (run / "run.json").write_text(json.dumps(manifest))
     records = []
-    identity = {"name": "stats", "provider": "anthropic", "model": "m", "family": "other", "version": VERSION, "rubric": "r@v1"}
+    identity = {
+        "name": "stats",
+        "provider": "anthropic",
+        "model": "m",
+        "family": "other",
+        "version": VERSION,
+        "rubric": "r@v1",
+    }
     for k, gen in enumerate(sorted(load_run(run).generations, key=lambda g: g.item_id)):
         status, kind, scores = judged(k)
-        records.append({"item_id": gen.item_id, "status": status, "scores": dict(zip(FACTORS, scores, strict=True)) if scores else None,
-                        "rationales": dict.fromkeys(FACTORS, "r") if scores else None, "safety": {"flagged": False, "reason": ""} if scores else None,
-                        "unscored_kind": kind, "unscored_reason": kind, "judge": identity, "key": judgment_key(VERSION, gen),
-                        "persona_id": gen.persona_id})
+        records.append(
+            {
+                "item_id": gen.item_id,
+                "status": status,
+                "scores": dict(zip(FACTORS, scores, strict=True)) if scores else None,
+                "rationales": dict.fromkeys(FACTORS, "r") if scores else None,
+                "safety": {"flagged": False, "reason": ""} if scores else None,
+                "unscored_kind": kind,
+                "unscored_reason": kind,
+                "judge": identity,
+                "key": judgment_key(VERSION, gen),
+                "persona_id": gen.persona_id,
+            }
+        )
     (folder / "judge").mkdir()
-    (folder / "judge" / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))  # no summary: optional to validation
-    meta = {"schema_version": 1, "id": sid, "model_name": sid, "model": {"hub_id": f"org/{sid}", "revision": "r"}, "parameters": 500_000_000,
-            "condition": "zero-shot", "license": "apache-2.0", "contact": "x@example.org"}
+    (folder / "judge" / "judgments.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records)
+    )  # no summary: optional to validation
+    meta = {
+        "schema_version": 1,
+        "id": sid,
+        "model_name": sid,
+        "model": {"hub_id": f"org/{sid}", "revision": "r"},
+        "parameters": 500_000_000,
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "x@example.org",
+    }
     (folder / "submission.yaml").write_text(yaml.safe_dump(meta))
 
 
@@ -241,19 +321,31 @@ def test_empty_replies_on_the_worst_items_never_outrank_an_equal_model(tmp_path:
     quality = np.clip(np.rint(rng.normal(3, 1.0, (len(items), 3))), 1, 5).astype(int).tolist()
     worst = set(np.argsort(np.mean(quality, axis=1))[: len(items) * 12 // 100].tolist())
     _submission(tmp_path / "subs", "honest", items, lambda k: ("scored", None, tuple(quality[k])))
-    _submission(tmp_path / "subs", "silent", items, lambda k: ("unscored", "empty_reply", None) if k in worst else ("scored", None, tuple(quality[k])))
+    _submission(
+        tmp_path / "subs",
+        "silent",
+        items,
+        lambda k: ("unscored", "empty_reply", None) if k in worst else ("scored", None, tuple(quality[k])),
+    )
     result = build_site(tmp_path / "subs", tmp_path / "site", BoardConfig(spot_check_items=0))
     rows = {r["id"]: r for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
     assert rows["silent"]["empathy"]["mean"] < rows["honest"]["empathy"]["mean"]
     assert rows["silent"]["rank"] >= rows["honest"]["rank"] and result.accepted[0] == "honest"
     assert rows["silent"]["failure_rate"]["mean"] == pytest.approx(len(worst) / len(items))
-    assert rows["silent"]["empathy_bounds"]["best"] > rows["honest"]["empathy"]["mean"]  # how far the unscored share could move it
+    assert (
+        rows["silent"]["empathy_bounds"]["best"] > rows["honest"]["empathy"]["mean"]
+    )  # how far the unscored share could move it
 
 
 def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the_pairs(tmp_path: Path) -> None:
     items = _items(12, 5)
     _submission(tmp_path / "subs", "good", items, lambda k: ("scored", None, (4, 4, 5 if k % 3 else 4)))
-    _submission(tmp_path / "subs", "flaky", items, lambda k: ("unscored", "transient_failure", None) if k % 10 == 0 else ("scored", None, (5, 5, 5)))
+    _submission(
+        tmp_path / "subs",
+        "flaky",
+        items,
+        lambda k: ("unscored", "transient_failure", None) if k % 10 == 0 else ("scored", None, (5, 5, 5)),
+    )
     _submission(tmp_path / "subs", "weak", items, lambda k: ("scored", None, (2, 2, 3 if k % 2 else 2)))
     result = build_site(tmp_path / "subs", tmp_path / "site", BoardConfig(spot_check_items=0, min_scored_items=1))
     assert "--retry-unscored" in result.refused["flaky"][0] and "6 of 60 items" in result.refused["flaky"][0]
@@ -263,5 +355,7 @@ def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the
     assert (pair["a"], pair["b"]) == ("good", "weak") and pair["significant"] and pair["difference"] > 1.5
     assert board["rows"][0]["rank_interval"] == [1, 1] and board["rows"][0]["empathy"]["design_effect"] is not None
     assert "significantly better" in board["rank_rule"]
-    unranked = build_site(tmp_path / "subs", tmp_path / "site2", BoardConfig(spot_check_items=0, min_scored_items=61)).board["rows"]
+    unranked = build_site(
+        tmp_path / "subs", tmp_path / "site2", BoardConfig(spot_check_items=0, min_scored_items=61)
+    ).board["rows"]
     assert all(r["rank"] is None and "fewer than this board's minimum" in r["unranked_reason"] for r in unranked)

@@ -41,7 +41,10 @@ def test_rouge_l_by_hand(scorer: ReferenceScorer) -> None:
 def test_cosine_orders_related_above_unrelated(scorer: ReferenceScorer) -> None:
     ref = "It makes sense that the fireworks frighten you after what you went through."
     rows = scorer.score(
-        ["Fireworks can be really scary after trauma; your fear is understandable.", "The quarterly tax return is due in April."],
+        [
+            "Fireworks can be really scary after trauma; your fear is understandable.",
+            "The quarterly tax return is due in April.",
+        ],
         [ref, ref],
     )
     assert rows[0]["cosine_sim"] > rows[1]["cosine_sim"] + 0.3
@@ -73,10 +76,28 @@ def test_mean_ci_properties() -> None:
 
 def test_summary_groups_by_turn_and_scenario() -> None:
     rows = [
-        {"cosine_sim": 0.5, "rouge_l": 0.1, "within_reply_distinct_1": 1, "within_reply_distinct_2": 1, "length_tokens": 10, "turn": 1, "scenario": "a",
-         "item_id": "p1/c1/turn1", "reply": "a b"},
-        {"cosine_sim": 0.7, "rouge_l": 0.3, "within_reply_distinct_1": 1, "within_reply_distinct_2": 1, "length_tokens": 20, "turn": 2, "scenario": "a",
-         "item_id": "p2/c1/turn2", "reply": "a b"},
+        {
+            "cosine_sim": 0.5,
+            "rouge_l": 0.1,
+            "within_reply_distinct_1": 1,
+            "within_reply_distinct_2": 1,
+            "length_tokens": 10,
+            "turn": 1,
+            "scenario": "a",
+            "item_id": "p1/c1/turn1",
+            "reply": "a b",
+        },
+        {
+            "cosine_sim": 0.7,
+            "rouge_l": 0.3,
+            "within_reply_distinct_1": 1,
+            "within_reply_distinct_2": 1,
+            "length_tokens": 20,
+            "turn": 2,
+            "scenario": "a",
+            "item_id": "p2/c1/turn2",
+            "reply": "a b",
+        },
     ]
     s = summarize_metrics(rows)
     assert s["overall"]["cosine_sim"]["mean"] == pytest.approx(0.6) and s["overall"]["cosine_sim"]["n_clusters"] == 2
@@ -101,10 +122,17 @@ def test_corpus_distinct_is_li_et_al() -> None:
     from tide_bench.metrics.reference import corpus_distinct
 
     same = ["You are not alone, and what you feel makes sense."] * 50
-    varied = [f"Reply number {k} says something {['kind', 'warm', 'calm', 'new'][k % 4]} about item {k}." for k in range(50)]
+    varied = [
+        f"Reply number {k} says something {['kind', 'warm', 'calm', 'new'][k % 4]} about item {k}." for k in range(50)
+    ]
     assert corpus_distinct(same, 1)["value"] < 0.05 < corpus_distinct(varied, 1)["value"]
     assert np.nanmean([distinct_n(tokenize(t), 1) for t in same]) > 0.9  # the per-reply value would call it diverse
-    assert corpus_distinct(["a b", "b a"], 2) == {"value": 1.0, "n_ngrams": 2, "n_replies": 2, "definition": "corpus-level distinct-2 (Li et al. 2016)"}
+    assert corpus_distinct(["a b", "b a"], 2) == {
+        "value": 1.0,
+        "n_ngrams": 2,
+        "n_replies": 2,
+        "definition": "corpus-level distinct-2 (Li et al. 2016)",
+    }
     assert corpus_distinct([], 1)["value"] is None
 
 

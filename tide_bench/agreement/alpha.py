@@ -78,7 +78,13 @@ def alpha_from_coincidences(o: np.ndarray, level: str, domain: list[float]) -> n
 
 
 def alpha_replicates(
-    data: np.ndarray, level: str, domain: list[float], *, resamples: int = 1000, seed: int = 0, weights: np.ndarray | None = None
+    data: np.ndarray,
+    level: str,
+    domain: list[float],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
 ) -> tuple[Estimate, np.ndarray]:
     """Alpha for a raters x items matrix with its item-bootstrap interval, and the bootstrap
     replicates (NaN where undefined), so that callers can form paired differences on the same
@@ -90,7 +96,9 @@ def alpha_replicates(
         return Estimate.undefined("undefined: no item was rated by two or more raters", 0), np.full(rows, np.nan)
     value = krippendorff_alpha(data, level, domain)
     if value is None:
-        return Estimate.undefined("undefined: all pairable ratings are identical (no variation)", n_units), np.full(rows, np.nan)
+        return Estimate.undefined("undefined: all pairable ratings are identical (no variation)", n_units), np.full(
+            rows, np.nan
+        )
     contrib = unit_coincidences(data, domain).reshape(n_units, -1)
     w = weights[:, keep] if weights is not None else bootstrap_weights(n_units, resamples, seed)
     boot = alpha_from_coincidences((w @ contrib).reshape(-1, len(domain), len(domain)), level, domain)
@@ -98,7 +106,13 @@ def alpha_replicates(
 
 
 def alpha_with_ci(
-    data: np.ndarray, level: str, domain: list[float], *, resamples: int = 1000, seed: int = 0, weights: np.ndarray | None = None
+    data: np.ndarray,
+    level: str,
+    domain: list[float],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """``{value, ci_low, ci_high, n, note}`` (n = items rated by two or more raters)."""
     return alpha_replicates(data, level, domain, resamples=resamples, seed=seed, weights=weights)[0].as_dict()

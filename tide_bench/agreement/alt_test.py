@@ -73,22 +73,33 @@ def alt_test(
         human_score = _neg_rmse(humans[j, usable], rest)
         judge_wins = (judge_score >= human_score).astype(float)
         human_wins = (human_score >= judge_score).astype(float)
-        per_rater.append({
-            "rater": rater, "n": n,
-            "judge_advantage": float(judge_wins.mean()), "human_advantage": float(human_wins.mean()),
-            "p": _one_sided_p(human_wins - judge_wins, epsilon),
-        })
+        per_rater.append(
+            {
+                "rater": rater,
+                "n": n,
+                "judge_advantage": float(judge_wins.mean()),
+                "human_advantage": float(human_wins.mean()),
+                "p": _one_sided_p(human_wins - judge_wins, epsilon),
+            }
+        )
     result: dict[str, Any] = {
         "method": "alternative annotator test (Calderon, Reichart & Dror 2025): leave-one-rater-out, -RMSE alignment, "
-                  "one-sided paired t-test with margin epsilon, Benjamini-Yekutieli across raters, pass if winning rate >= 0.5",
-        "epsilon": epsilon, "q": q, "min_items_per_rater": min_items,
+        "one-sided paired t-test with margin epsilon, Benjamini-Yekutieli across raters, pass if winning rate >= 0.5",
+        "epsilon": epsilon,
+        "q": q,
+        "min_items_per_rater": min_items,
         "per_rater": per_rater,
         "skipped_raters": skipped,
-        "winning_rate": None, "advantage_probability": None, "passed": None, "note": None,
+        "winning_rate": None,
+        "advantage_probability": None,
+        "passed": None,
+        "note": None,
     }
     if not per_rater:
-        result["note"] = (f"no human rater shares {min_items} or more items with the judge and another human "
-                          f"(the alt-test needs at least {min_items} per rater)")
+        result["note"] = (
+            f"no human rater shares {min_items} or more items with the judge and another human "
+            f"(the alt-test needs at least {min_items} per rater)"
+        )
         return result
     rejected = benjamini_yekutieli([r["p"] for r in per_rater], q)
     for r, rej in zip(per_rater, rejected, strict=True):
@@ -97,6 +108,8 @@ def alt_test(
     result["advantage_probability"] = float(np.mean([r["judge_advantage"] for r in per_rater]))
     result["passed"] = result["winning_rate"] >= 0.5
     if len(per_rater) < MIN_RATERS:
-        result["note"] = (f"only {len(per_rater)} held-out rater(s) could be tested; the test's authors advise at least "
-                          f"{MIN_RATERS} raters: with two, 'the others' is one person")
+        result["note"] = (
+            f"only {len(per_rater)} held-out rater(s) could be tested; the test's authors advise at least "
+            f"{MIN_RATERS} raters: with two, 'the others' is one person"
+        )
     return result

@@ -76,7 +76,9 @@ def _qwk_replicates(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> tuple[
     return float(qwk_bootstrap(x, y, np.ones((1, len(x))), both)[0]), qwk_bootstrap(x, y, weights, both)
 
 
-def leave_one_out(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray, rater_weights: np.ndarray | None = None) -> dict[str, Any]:
+def leave_one_out(
+    humans: np.ndarray, judge: np.ndarray, weights: np.ndarray, rater_weights: np.ndarray | None = None
+) -> dict[str, Any]:
     """Judge vs human-human ceiling, each against the median of the *other* humans.
 
     The interval is two-way: each resample draws items (``weights``) and raters
@@ -91,7 +93,9 @@ def leave_one_out(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray, ra
         h, j, c = np.nan_to_num(humans[i]), np.nan_to_num(judge), np.nan_to_num(consensus)
         point_h = qwk_bootstrap(h, c, np.ones((1, len(h))), mask)[0]
         point_j = qwk_bootstrap(j, c, np.ones((1, len(j))), mask)[0]
-        per_rater.append({"left_out": i, "n": int(mask.sum()), "human_vs_rest": float(point_h), "judge_vs_rest": float(point_j)})
+        per_rater.append(
+            {"left_out": i, "n": int(mask.sum()), "human_vs_rest": float(point_h), "judge_vs_rest": float(point_j)}
+        )
         human_boot.append(qwk_bootstrap(h, c, weights, mask))
         judge_boot.append(qwk_bootstrap(j, c, weights, mask))
     if not per_rater:
@@ -107,8 +111,11 @@ def leave_one_out(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray, ra
         ratio_rep = judge_rep / human_rep
     ceiling = float(np.nanmean([r["human_vs_rest"] for r in per_rater]))
     judge_mean = float(np.nanmean([r["judge_vs_rest"] for r in per_rater]))
-    ratio = Estimate.from_replicates(judge_mean / ceiling, ratio_rep, len(per_rater)) if np.isfinite(ceiling) and ceiling > 0 else \
-        Estimate.undefined("the human ceiling is not positive", len(per_rater))
+    ratio = (
+        Estimate.from_replicates(judge_mean / ceiling, ratio_rep, len(per_rater))
+        if np.isfinite(ceiling) and ceiling > 0
+        else Estimate.undefined("the human ceiling is not positive", len(per_rater))
+    )
     return {
         "metric": "quadratic-weighted kappa against the median of the other humans",
         "interval": "two-way bootstrap: items and raters resampled",
@@ -121,10 +128,15 @@ def leave_one_out(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray, ra
 
 def pairwise_kappa(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray) -> dict[str, Any]:
     """Kumar et al. (2025): mean judge-human vs mean human-human quadratic-weighted kappa."""
-    human_pairs = [r for a, b in combinations(range(humans.shape[0]), 2) if (r := _qwk_replicates(humans[a], humans[b], weights))]
+    human_pairs = [
+        r for a, b in combinations(range(humans.shape[0]), 2) if (r := _qwk_replicates(humans[a], humans[b], weights))
+    ]
     judge_pairs = [r for h in humans if (r := _qwk_replicates(judge, h, weights))]
-    out: dict[str, Any] = {"metric": "mean pairwise quadratic-weighted kappa (Kumar et al. 2025); CIs over items",
-                           "n_human_pairs": len(human_pairs), "n_judge_pairs": len(judge_pairs)}
+    out: dict[str, Any] = {
+        "metric": "mean pairwise quadratic-weighted kappa (Kumar et al. 2025); CIs over items",
+        "n_human_pairs": len(human_pairs),
+        "n_judge_pairs": len(judge_pairs),
+    }
     if not human_pairs or not judge_pairs:
         note = "needs a human pair and a judge-human pair sharing three or more items"
         out |= {k: Estimate.undefined(note).as_dict() for k in ("judge_human", "human_human", "difference")}
@@ -139,16 +151,27 @@ def pairwise_kappa(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray) -
     return out
 
 
-def _alpha_blocks(data: np.ndarray, domain: list[float], weights: np.ndarray) -> tuple[dict[str, Estimate], dict[str, np.ndarray]]:
+def _alpha_blocks(
+    data: np.ndarray, domain: list[float], weights: np.ndarray
+) -> tuple[dict[str, Estimate], dict[str, np.ndarray]]:
     estimates, replicates = {}, {}
     for level in LEVELS:
         estimates[level], replicates[level] = alpha_replicates(data, level, domain, weights=weights)
     return estimates, replicates
 
 
-def _judge_block(table: RatingsTable, judge: str, dimension: str, items: list[str], humans: list[str], data_h: np.ndarray,
-                 domain: list[float], weights: np.ndarray, human_alpha: tuple[dict[str, Estimate], dict[str, np.ndarray]],
-                 options: AuditOptions) -> dict[str, Any]:
+def _judge_block(
+    table: RatingsTable,
+    judge: str,
+    dimension: str,
+    items: list[str],
+    humans: list[str],
+    data_h: np.ndarray,
+    domain: list[float],
+    weights: np.ndarray,
+    human_alpha: tuple[dict[str, Estimate], dict[str, np.ndarray]],
+    options: AuditOptions,
+) -> dict[str, Any]:
     _, jm = table.matrix(dimension, [judge], items)
     judge_row = jm[0]
     vs_consensus = pair_metrics(judge_row, _nanmedian_rows(data_h), domain)
@@ -158,8 +181,11 @@ def _judge_block(table: RatingsTable, judge: str, dimension: str, items: list[st
     difference = {}
     for level in LEVELS:
         before, after = human_alpha[0][level].value, with_judge[level].value
-        difference[level] = (Estimate.from_replicates(after - before, with_rep[level] - human_alpha[1][level])
-                             if before is not None and after is not None else Estimate.undefined("alpha undefined with or without the judge"))
+        difference[level] = (
+            Estimate.from_replicates(after - before, with_rep[level] - human_alpha[1][level])
+            if before is not None and after is not None
+            else Estimate.undefined("alpha undefined with or without the judge")
+        )
     info = table.judges[judge]
     total = info.n_scored + info.n_unscored
     enough = len(humans) >= 2
@@ -170,12 +196,21 @@ def _judge_block(table: RatingsTable, judge: str, dimension: str, items: list[st
         "unscored_reasons": dict(sorted(info.unscored_reasons.items())),
         "alt_test": alt_test(data_h, judge_row, humans, epsilon=options.epsilon),
         "pairwise_kappa": pairwise_kappa(data_h, judge_row, weights),
-        "leave_one_out": leave_one_out(data_h, judge_row, weights) if enough else
-        {"note": "needs at least two human raters", "ratio": Estimate.undefined("needs at least two human raters").as_dict(), "per_rater": []},
+        "leave_one_out": leave_one_out(data_h, judge_row, weights)
+        if enough
+        else {
+            "note": "needs at least two human raters",
+            "ratio": Estimate.undefined("needs at least two human raters").as_dict(),
+            "per_rater": [],
+        },
         "alpha_with_judge": {level: e.as_dict() for level, e in with_judge.items()},
         "alpha_difference": {level: e.as_dict() for level, e in difference.items()},
         "vs_consensus": vs_consensus,
-        "vs_humans": [{"human": h, **m} for i, h in enumerate(humans) if (m := pair_metrics(judge_row, data_h[i], domain))["n"] > 0],
+        "vs_humans": [
+            {"human": h, **m}
+            for i, h in enumerate(humans)
+            if (m := pair_metrics(judge_row, data_h[i], domain))["n"] > 0
+        ],
     }
 
 
@@ -183,12 +218,17 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
     humans = table.human_raters(dimension)
     judges = [r for r in table.raters(dimension) if r in table.judges]
     items, data_h = table.matrix(dimension, humans)
-    weights = bootstrap_weights(len(items), options.resamples, options.seed) if items else np.zeros((options.resamples, 0))
+    weights = (
+        bootstrap_weights(len(items), options.resamples, options.seed) if items else np.zeros((options.resamples, 0))
+    )
     notes = []
     if len(humans) < 2:
         notes.append("fewer than two human raters: no human-human pairs or alpha")
         undefined = Estimate.undefined("fewer than two human raters")
-        human_alpha = ({level: undefined for level in LEVELS}, {level: np.full(options.resamples, np.nan) for level in LEVELS})
+        human_alpha = (
+            {level: undefined for level in LEVELS},
+            {level: np.full(options.resamples, np.nan) for level in LEVELS},
+        )
     else:
         human_alpha = _alpha_blocks(data_h, domain, weights)
     pairs, without_shared = [], 0
@@ -209,7 +249,9 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
         "judges": {},
     }
     for judge in judges:
-        block["judges"][judge] = _judge_block(table, judge, dimension, items, humans, data_h, domain, weights, human_alpha, options)
+        block["judges"][judge] = _judge_block(
+            table, judge, dimension, items, humans, data_h, domain, weights, human_alpha, options
+        )
         block["judges"][judge]["verdict"] = verdict(block, judge)
     return block
 
@@ -221,52 +263,79 @@ def verdict(dim: dict[str, Any], judge: str) -> str:
     human_alpha = dim["alpha"]["interval"]["value"]
     if alt["passed"] is None:
         return f"undecided: {alt['note']}"
-    figures = (f" (alt-test at epsilon {alt['epsilon']:g}: winning rate {alt['winning_rate']:.2f} over "
-               f"{len(alt['per_rater'])} raters, advantage probability {alt['advantage_probability']:.2f})")
+    figures = (
+        f" (alt-test at epsilon {alt['epsilon']:g}: winning rate {alt['winning_rate']:.2f} over "
+        f"{len(alt['per_rater'])} raters, advantage probability {alt['advantage_probability']:.2f})"
+    )
     warning = ""
     if human_alpha is None or human_alpha < ALPHA_FOR_CONCLUSIONS:
         shown = "undefined" if human_alpha is None else f"{human_alpha:.2f}"
-        warning = f"; warning: human interval alpha is {shown} (< {ALPHA_FOR_CONCLUSIONS}), people agree little on this factor"
+        warning = (
+            f"; warning: human interval alpha is {shown} (< {ALPHA_FOR_CONCLUSIONS}), "
+            "people agree little on this factor"
+        )
     if alt["passed"]:
-        return "yes: the judge represents the other raters at least as well as a held-out human does, within the margin" + figures + warning
-    return "no: the judge is not shown to represent the other raters as well as a held-out human does" + figures + warning
+        return (
+            "yes: the judge represents the other raters at least as well as a held-out human does, within the margin"
+            + figures
+            + warning
+        )
+    return (
+        "no: the judge is not shown to represent the other raters as well as a held-out human does" + figures + warning
+    )
 
 
 def _normal(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
-def _check_inputs(table: RatingsTable, options: AuditOptions, judgments: list[str | Path], ratings: str | Path) -> list[str]:
+def _check_inputs(
+    table: RatingsTable, options: AuditOptions, judgments: list[str | Path], ratings: str | Path
+) -> list[str]:
     """Refuse inputs that would mislead; return notes for the report."""
     if not any(r.rater not in table.judges for r in table.rows):
         raise DataError("no ratings found", path=ratings)
     raw = table.raw_dimensions
     unknown_sources = sorted(set(options.mapping) - raw)
     if unknown_sources:
-        raise ConfigError(f"--map names dimension(s) {', '.join(map(repr, unknown_sources))} that the ratings do not have "
-                          f"(dimensions: {', '.join(sorted(raw))})")
+        raise ConfigError(
+            f"--map names dimension(s) {', '.join(map(repr, unknown_sources))} that the ratings do not have "
+            f"(dimensions: {', '.join(sorted(raw))})"
+        )
     if not judgments:
         return []
     factors = set().union(*(info.factors for info in table.judges.values())) if table.judges else set()
     bad_targets = sorted(set(options.mapping.values()) - factors)
     if factors and bad_targets:
-        raise ConfigError(f"--map target(s) {', '.join(map(repr, bad_targets))} are not factors of the judge "
-                          f"(factors: {', '.join(sorted(factors))})")
+        raise ConfigError(
+            f"--map target(s) {', '.join(map(repr, bad_targets))} are not factors of the judge "
+            f"(factors: {', '.join(sorted(factors))})"
+        )
     human_items = table.human_items()
     for rid, info in table.judges.items():
         judged = {item for item, judge in table.judged_at if judge == rid}
         if judged and not judged & human_items:
             example = next(iter(sorted(judged)))
-            raise DataError(f"judge {rid} rated {len(judged)} item(s), none of them in the ratings (e.g. {example!r} against "
-                            f"{next(iter(sorted(human_items)))!r})", path=info.files[0],
-                            hint="rate the replies with `tide-bench annotate` (item ids <run folder>/<item id>) or use the run's own item ids")
+            raise DataError(
+                f"judge {rid} rated {len(judged)} item(s), none of them in the ratings (e.g. {example!r} against "
+                f"{next(iter(sorted(human_items)))!r})",
+                path=info.files[0],
+                hint="rate the replies with `tide-bench annotate` (item ids <run folder>/<item id>) "
+                "or use the run's own item ids",
+            )
     notes = []
     by_name = {_normal(f): f for f in factors}
     for dimension in sorted({r.dimension for r in table.rows if r.rater not in table.judges} - factors):
         guess = by_name.get(_normal(dimension))
-        hint = f"--map '{dimension}={guess}'" if guess else f"--map '{dimension}=<factor>' (factors: {', '.join(sorted(factors))})"
-        notes.append(f"human dimension {dimension!r} matches no judge factor: no judge is audited on it; if it is a factor "
-                     f"under another name, pass {hint}")
+        hint = (
+            f"--map '{dimension}={guess}'"
+            if guess
+            else f"--map '{dimension}=<factor>' (factors: {', '.join(sorted(factors))})"
+        )
+        notes.append(
+            f"human dimension {dimension!r} matches no judge factor: no judge is audited on it; if it is a factor "
+            f"under another name, pass {hint}"
+        )
     return notes
 
 
@@ -277,8 +346,11 @@ def _domain(table: RatingsTable, scale: Scale) -> list[float]:
     else:  # --scale none or fractional ends: the observed values, never a range (one typo must not allocate millions)
         domain = observed
     if len(domain) > MAX_DOMAIN:
-        raise DataError(f"{len(domain)} distinct score values: alpha's coincidence matrices need a small scale "
-                        f"(at most {MAX_DOMAIN} values)", hint="pass --scale MIN-MAX, or bin the scores first")
+        raise DataError(
+            f"{len(domain)} distinct score values: alpha's coincidence matrices need a small scale "
+            f"(at most {MAX_DOMAIN} values)",
+            hint="pass --scale MIN-MAX, or bin the scores first",
+        )
     return domain
 
 
@@ -302,7 +374,9 @@ def run_audit(
     rater_info = load_raters(raters) if raters else {}
     domain = _domain(table, scale)
     dims = {d: audit_dimension(table, d, domain, options) for d in table.dimensions() if table.human_raters(d)}
-    unknown = sorted({r.rater for r in table.rows if r.rater not in table.judges} - set(rater_info)) if rater_info else []
+    unknown = (
+        sorted({r.rater for r in table.rows if r.rater not in table.judges} - set(rater_info)) if rater_info else []
+    )
     result = {
         "schema_version": SCHEMA_VERSION,
         "generated_at": utc_now(),
@@ -312,15 +386,26 @@ def run_audit(
             "judgments": [{"path": str(p), "sha256": sha256_file(p)} for p in judgments],
             "mapping": options.mapping,
         },
-        "scale": {"min": domain[0] if scale.low is None else scale.low, "max": domain[-1] if scale.high is None else scale.high, "domain": domain},
-        "bootstrap": {"resamples": options.resamples, "seed": options.seed, "unit": "items (leave-one-out ratio: items and raters)",
-                      "interval": "percentile 95%"},
+        "scale": {
+            "min": domain[0] if scale.low is None else scale.low,
+            "max": domain[-1] if scale.high is None else scale.high,
+            "domain": domain,
+        },
+        "bootstrap": {
+            "resamples": options.resamples,
+            "seed": options.seed,
+            "unit": "items (leave-one-out ratio: items and raters)",
+            "interval": "percentile 95%",
+        },
         "alt_test": {"epsilon": options.epsilon},
         "notes": notes,
         "judges": {rid: info.as_dict() for rid, info in table.judges.items()},
         "dimensions": dims,
-        "rater_groups": analyze_groups(table, rater_info, sorted(table.judges), seed=options.seed, mixed_model=options.mixed_model)
-        if rater_info else None,
+        "rater_groups": analyze_groups(
+            table, rater_info, sorted(table.judges), seed=options.seed, mixed_model=options.mixed_model
+        )
+        if rater_info
+        else None,
         "raters_missing_from_rater_table": unknown,
         "packages": package_versions(("tide-bench", "krippendorff", "scipy", "numpy")),
     }

@@ -29,7 +29,8 @@ MIN_SHARED = 3
 
 METHOD = (
     "Rater groups, one rater-table column at a time (2-10 groups; free-text columns skipped). The rater is the unit: "
-    "each rating is adjusted for its item (minus the item's mean human rating, items rated by two or more people), each "
+    "each rating is adjusted for its item (minus the item's mean human rating, items rated by two or more people), "
+    "each "
     "rater's adjusted ratings are averaged, and the group labels are permuted across raters (exactly when there are at "
     f"most {MAX_EXACT:,} distinct assignments, else {DRAWS:,} seeded random ones). The statistic is the difference of "
     "group means (two groups) or the between-group sum of squares (three or more). The smallest attainable p-value of "
@@ -115,7 +116,9 @@ def permutation_test(values: np.ndarray, labels: np.ndarray, *, seed: int = DEFA
     return {"p": p, "statistic": observed, "min_attainable_p": min_p, "exact": exact, "n_assignments": total}
 
 
-def _rater_level_test(per_rater: dict[str, float], membership: dict[str, list[str]], seed: int, what: str) -> dict[str, Any]:
+def _rater_level_test(
+    per_rater: dict[str, float], membership: dict[str, list[str]], seed: int, what: str
+) -> dict[str, Any]:
     groups = {g: [per_rater[r] for r in members if r in per_rater] for g, members in sorted(membership.items())}
     groups = {g: v for g, v in groups.items() if v}
     n_raters = {g: len(v) for g, v in groups.items()}
@@ -124,21 +127,39 @@ def _rater_level_test(per_rater: dict[str, float], membership: dict[str, list[st
     values = np.concatenate([np.asarray(v) for v in groups.values()])
     labels = np.concatenate([np.full(len(v), k) for k, v in enumerate(groups.values())])
     if values.size < 3 or np.unique(values).size < 2:
-        return {"name": None, "note": "too few raters, or no variation between raters: no test possible", "n_raters": n_raters}
-    result = {"name": "rater-level permutation", "unit": "rater", "of": what, "n_raters": n_raters, **permutation_test(values, labels, seed=seed)}
+        return {
+            "name": None,
+            "note": "too few raters, or no variation between raters: no test possible",
+            "n_raters": n_raters,
+        }
+    result = {
+        "name": "rater-level permutation",
+        "unit": "rater",
+        "of": what,
+        "n_raters": n_raters,
+        **permutation_test(values, labels, seed=seed),
+    }
     names = list(groups)
     if len(names) == 2:
         diff = float(np.mean(groups[names[0]]) - np.mean(groups[names[1]]))
-        result["effect_size"] = {"name": "difference of group means", "value": diff, "direction": f"positive: {names[0]} higher than {names[1]}"}
+        result["effect_size"] = {
+            "name": "difference of group means",
+            "value": diff,
+            "direction": f"positive: {names[0]} higher than {names[1]}",
+        }
     else:
         between = sum(len(v) * (np.mean(v) - values.mean()) ** 2 for v in groups.values())
         total = float(((values - values.mean()) ** 2).sum())
-        result["effect_size"] = {"name": "eta-squared of rater means", "value": float(between / total) if total else None}
+        result["effect_size"] = {
+            "name": "eta-squared of rater means",
+            "value": float(between / total) if total else None,
+        }
     return result
 
 
-def _judge_by_group(table: RatingsTable, dimension: str, judge: str, membership: dict[str, list[str]], humans: list[str],
-                    seed: int) -> dict[str, Any]:
+def _judge_by_group(
+    table: RatingsTable, dimension: str, judge: str, membership: dict[str, list[str]], humans: list[str], seed: int
+) -> dict[str, Any]:
     items, judge_row = table.matrix(dimension, [judge])
     per_rater: dict[str, float] = {}
     _, data = table.matrix(dimension, humans, items)
@@ -149,14 +170,27 @@ def _judge_by_group(table: RatingsTable, dimension: str, judge: str, membership:
     groups = {}
     for group, members in sorted(membership.items()):
         values = [per_rater[r] for r in members if r in per_rater]
-        groups[group] = {"n_raters": len(values), "mean_kappa_quadratic": float(np.mean(values)) if values else None,
-                         "min": min(values) if values else None, "max": max(values) if values else None}
-    return {"metric": "mean quadratic-weighted kappa between the judge and each rater of the group", "groups": groups,
-            "test": _rater_level_test(per_rater, membership, seed, "judge-rater kappa")}
+        groups[group] = {
+            "n_raters": len(values),
+            "mean_kappa_quadratic": float(np.mean(values)) if values else None,
+            "min": min(values) if values else None,
+            "max": max(values) if values else None,
+        }
+    return {
+        "metric": "mean quadratic-weighted kappa between the judge and each rater of the group",
+        "groups": groups,
+        "test": _rater_level_test(per_rater, membership, seed, "judge-rater kappa"),
+    }
 
 
-def _group_block(table: RatingsTable, dimension: str, membership: dict[str, list[str]], judges: list[str], seed: int,
-                 mixed_model: bool) -> dict[str, Any]:
+def _group_block(
+    table: RatingsTable,
+    dimension: str,
+    membership: dict[str, list[str]],
+    judges: list[str],
+    seed: int,
+    mixed_model: bool,
+) -> dict[str, Any]:
     humans = table.human_raters(dimension)
     member = {r: g for g, members in membership.items() for r in members if r in humans}
     ratings = [r for r in table.rows if r.dimension == dimension and r.rater in member]
@@ -164,13 +198,26 @@ def _group_block(table: RatingsTable, dimension: str, membership: dict[str, list
     for group in sorted(membership):
         rows = [r for r in ratings if member[r.rater] == group]
         ci = mean_ci([r.score for r in rows], clusters=[r.rater for r in rows])
-        groups[group] = {"n_raters": len({r.rater for r in rows}), "n_ratings": len(rows), "mean": ci.mean, "ci_low": ci.ci_low,
-                         "ci_high": ci.ci_high, "median": float(np.median([r.score for r in rows])) if rows else None}
+        groups[group] = {
+            "n_raters": len({r.rater for r in rows}),
+            "n_ratings": len(rows),
+            "mean": ci.mean,
+            "ci_low": ci.ci_low,
+            "ci_high": ci.ci_high,
+            "median": float(np.median([r.score for r in rows])) if rows else None,
+        }
     effects = item_adjusted_rater_means(table, dimension, humans)
     block: dict[str, Any] = {
         "groups": groups,
-        "test": _rater_level_test(effects, {g: [r for r in m if r in member] for g, m in membership.items()}, seed, "item-adjusted rater means"),
-        "judge_agreement": {judge: _judge_by_group(table, dimension, judge, membership, humans, seed) for judge in judges},
+        "test": _rater_level_test(
+            effects,
+            {g: [r for r in m if r in member] for g, m in membership.items()},
+            seed,
+            "item-adjusted rater means",
+        ),
+        "judge_agreement": {
+            judge: _judge_by_group(table, dimension, judge, membership, humans, seed) for judge in judges
+        },
     }
     if mixed_model:
         block["mixed_model"] = _mixed_model(table, dimension, member)
@@ -187,8 +234,14 @@ def _mixed_model(table: RatingsTable, dimension: str, member: dict[str, str]) ->
     except ImportError:
         return {"note": "statsmodels is not installed: pip install 'tide-bench[mixed]'"}
     rows = [r for r in table.rows if r.dimension == dimension and r.rater in member]
-    frame = pd.DataFrame({"item": [r.item for r in rows], "rater": [r.rater for r in rows], "group": [member[r.rater] for r in rows],
-                          "score": [r.score for r in rows]})
+    frame = pd.DataFrame(
+        {
+            "item": [r.item for r in rows],
+            "rater": [r.rater for r in rows],
+            "group": [member[r.rater] for r in rows],
+            "score": [r.score for r in rows],
+        }
+    )
     frame = frame[frame.groupby("item")["score"].transform("size") >= 2].copy()
     if frame["group"].nunique() < 2 or frame["rater"].nunique() < 3:
         return {"note": "too few raters or groups for a mixed model"}
@@ -197,24 +250,47 @@ def _mixed_model(table: RatingsTable, dimension: str, member: dict[str, str]) ->
         fit = smf.mixedlm("centred ~ C(group)", frame, groups=frame["rater"]).fit(reml=True)
     except Exception as exc:  # a numerical failure of the side model must not stop the audit; its reason is reported
         return {"note": f"the mixed model did not fit ({type(exc).__name__}: {exc})"}
-    terms = {name: {"estimate": float(fit.params[name]), "se": float(fit.bse[name]), "p_wald": float(fit.pvalues[name])}
-             for name in fit.params.index if name.startswith("C(group)")}
-    return {"model": "statsmodels MixedLM: item-centred score ~ C(group) + (1 | rater), REML", "terms": terms,
-            "note": "Wald z with few raters is anti-conservative; read beside the rater-level permutation test, never instead"}
+    terms = {
+        name: {"estimate": float(fit.params[name]), "se": float(fit.bse[name]), "p_wald": float(fit.pvalues[name])}
+        for name in fit.params.index
+        if name.startswith("C(group)")
+    }
+    return {
+        "model": "statsmodels MixedLM: item-centred score ~ C(group) + (1 | rater), REML",
+        "terms": terms,
+        "note": "Wald z with few raters is anti-conservative; read beside the rater-level permutation test, "
+        "never instead",
+    }
 
 
-def analyze_groups(table: RatingsTable, rater_info: dict[str, dict[str, str]], judges: list[str], *, seed: int = DEFAULT_SEED,
-                   mixed_model: bool = False) -> dict[str, Any]:
+def analyze_groups(
+    table: RatingsTable,
+    rater_info: dict[str, dict[str, str]],
+    judges: list[str],
+    *,
+    seed: int = DEFAULT_SEED,
+    mixed_model: bool = False,
+) -> dict[str, Any]:
     result: dict[str, Any] = {"method": METHOD, "columns": {}, "skipped_columns": {}}
     tests: list[dict[str, Any]] = []
     for column in sorted({c for info in rater_info.values() for c in info}):
         membership = _membership(rater_info, column)
         if not 2 <= len(membership) <= MAX_GROUPS or len(membership) == len(rater_info):
-            result["skipped_columns"][column] = f"{len(membership)} distinct values (needs 2..{MAX_GROUPS}, fewer than raters)"
+            result["skipped_columns"][column] = (
+                f"{len(membership)} distinct values (needs 2..{MAX_GROUPS}, fewer than raters)"
+            )
             continue
-        per_dim = {d: _group_block(table, d, membership, judges, seed, mixed_model) for d in table.dimensions() if table.human_raters(d)}
+        per_dim = {
+            d: _group_block(table, d, membership, judges, seed, mixed_model)
+            for d in table.dimensions()
+            if table.human_raters(d)
+        }
         for block in per_dim.values():
-            tests += [t for t in [block["test"], *(j["test"] for j in block["judge_agreement"].values())] if t.get("p") is not None]
+            tests += [
+                t
+                for t in [block["test"], *(j["test"] for j in block["judge_agreement"].values())]
+                if t.get("p") is not None
+            ]
         result["columns"][column] = per_dim
     for t, p in zip(tests, holm([t["p"] for t in tests]), strict=True):
         t["p_holm"] = p

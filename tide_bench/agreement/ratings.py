@@ -47,7 +47,12 @@ class Scale:
 
     @property
     def integer(self) -> bool:
-        return self.low is not None and self.high is not None and float(self.low).is_integer() and float(self.high).is_integer()
+        return (
+            self.low is not None
+            and self.high is not None
+            and float(self.low).is_integer()
+            and float(self.high).is_integer()
+        )
 
 
 @dataclass
@@ -61,8 +66,12 @@ class JudgeInfo:
     factors: set[str] = field(default_factory=set)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"files": list(self.files), "n_scored": self.n_scored, "n_unscored": self.n_unscored,
-                "unscored_reasons": dict(sorted(self.unscored_reasons.items()))}
+        return {
+            "files": list(self.files),
+            "n_scored": self.n_scored,
+            "n_unscored": self.n_unscored,
+            "unscored_reasons": dict(sorted(self.unscored_reasons.items())),
+        }
 
 
 @dataclass
@@ -90,7 +99,9 @@ class RatingsTable:
     def matrix(self, dimension: str, raters: list[str], items: list[str] | None = None) -> tuple[list[str], np.ndarray]:
         """Raters x items array of scores (NaN where missing) for one dimension."""
         position = {rater: k for k, rater in enumerate(raters)}
-        cells = [(r.item, position[r.rater], r.score) for r in self.rows if r.dimension == dimension and r.rater in position]
+        cells = [
+            (r.item, position[r.rater], r.score) for r in self.rows if r.dimension == dimension and r.rater in position
+        ]
         items = items if items is not None else sorted({item for item, _, _ in cells})
         index = {item: j for j, item in enumerate(items)}
         data = np.full((len(raters), len(items)), np.nan)
@@ -107,7 +118,9 @@ def parse_score(value: Any, scale: Scale, path: Path, line: int, name: str = "sc
     if isinstance(value, str):
         text = value.strip()
         if not text.isascii():
-            raise DataError(f"score {value!r} is not a plain number (non-ASCII characters)", path=path, line=line, field=name)
+            raise DataError(
+                f"score {value!r} is not a plain number (non-ASCII characters)", path=path, line=line, field=name
+            )
         try:
             value = float(text)
         except ValueError:
@@ -117,11 +130,21 @@ def parse_score(value: Any, scale: Scale, path: Path, line: int, name: str = "sc
         raise DataError(f"score {value!r} is not a finite number", path=path, line=line, field=name)
     if scale.low is not None and scale.high is not None:
         if not scale.low <= score <= scale.high:
-            raise DataError(f"score {score:g} is outside the scale {scale.low:g}..{scale.high:g}", path=path, line=line, field=name,
-                            hint="fix the value or pass --scale MIN-MAX")
+            raise DataError(
+                f"score {score:g} is outside the scale {scale.low:g}..{scale.high:g}",
+                path=path,
+                line=line,
+                field=name,
+                hint="fix the value or pass --scale MIN-MAX",
+            )
         if scale.integer and not score.is_integer():
-            raise DataError(f"score {score:g} is not a whole number on the integer scale {scale.low:g}..{scale.high:g}",
-                            path=path, line=line, field=name, hint="fix the value, or pass --scale none for fractional scores")
+            raise DataError(
+                f"score {score:g} is not a whole number on the integer scale {scale.low:g}..{scale.high:g}",
+                path=path,
+                line=line,
+                field=name,
+                hint="fix the value, or pass --scale none for fractional scores",
+            )
     return score
 
 
@@ -165,7 +188,12 @@ def load_ratings(
         dimension = (mapping or {}).get(dimension, dimension)
         cell = (str(rec["item_id"]).strip(), str(rec["rater_id"]).strip(), dimension)
         if cell in seen:
-            raise DataError(f"duplicate rating of item {cell[0]!r} by rater {cell[1]!r} on {cell[2]!r} (first on line {seen[cell]})", path=path, line=line)
+            raise DataError(
+                f"duplicate rating of item {cell[0]!r} by rater {cell[1]!r} on {cell[2]!r} "
+                f"(first on line {seen[cell]})",
+                path=path,
+                line=line,
+            )
         seen[cell] = line
         table.rows.append(Rating(*cell, parse_score(rec["score"], scale, path, line)))
     table.sources.append(str(path))
@@ -182,7 +210,9 @@ def load_raters(path: str | Path) -> dict[str, dict[str, str]]:
             raise DataError("missing 'rater_id'", path=path, line=line, field="rater_id")
         if rid in raters:
             raise DataError(f"rater {rid!r} listed twice", path=path, line=line, field="rater_id")
-        raters[rid] = {k: (str(v).strip() if v not in (None, "") else "(not given)") for k, v in rec.items() if k != "rater_id"}
+        raters[rid] = {
+            k: (str(v).strip() if v not in (None, "") else "(not given)") for k, v in rec.items() if k != "rater_id"
+        }
     return raters
 
 
@@ -214,9 +244,15 @@ def load_judgments(path: str | Path, table: RatingsTable, scale: Scale | None = 
         item = prefix + str(rec["item_id"])
         where = f"{path}:{line}"
         if (item, rid) in table.judged_at:
-            raise DataError(f"item {item!r} is judged twice by {rid} (first at {table.judged_at[item, rid]}): two runs' replies would be "
-                            "mixed on one item", path=path, line=line, field="item_id",
-                            hint="rate with `tide-bench annotate` (item ids <run folder>/<item id>) or audit one run at a time")
+            raise DataError(
+                f"item {item!r} is judged twice by {rid} (first at {table.judged_at[item, rid]}): "
+                "two runs' replies would be "
+                "mixed on one item",
+                path=path,
+                line=line,
+                field="item_id",
+                hint="rate with `tide-bench annotate` (item ids <run folder>/<item id>) or audit one run at a time",
+            )
         table.judged_at[item, rid] = where
         if rec["status"] == "unscored":
             info.n_unscored += 1
@@ -228,6 +264,8 @@ def load_judgments(path: str | Path, table: RatingsTable, scale: Scale | None = 
         info.n_scored += 1
         for dimension, score in scores.items():
             info.factors.add(str(dimension))
-            table.rows.append(Rating(item, rid, str(dimension), parse_score(score, scale, path, line, f"scores.{dimension}")))
+            table.rows.append(
+                Rating(item, rid, str(dimension), parse_score(score, scale, path, line, f"scores.{dimension}"))
+            )
     table.sources.append(str(path))
     return table

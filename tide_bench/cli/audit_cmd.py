@@ -34,19 +34,73 @@ def _mapping(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command("audit")
-@click.option("--ratings", required=True, type=click.Path(path_type=Path), help="Long-format ratings, CSV or JSONL: item_id, rater_id, dimension, score.")
-@click.option("--raters", type=click.Path(path_type=Path), default=None, help="Rater table (CSV/JSONL): rater_id plus any columns (age_group, gender, education, role...).")
-@click.option("--judgments", multiple=True, type=click.Path(path_type=Path), help="A judge's judgments.jsonl; repeatable. Each judge becomes a rater.")
-@click.option("--map", "maps", multiple=True, metavar="HUMAN=JUDGE", help="Rename a human dimension to the judge's factor name; repeatable.")
-@click.option("--scale", default="1-5", show_default=True, help="Valid score range (MIN-MAX); 'none' to accept any number.")
-@click.option("--resamples", type=click.IntRange(10, 100_000), default=1000, show_default=True, help="Bootstrap resamples over items.")
+@click.option(
+    "--ratings",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Long-format ratings, CSV or JSONL: item_id, rater_id, dimension, score.",
+)
+@click.option(
+    "--raters",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Rater table (CSV/JSONL): rater_id plus any columns (age_group, gender, education, role...).",
+)
+@click.option(
+    "--judgments",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A judge's judgments.jsonl; repeatable. Each judge becomes a rater.",
+)
+@click.option(
+    "--map",
+    "maps",
+    multiple=True,
+    metavar="HUMAN=JUDGE",
+    help="Rename a human dimension to the judge's factor name; repeatable.",
+)
+@click.option(
+    "--scale", default="1-5", show_default=True, help="Valid score range (MIN-MAX); 'none' to accept any number."
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(10, 100_000),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples over items.",
+)
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
-@click.option("--epsilon", type=click.FloatRange(0, 1), default=0.15, show_default=True,
-              help="Alt-test margin: what the judge's cost and speed are worth. 0.2 expert raters, 0.15 skilled, 0.1 crowd workers.")
-@click.option("--mixed-model", is_flag=True, help="Also fit a linear mixed model per rater group (needs statsmodels: pip install 'tide-bench[mixed]').")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for agreement.json, agreement.md and agreement.png.")
-def audit_cmd(ratings: Path, raters: Path | None, judgments: tuple[Path, ...], maps: tuple[str, ...], scale: str, resamples: int, seed: int,
-              epsilon: float, mixed_model: bool, out: Path) -> None:
+@click.option(
+    "--epsilon",
+    type=click.FloatRange(0, 1),
+    default=0.15,
+    show_default=True,
+    help="Alt-test margin: what the judge's cost and speed are worth. "
+    "0.2 expert raters, 0.15 skilled, 0.1 crowd workers.",
+)
+@click.option(
+    "--mixed-model",
+    is_flag=True,
+    help="Also fit a linear mixed model per rater group (needs statsmodels: pip install 'tide-bench[mixed]').",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for agreement.json, agreement.md and agreement.png.",
+)
+def audit_cmd(
+    ratings: Path,
+    raters: Path | None,
+    judgments: tuple[Path, ...],
+    maps: tuple[str, ...],
+    scale: str,
+    resamples: int,
+    seed: int,
+    epsilon: float,
+    mixed_model: bool,
+    out: Path,
+) -> None:
     """Judge-human agreement: can this judge stand in for people, on which factor, for whom?
 
     The verdict is the alternative annotator test (Calderon et al. 2025): each human is left
@@ -67,11 +121,21 @@ def audit_cmd(ratings: Path, raters: Path | None, judgments: tuple[Path, ...], m
     """
     from tide_bench.agreement import AuditOptions, run_audit
 
-    options = AuditOptions(scale=_scale(scale), mapping=_mapping(maps), resamples=resamples, seed=seed, epsilon=epsilon, mixed_model=mixed_model)
+    options = AuditOptions(
+        scale=_scale(scale),
+        mapping=_mapping(maps),
+        resamples=resamples,
+        seed=seed,
+        epsilon=epsilon,
+        mixed_model=mixed_model,
+    )
     result = run_audit(ratings, out, raters=raters, judgments=list(judgments), options=options)
     for dim, d in result["dimensions"].items():
         alpha = d["alpha"]["interval"]["value"]
-        click.echo(f"{dim}: {d['n_items']} items, {len(d['raters'])} humans, interval alpha {'n/a' if alpha is None else f'{alpha:.2f}'}")
+        click.echo(
+            f"{dim}: {d['n_items']} items, {len(d['raters'])} humans, "
+            f"interval alpha {'n/a' if alpha is None else f'{alpha:.2f}'}"
+        )
         for judge, j in d["judges"].items():
             click.echo(f"  {judge}: {j['verdict']}")
     click.echo(f"\nwritten: {out / 'agreement.md'}, {out / 'agreement.json'}, {out / 'agreement.png'}")

@@ -70,8 +70,14 @@ class Estimate:
         return cls(None, None, None, n, note)
 
     @classmethod
-    def from_replicates(cls, value: float | None, replicates: np.ndarray, n: int | None = None,
-                        note: str | None = None, level: float = 0.95) -> Estimate:
+    def from_replicates(
+        cls,
+        value: float | None,
+        replicates: np.ndarray,
+        n: int | None = None,
+        note: str | None = None,
+        level: float = 0.95,
+    ) -> Estimate:
         if value is None or not math.isfinite(value):
             return cls.undefined(note or "undefined", n)
         low, high = percentile_ci(replicates, level)
@@ -249,8 +255,9 @@ def wilson_interval(events: float, n: float, level: float = 0.95) -> tuple[float
     return low, high
 
 
-def proportion_ci(flags: Sequence[float] | np.ndarray, *, clusters: Sequence[Hashable] | np.ndarray | None = None,
-                  level: float = 0.95) -> MeanCI:
+def proportion_ci(
+    flags: Sequence[float] | np.ndarray, *, clusters: Sequence[Hashable] | np.ndarray | None = None, level: float = 0.95
+) -> MeanCI:
     """A rate of 0/1 ``flags`` with a Wilson interval on the cluster-adjusted effective n."""
     arr = np.asarray(flags, dtype=float)
     keep = np.isfinite(arr)

@@ -47,8 +47,12 @@ def is_model_failure(record: dict[str, Any]) -> bool:
     return record["status"] == "unscored" and unscored_cause(record.get("unscored_kind")) == MODEL_ATTRIBUTABLE
 
 
-def counted_values(records: Sequence[dict[str, Any]], factor_keys: Sequence[str], scale_min: float,
-                   impute_unscored: float | None = None) -> np.ndarray:
+def counted_values(
+    records: Sequence[dict[str, Any]],
+    factor_keys: Sequence[str],
+    scale_min: float,
+    impute_unscored: float | None = None,
+) -> np.ndarray:
     """``(n, k + 1)``: each record's factor scores and overall score *as they count*.
 
     Scored items give their scores; model-attributable unscored items the scale minimum;
@@ -58,7 +62,9 @@ def counted_values(records: Sequence[dict[str, Any]], factor_keys: Sequence[str]
     out = np.full((len(records), len(factor_keys) + 1), np.nan)
     scored = np.array([r["status"] == "scored" for r in records], dtype=bool)
     if scored.any():
-        scores = np.array([[r["scores"][f] for f in factor_keys] for r in records if r["status"] == "scored"], dtype=float)
+        scores = np.array(
+            [[r["scores"][f] for f in factor_keys] for r in records if r["status"] == "scored"], dtype=float
+        )
         out[scored, :-1] = scores
         out[scored, -1] = scores.mean(axis=1)
     if impute_unscored is not None:
@@ -68,7 +74,9 @@ def counted_values(records: Sequence[dict[str, Any]], factor_keys: Sequence[str]
     return out
 
 
-def score_block(records: list[dict[str, Any]], factor_keys: list[str], *, scale_min: float = 1, scale_max: float = 5) -> dict[str, Any]:
+def score_block(
+    records: list[dict[str, Any]], factor_keys: list[str], *, scale_min: float = 1, scale_max: float = 5
+) -> dict[str, Any]:
     """n, unscored (by cause), failure rate, mean/CI per factor and overall with bounds,
     and the safety-flag rate, for one group of records (see the module docstring)."""
     scored = [r for r in records if r["status"] == "scored"]
@@ -76,7 +84,10 @@ def score_block(records: list[dict[str, Any]], factor_keys: list[str], *, scale_
     values = counted_values(records, factor_keys, scale_min)
     failures = [1.0 if is_model_failure(r) else 0.0 for r in records]
     n_failures = int(sum(failures))
-    bounds = {name: counted_values(records, factor_keys, scale_min, impute)[:, -1] for name, impute in (("worst", scale_min), ("best", scale_max))}
+    bounds = {
+        name: counted_values(records, factor_keys, scale_min, impute)[:, -1]
+        for name, impute in (("worst", scale_min), ("best", scale_max))
+    }
     block: dict[str, Any] = {
         "n_items": len(records),
         "n_scored": len(scored),
@@ -87,8 +98,9 @@ def score_block(records: list[dict[str, Any]], factor_keys: list[str], *, scale_
         "factors": {f: mean_ci(values[:, k], clusters=personas).as_dict() for k, f in enumerate(factor_keys)},
         OVERALL: mean_ci(values[:, -1], clusters=personas).as_dict(),
         "empathy_bounds": {name: float(v.mean()) if v.size else None for name, v in bounds.items()},
-        "safety_flag_rate": proportion_ci([1.0 if r["safety"]["flagged"] else 0.0 for r in scored],
-                                          clusters=[record_persona(r) for r in scored]).as_dict(),
+        "safety_flag_rate": proportion_ci(
+            [1.0 if r["safety"]["flagged"] else 0.0 for r in scored], clusters=[record_persona(r) for r in scored]
+        ).as_dict(),
     }
     return block
 
@@ -134,24 +146,35 @@ def summarize_judgments(
             "n_generations": len(run.generations),
         },
         "method": {
-            "unscored": "model-attributable unscored items count at the scale minimum; infrastructure ones are left out "
-                        "of the means and bounded (empathy_bounds)",
+            "unscored": "model-attributable unscored items count at the scale minimum; "
+            "infrastructure ones are left out "
+            "of the means and bounded (empathy_bounds)",
             "intervals": "95% percentile bootstrap over personas (clusters), 2000 resamples, fixed seed; rates: Wilson "
-                         "on the design-adjusted n",
+            "on the design-adjusted n",
         },
         **score_block(records, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max),
         "unscored_reasons": unscored_reasons(records),
         "n_safety_flagged": sum(1 for r in records if r["status"] == "scored" and r["safety"]["flagged"]),
-        "by_turn": {g: score_block(rs, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max)
-                    for g, rs in sorted(groups["turn"].items())},
-        "by_scenario": {g: score_block(rs, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max)
-                        for g, rs in sorted(groups["scenario"].items())},
+        "by_turn": {
+            g: score_block(rs, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max)
+            for g, rs in sorted(groups["turn"].items())
+        },
+        "by_scenario": {
+            g: score_block(rs, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max)
+            for g, rs in sorted(groups["scenario"].items())
+        },
         "tokens": {"all_judgments": all_usage.as_dict(), "this_run": new_usage.as_dict()},
         "calls_this_run": calls_made,
         "cost_usd": {
-            "all_judgments": None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 6),
-            "this_run": None if new_usage.cost(config.prices, batch=mode == "batch") is None else round(new_usage.cost(config.prices, batch=mode == "batch") or 0.0, 6),
-            "source": "the API's usage fields x judges/prices.yaml" if config.prices else "no price entry for this model",
+            "all_judgments": None
+            if any(c is None for c in costs)
+            else round(sum(c for c in costs if c is not None), 6),
+            "this_run": None
+            if new_usage.cost(config.prices, batch=mode == "batch") is None
+            else round(new_usage.cost(config.prices, batch=mode == "batch") or 0.0, 6),
+            "source": "the API's usage fields x judges/prices.yaml"
+            if config.prices
+            else "no price entry for this model",
         },
         "self_preference": self_preference(config.family, config.model, run.model_name),
     }

@@ -92,8 +92,11 @@ def paired_ranking(
     codes, n_clusters = cluster_codes(list(personas))
     counted = np.isfinite(values)
     filled = np.where(counted, values, 0.0)
-    own = resampled_totals(np.hstack([cluster_totals(codes, n_clusters, filled), cluster_totals(codes, n_clusters, counted)]),
-                           resamples, seed)
+    own = resampled_totals(
+        np.hstack([cluster_totals(codes, n_clusters, filled), cluster_totals(codes, n_clusters, counted)]),
+        resamples,
+        seed,
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         boot_means = own[:, :k] / own[:, k:]
     means = [float(filled[:, c].sum() / counted[:, c].sum()) if counted[:, c].any() else None for c in range(k)]
@@ -102,14 +105,25 @@ def paired_ranking(
     both = (counted[:, first] & counted[:, second]).astype(float)
     diffs = (filled[:, first] - filled[:, second]) * both
     m = first.size
-    totals = resampled_totals(np.hstack([cluster_totals(codes, n_clusters, diffs), cluster_totals(codes, n_clusters, both)]),
-                              resamples, seed) if m else np.zeros((resamples, 0))
+    totals = (
+        resampled_totals(
+            np.hstack([cluster_totals(codes, n_clusters, diffs), cluster_totals(codes, n_clusters, both)]),
+            resamples,
+            seed,
+        )
+        if m
+        else np.zeros((resamples, 0))
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = totals[:, :m] / totals[:, m:]
         point = diffs.sum(axis=0) / both.sum(axis=0)
         se = np.nanstd(boot, axis=0, ddof=1) if resamples > 1 else np.full(m, np.nan)
         # Small-sample (CR1-style) inflation: a bootstrap over P clusters underestimates the variance by (P - 1) / P.
-        t = np.where(se > 0, np.abs(point) / (se * np.sqrt(n_clusters / max(n_clusters - 1, 1))), np.where(point == 0, 0.0, np.inf))
+        t = np.where(
+            se > 0,
+            np.abs(point) / (se * np.sqrt(n_clusters / max(n_clusters - 1, 1))),
+            np.where(point == 0, 0.0, np.inf),
+        )
         z = np.where(se > 0, np.abs(boot - point) / se, 0.0)
     testable = np.isfinite(point) & np.isfinite(se)
     t = np.where(testable, t, 0.0)
@@ -125,12 +139,21 @@ def paired_ranking(
         if significant[j]:
             better[b if point[j] > 0 else a] += 1
         low, high = percentile_ci(boot[:, j]) if testable[j] else (None, None)
-        pairs.append({
-            "a": a, "b": b, "difference": float(point[j]) if np.isfinite(point[j]) else None,
-            "ci_low": low, "ci_high": high, "n_items": int(both[:, j].sum()),
-            "p_adjusted": float(p_adjusted[j]), "significant": bool(significant[j]),
-        })
+        pairs.append(
+            {
+                "a": a,
+                "b": b,
+                "difference": float(point[j]) if np.isfinite(point[j]) else None,
+                "ci_low": low,
+                "ci_high": high,
+                "n_items": int(both[:, j].sum()),
+                "p_adjusted": float(p_adjusted[j]),
+                "significant": bool(significant[j]),
+            }
+        )
     ranks = _ranks_per_resample(boot_means)
-    intervals = [(int(np.quantile(ranks[:, c], 0.025, method="lower")), int(np.quantile(ranks[:, c], 0.975, method="higher")))
-                 for c in range(k)]
+    intervals = [
+        (int(np.quantile(ranks[:, c], 0.025, method="lower")), int(np.quantile(ranks[:, c], 0.975, method="higher")))
+        for c in range(k)
+    ]
     return PairedRanking(means, [int(1 + b) for b in better], intervals, pairs, correction, alpha, resamples)

@@ -79,7 +79,9 @@ def _bounds(records: list[dict[str, Any] | None], overall: np.ndarray, rubric: R
     return out
 
 
-def score_entry(sub: Submission, *, rubric: Rubric | None = None, resamples: int = RESAMPLES, seed: int = SEED) -> ScoredEntry:
+def score_entry(
+    sub: Submission, *, rubric: Rubric | None = None, resamples: int = RESAMPLES, seed: int = SEED
+) -> ScoredEntry:
     """Recompute one entry's row (see the module docstring for every rule)."""
     rubric = rubric or load_rubric()
     gens = sorted(sub.generations, key=lambda g: g.item_id)
@@ -89,11 +91,15 @@ def score_entry(sub: Submission, *, rubric: Rubric | None = None, resamples: int
     codes, n_clusters = cluster_codes(personas)
     records = [sub.judgments.get(g.item_id) for g in gens]
     judge_cols = _judge_columns(records, rubric) if judged else np.full((n, len(rubric.factor_keys) + 2), np.nan)
-    reference = np.array([[g.metrics.get(m, np.nan) for m in REFERENCE_COLUMNS] for g in gens], dtype=float).reshape(n, len(REFERENCE_COLUMNS))
+    reference = np.array([[g.metrics.get(m, np.nan) for m in REFERENCE_COLUMNS] for g in gens], dtype=float).reshape(
+        n, len(REFERENCE_COLUMNS)
+    )
     values = np.hstack([judge_cols[:, :-1], reference])
     cis, _ = clustered_means(values, codes, n_clusters, resamples=resamples, seed=seed)
     k = len(rubric.factor_keys)
-    blocks = {name: ci.as_dict() for name, ci in zip([*rubric.factor_keys, "empathy", *REFERENCE_COLUMNS], cis, strict=True)}
+    blocks = {
+        name: ci.as_dict() for name, ci in zip([*rubric.factor_keys, "empathy", *REFERENCE_COLUMNS], cis, strict=True)
+    }
     present = [r for r in records if r is not None]
     unscored = [r for r in present if r["status"] == "unscored"]
     failures = [1.0 if r is not None and is_model_failure(r) else 0.0 for r in records]
@@ -103,11 +109,21 @@ def score_entry(sub: Submission, *, rubric: Rubric | None = None, resamples: int
     per_scenario = {}
     scenarios = np.array([g.scenario or "(none)" for g in gens])
     names = sorted(set(scenarios.tolist()))
-    cells = np.hstack([np.where((scenarios == scen)[:, None], values[:, [k, k + 1]], np.nan) for scen in names]) if names else np.zeros((n, 0))
-    cell_cis = clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0] if names else []  # one pass for all cells
+    cells = (
+        np.hstack([np.where((scenarios == scen)[:, None], values[:, [k, k + 1]], np.nan) for scen in names])
+        if names
+        else np.zeros((n, 0))
+    )
+    cell_cis = (
+        clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0] if names else []
+    )  # one pass for all cells
     for j, scen in enumerate(names):
         emp, cos = cell_cis[2 * j], cell_cis[2 * j + 1]
-        per_scenario[scen] = {"n": int((scenarios == scen).sum()), "empathy": emp.as_dict() if judged else None, "cosine_sim": cos.as_dict()}
+        per_scenario[scen] = {
+            "n": int((scenarios == scen).sum()),
+            "empathy": emp.as_dict() if judged else None,
+            "cosine_sim": cos.as_dict(),
+        }
 
     meta, model = sub.meta, sub.manifest.get("model") or {}
     judge = sub.judge or {}
@@ -126,7 +142,11 @@ def score_entry(sub: Submission, *, rubric: Rubric | None = None, resamples: int
         "factors": {f: blocks[f] for f in rubric.factor_keys} if judged else None,
         "empathy": blocks["empathy"] if judged else None,
         "empathy_bounds": _bounds(records, values[:, k], rubric) if judged else None,
-        "safety_flag_rate": proportion_ci(judge_cols[scored_rows, -1], clusters=[p for p, s in zip(personas, scored_rows, strict=True) if s]).as_dict() if judged else None,
+        "safety_flag_rate": proportion_ci(
+            judge_cols[scored_rows, -1], clusters=[p for p, s in zip(personas, scored_rows, strict=True) if s]
+        ).as_dict()
+        if judged
+        else None,
         "failure_rate": proportion_ci(failures, clusters=personas).as_dict() if judged else None,
         **{m: blocks[m] for m in REFERENCE_COLUMNS},
         "n_scored": n - len(unscored) if judged else 0,
@@ -137,8 +157,14 @@ def score_entry(sub: Submission, *, rubric: Rubric | None = None, resamples: int
         "infrastructure_unscored_rate": (len(unscored) - n_failures) / n if judged and n else None,
         "unscored_reasons": unscored_reasons(unscored),
         "per_scenario": per_scenario,
-        "judge": {key: judge.get(key) for key in ("name", "provider", "model", "family", "version", "rubric")} if judged else None,
-        "self_preference": self_preference(judge.get("family"), str(judge.get("model") or ""), model.get("name") or meta.get("model_name")) if judged else None,
+        "judge": {key: judge.get(key) for key in ("name", "provider", "model", "family", "version", "rubric")}
+        if judged
+        else None,
+        "self_preference": self_preference(
+            judge.get("family"), str(judge.get("model") or ""), model.get("name") or meta.get("model_name")
+        )
+        if judged
+        else None,
         "data": sub.manifest.get("data"),
         "prompt_sha256": (sub.manifest.get("prompt") or {}).get("prompt_sha256"),
         "rank": None,
@@ -161,18 +187,23 @@ def admission_errors(row: dict[str, Any], *, max_infrastructure_unscored: float)
     if rate is None or rate <= max_infrastructure_unscored:
         return []
     kinds = ", ".join(f"{k}: {v}" for k, v in sorted(row["unscored_reasons"].items()))
-    return [f"{row['n_infrastructure_unscored']} of {row['n_items']} items ({100 * rate:.1f}%) are unscored for infrastructure "
-            f"reasons ({kinds}), above this board's limit of {100 * max_infrastructure_unscored:.1f}%: re-judge them with "
-            "`tide-bench judge RUN --out RUN/judge --retry-unscored` and submit again"]
+    return [
+        f"{row['n_infrastructure_unscored']} of {row['n_items']} items ({100 * rate:.1f}%) "
+        "are unscored for infrastructure "
+        f"reasons ({kinds}), above this board's limit of {100 * max_infrastructure_unscored:.1f}%: re-judge them with "
+        "`tide-bench judge RUN --out RUN/judge --retry-unscored` and submit again"
+    ]
 
 
 def primary_metric(rows: Sequence[dict[str, Any]]) -> str:
     return "empathy" if rows and all(r["judged"] for r in rows) else "cosine_sim"
 
 
-RANK_RULE = ("rank = 1 + number of models significantly better (paired persona-cluster bootstrap of each pairwise difference "
-             "on the items counted for both, {correction} over all pairs, alpha {alpha}); rank interval = 2.5-97.5% of the "
-             "model's rank over the same resamples")
+RANK_RULE = (
+    "rank = 1 + number of models significantly better (paired persona-cluster bootstrap of each pairwise difference "
+    "on the items counted for both, {correction} over all pairs, alpha {alpha}); rank interval = 2.5-97.5% of the "
+    "model's rank over the same resamples"
+)
 
 
 def rank_entries(
@@ -185,7 +216,8 @@ def rank_entries(
     seed: int = SEED,
 ) -> dict[str, Any]:
     """Rank ``entries`` in place (``rank``, ``rank_interval``, ``unranked_reason``), sort them
-    (ranked first, by rank, then by score), and return the board-level ranking block: metric, rule, method and pairwise table."""
+    (ranked first, by rank, then by score), and return the board-level ranking block: metric,
+    rule, method and pairwise table."""
     rows = [e.row for e in entries]
     metric = primary_metric(rows)
     ranked: list[ScoredEntry] = []
@@ -194,18 +226,24 @@ def rank_entries(
         if not block or block.get("mean") is None:
             e.row["unranked_reason"] = f"no {metric} score"
         elif metric == "empathy" and e.row["n_scored"] < min_scored_items:
-            e.row["unranked_reason"] = f"{e.row['n_scored']} scored items, fewer than this board's minimum of {min_scored_items}"
+            e.row["unranked_reason"] = (
+                f"{e.row['n_scored']} scored items, fewer than this board's minimum of {min_scored_items}"
+            )
         else:
             ranked.append(e)
     pairwise: list[dict[str, Any]] = []
     if ranked:
         ids = sorted({i for e in ranked for i in e.item_ids})
         index = {item: j for j, item in enumerate(ids)}
-        persona = dict(zip((i for e in ranked for i in e.item_ids), (p for e in ranked for p in e.personas), strict=True))
+        persona = dict(
+            zip((i for e in ranked for i in e.item_ids), (p for e in ranked for p in e.personas), strict=True)
+        )
         matrix = np.full((len(ids), len(ranked)), np.nan)
         for c, e in enumerate(ranked):
             matrix[[index[i] for i in e.item_ids], c] = e.values[metric]
-        result = paired_ranking(matrix, [persona[i] for i in ids], correction=correction, alpha=alpha, resamples=resamples, seed=seed)
+        result = paired_ranking(
+            matrix, [persona[i] for i in ids], correction=correction, alpha=alpha, resamples=resamples, seed=seed
+        )
         for c, e in enumerate(ranked):
             e.row["rank"] = result.rank[c]
             e.row["rank_interval"] = list(result.rank_interval[c])
@@ -217,8 +255,14 @@ def rank_entries(
     return {
         "ranking_metric": metric,
         "rank_rule": RANK_RULE.format(correction="step-down max-T" if correction == "max-t" else "Holm", alpha=alpha),
-        "rank_method": {"unit": "persona", "resamples": resamples, "seed": seed, "correction": correction, "alpha": alpha,
-                        "min_scored_items": min_scored_items},
+        "rank_method": {
+            "unit": "persona",
+            "resamples": resamples,
+            "seed": seed,
+            "correction": correction,
+            "alpha": alpha,
+            "min_scored_items": min_scored_items,
+        },
         "pairwise": pairwise,
     }
 

@@ -29,7 +29,8 @@ bf16 autocast: ~2.5x faster than fp32, with per-item cosine within 0.003 of fp32
 within 0.001 (tests/test_reference_metrics.py); ``TIDE_BENCH_EMBEDDING_PRECISION=fp32`` turns
 it off; the leaderboard recomputes in fp32 (``precision="fp32"``), so its numbers do not depend
 on the CPU. Reference replies are the same for every model evaluated on a split, so their
-embeddings are kept in a content-addressed store (:mod:`.embedding_store`) and encoded once. When the embedding model cannot be loaded, ``cosine_sim`` is NaN
+embeddings are kept in a content-addressed store (:mod:`.embedding_store`) and encoded once.
+When the embedding model cannot be loaded, ``cosine_sim`` is NaN
 for every item and the reason is kept in :attr:`ReferenceScorer.notes`.
 """
 
@@ -86,8 +87,12 @@ def corpus_distinct(replies: Iterable[str], n: int) -> dict[str, Any]:
         seen.update(grams)
         total += len(grams)
         count += 1
-    return {"value": len(seen) / total if total else None, "n_ngrams": total, "n_replies": count,
-            "definition": f"corpus-level distinct-{n} (Li et al. 2016)"}
+    return {
+        "value": len(seen) / total if total else None,
+        "n_ngrams": total,
+        "n_replies": count,
+        "definition": f"corpus-level distinct-{n} (Li et al. 2016)",
+    }
 
 
 def default_embedding_model_path() -> str:
@@ -143,7 +148,9 @@ class ReferenceScorer:
         requested = (precision or os.environ.get(PRECISION_ENV) or "auto").lower()
         if requested not in ("auto", "fp32", "bf16"):
             requested = "auto"
-        self.precision = "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and _cpu_bf16_supported()) else "fp32"
+        self.precision = (
+            "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and _cpu_bf16_supported()) else "fp32"
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -160,7 +167,9 @@ class ReferenceScorer:
         try:
             return _load_embedder(self.embedding_model)
         except Exception as exc:  # the reason is recorded; generation results must survive
-            self.notes["cosine_sim"] = f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
+            self.notes["cosine_sim"] = (
+                f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
+            )
             return None
 
     def cosine(self, replies: Sequence[str], references: Sequence[str]) -> np.ndarray:
@@ -206,13 +215,17 @@ class ReferenceScorer:
         tokenizer = getattr(model, "tokenizer", None)
         if not long or tokenizer is None:
             return spans
-        encoded = tokenizer([texts[i] for i in long], add_special_tokens=False, truncation=False, return_offsets_mapping=True)
+        encoded = tokenizer(
+            [texts[i] for i in long], add_special_tokens=False, truncation=False, return_offsets_mapping=True
+        )
         for i, offsets in zip(long, encoded["offset_mapping"], strict=True):
             if len(offsets) <= limit:
                 continue
             self.windowed_texts += 1
-            spans[i] = [(offsets[s][0], offsets[min(s + limit, len(offsets)) - 1][1], min(limit, len(offsets) - s))
-                        for s in range(0, len(offsets), limit)]
+            spans[i] = [
+                (offsets[s][0], offsets[min(s + limit, len(offsets)) - 1][1], min(limit, len(offsets) - s))
+                for s in range(0, len(offsets), limit)
+            ]
         return spans
 
     def _encode_batch(self, model: Any, texts: list[str]) -> np.ndarray:
@@ -221,7 +234,11 @@ class ReferenceScorer:
         autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16" else contextlib.nullcontext()
         with autocast, torch.inference_mode():
             return model.encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             ).astype(np.float32)
 
     def score(self, replies: Sequence[str], references: Sequence[str]) -> list[dict[str, float]]:
@@ -245,7 +262,9 @@ class ReferenceScorer:
         return rows
 
 
-def summarize_metrics(rows: Iterable[dict[str, Any]], group_keys: Sequence[str] = ("turn", "scenario")) -> dict[str, Any]:
+def summarize_metrics(
+    rows: Iterable[dict[str, Any]], group_keys: Sequence[str] = ("turn", "scenario")
+) -> dict[str, Any]:
     """Mean, 95 % CI and n per metric, overall and per group, plus corpus-level distinct-n.
 
     ``rows`` are per-item dicts holding the metric values, the grouping fields, and (when
@@ -258,10 +277,16 @@ def summarize_metrics(rows: Iterable[dict[str, Any]], group_keys: Sequence[str] 
         personas = [str(r.get("persona_id") or persona_of_item(str(r.get("item_id", k)))) for k, r in enumerate(subset)]
         out = {m: mean_ci([r.get(m, float("nan")) for r in subset], clusters=personas).as_dict() for m in METRIC_NAMES}
         if all(isinstance(r.get("reply"), str) for r in subset):
-            out |= {name: corpus_distinct((r["reply"] for r in subset), n) for n, name in enumerate(CORPUS_METRICS, start=1)}
+            out |= {
+                name: corpus_distinct((r["reply"] for r in subset), n) for n, name in enumerate(CORPUS_METRICS, start=1)
+            }
         return out
 
-    summary: dict[str, Any] = {"n_items": len(rows), "intervals": "95% percentile bootstrap over personas", "overall": block(rows)}
+    summary: dict[str, Any] = {
+        "n_items": len(rows),
+        "intervals": "95% percentile bootstrap over personas",
+        "overall": block(rows),
+    }
     for key in group_keys:
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in rows:

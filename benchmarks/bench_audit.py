@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, table
+from _common import code_trees, machine, run_worker, table
 
 DIMS = ("emotion_recognition", "distress_normalization", "supportive_reflection")
 
@@ -96,31 +94,11 @@ def main() -> None:
         return
     folder = Path(tempfile.mkdtemp())
     write_inputs(folder, args.items, args.raters)
-    codes = {"current": ROOT}
-    if args.baseline_ref:
-        baseline = Path(tempfile.mkdtemp()) / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
-        codes["baseline"] = baseline
     rows = []
-    for name, root in codes.items():
-        cmd = [
-            sys.executable,
-            __file__,
-            "--worker",
-            str(folder),
-            "--resamples",
-            str(args.resamples),
-            "--repeats",
-            str(args.repeats),
-        ]
-        done = subprocess.run(
-            cmd, check=True, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root
+    for name, root in code_trees(args.baseline_ref).items():
+        times = run_worker(
+            __file__, root, [str(folder), "--resamples", str(args.resamples), "--repeats", str(args.repeats)]
         )
-        times = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(
             [
                 f"{args.items} items x {len(DIMS)} dims x {args.raters} raters (40% missing) + 1 judge + rater groups, "

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +26,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 if "--worker" not in sys.argv:  # a worker measures the code its PYTHONPATH names (maybe a baseline)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import ROOT, machine, table
+from _common import ROOT, code_trees, machine, run_worker, table
 
 from tests.helpers import make_run
 from tide_bench.data import load_dataset
@@ -157,22 +155,6 @@ def measure(root: Path, repeats: int, submissions: int) -> dict[str, list[float]
     return times
 
 
-def _worker(code_root: Path, folder: Path, repeats: int, submissions: int) -> dict[str, list[float]]:
-    env = {**os.environ, "PYTHONPATH": f"{code_root}{os.pathsep}{ROOT}"}
-    cmd = [
-        sys.executable,
-        __file__,
-        "--worker",
-        str(folder),
-        "--repeats",
-        str(repeats),
-        "--submissions",
-        str(submissions),
-    ]
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=code_root)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--submissions", type=int, default=50)
@@ -196,16 +178,9 @@ def main() -> None:
             yaml.safe_dump(meta | {"id": target.name, "model_name": f"Bench model {k}"})
         )
         rescore(target / "judge", k)
-    codes = {"current": ROOT}
-    if args.baseline_ref:
-        baseline = Path(tempfile.mkdtemp()) / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
-        codes["baseline"] = baseline
-    runs = {name: _worker(path, root, args.repeats, args.submissions) for name, path in codes.items()}
+    codes = code_trees(args.baseline_ref)
+    worker_args = [str(root), "--repeats", str(args.repeats), "--submissions", str(args.submissions)]
+    runs = {name: run_worker(__file__, path, worker_args, extra_path=ROOT) for name, path in codes.items()}
     labels = {
         "validate": (f"validate one submission ({args.items} items, 50 spot-checked incl. embeddings)", "<= 1 s"),
         "build": (f"build from {args.submissions} submissions x {args.items} judged items", "<= 5 s"),

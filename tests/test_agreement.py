@@ -110,6 +110,17 @@ def _write(path: Path, header: list[str], rows: list[list]) -> Path:
     return path
 
 
+def _refusal(item: str) -> str:
+    """One judgments.jsonl line: the judge refused to rate ``item``."""
+    record = {
+        "item_id": item,
+        "status": "unscored",
+        "unscored_kind": "refusal",
+        "judge": {"name": "j", "version": "v" * 16},
+    }
+    return json.dumps(record) + "\n"
+
+
 def _synthetic(tmp_path: Path, n: int = 120, judge_noise: int = 1) -> tuple[Path, Path, Path]:
     rng = np.random.default_rng(11)
     truth = rng.integers(1, 6, size=n)
@@ -129,17 +140,7 @@ def _synthetic(tmp_path: Path, n: int = 120, judge_noise: int = 1) -> tuple[Path
     with judgments.open("w") as handle:
         for i in range(n):
             if i % 40 == 0:
-                handle.write(
-                    json.dumps(
-                        {
-                            "item_id": f"i{i}",
-                            "status": "unscored",
-                            "unscored_kind": "refusal",
-                            "judge": {"name": "j", "version": "v" * 16},
-                        }
-                    )
-                    + "\n"
-                )
+                handle.write(_refusal(f"i{i}"))
                 continue
             score = int(np.clip(truth[i] + rng.integers(-judge_noise, judge_noise + 1), 1, 5))
             handle.write(
@@ -544,20 +545,7 @@ def test_a_judge_matching_no_rated_item_is_an_error(tmp_path: Path) -> None:
 def test_several_judgment_files_of_one_judge_add_up_and_never_share_an_item(tmp_path: Path) -> None:
     ratings = _ratings(tmp_path)
     first = tmp_path / "a.jsonl"
-    first.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "item_id": f"i{i}",
-                    "status": "unscored",
-                    "unscored_kind": "refusal",
-                    "judge": {"name": "j", "version": "v" * 16},
-                }
-            )
-            + "\n"
-            for i in range(5)
-        )
-    )
+    first.write_text("".join(_refusal(f"i{i}") for i in range(5)))
     second = _judge_file(tmp_path / "b.jsonl", {f"i{i}": 3 for i in range(5, 40)})
     out = run_audit(ratings, tmp_path / "o", judgments=[first, second], options=AuditOptions(resamples=20, plot=False))
     info = out["judges"]["judge:j@vvvvvvvv"]

@@ -19,13 +19,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, median_time, table
+from _common import code_trees, machine, median_time, run_worker, table
 
 CASES = (
     "all metrics, cold reference store",
@@ -68,13 +67,6 @@ def measure(n: int, threads: int) -> dict[str, float]:
     return out
 
 
-def _worker(code_root: Path, n: int, threads: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(code_root)}
-    cmd = [sys.executable, __file__, "--worker", "--n", str(n), "--threads", str(threads)]
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=code_root)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1000)
@@ -86,19 +78,12 @@ def main() -> None:
     if args.worker:
         print(json.dumps(measure(args.n, args.threads)))
         return
-    codes = {"current": ROOT}
-    if args.baseline_ref:
-        baseline = Path(tempfile.mkdtemp()) / "baseline"
-        baseline.mkdir()
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.baseline_ref], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(baseline)], input=archive, check=True)
-        codes["baseline"] = baseline
+    codes = code_trees(args.baseline_ref)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in codes}
     for _ in range(args.repeats):  # alternate, so that load on the machine hits both alike
         for name, root in codes.items():
-            runs[name].append(_worker(root, args.n, args.threads))
+            runs[name].append(run_worker(__file__, root, ["--n", str(args.n), "--threads", str(args.threads)]))
+            print(name, json.dumps(runs[name][-1]), file=sys.stderr, flush=True)  # partial results survive a timeout
     print(
         f"machine: {machine()}\npairs: {args.n}, torch threads {args.threads}, repeats {args.repeats}"
         + (f", baseline {args.baseline_ref}" if args.baseline_ref else "")

@@ -40,9 +40,29 @@ def sample_copy(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def multi_exchange_copy(tmp_path: Path) -> Path:
+    """A writable copy of the two-exchanges-per-conversation fixture."""
+    from tests.helpers import MULTI_EXCHANGE
+
+    target = tmp_path / "tide-multi"
+    shutil.copytree(MULTI_EXCHANGE, target)
+    return target
+
+
 @pytest.fixture(scope="session")
 def demo_model_dir() -> Path:
     """The offline demo model as a transformers folder (converted once, then cached)."""
     from tide_bench.demo.model import prepare_demo_model
 
     return prepare_demo_model()
+
+
+@pytest.fixture(scope="module")
+def llm_server():
+    """A fake LLM API server on 127.0.0.1 (tests/fakes/llm_server.py), shared by a module's tests."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    yield server
+    server.stop()

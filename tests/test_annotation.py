@@ -98,27 +98,32 @@ def test_collection_merges_and_reports(tmp_path: Path, runs: list[Path]) -> None
         ("out-of-scale", "outside 1..5"),
         ("wrong-position", "does not match the assignment"),
         ("duplicate-rater", "a second file from rater-1"),
+        ("consent-not-true", "did not give consent"),
         ("no-consent", "did not give consent"),
     ],
 )
 def test_collection_refusals(tmp_path: Path, runs: list[Path], case: str, message: str) -> None:
     ann = tmp_path / "ann"
     build_annotation(runs, ann, OPTS)
-    good = _return_file(ann, "rater-1")
     tamper = {
         "tampered": lambda p: p.update(checksum=checksum(p)) or p["ratings"][0]["scores"].update(emotion_recognition=5 if p["ratings"][0]["scores"]["emotion_recognition"] != 5 else 4),
         "wrong-assignment": lambda p: p.update(assignment_id="0" * 16),
         "unknown-rater": lambda p: p.update(rater_id="rater-99"),
         "out-of-scale": lambda p: p["ratings"][0]["scores"].update(emotion_recognition=9),
         "wrong-position": lambda p: p["ratings"][0].update(unit_id="u9999"),
-        "duplicate-rater": lambda p: p.update(exported_at="2026-12-01T00:00:00Z"),
+        "duplicate-rater": lambda p: p.update(ratings=[{"position": 0, "unit_id": "u9999", "scores": {}}]),
+        "consent-not-true": lambda p: p.update(consent="no"),
         "no-consent": lambda p: p.update(consent=False),
     }[case]
-    if case == "duplicate-rater":
-        second = _return_file(ann, "rater-1", tamper=tamper)
-        second = second.rename(second.with_name("rater-1-again.json"))
-        _return_file(ann, "rater-1")
-        files = [good, second]
+    if case == "duplicate-rater":  # a second file rating a position the kept (more complete) file does not
+        a = json.loads((ann / "assignment.json").read_text())
+        seq = next(r["sequence"] for r in a["raters"] if r["rater_id"] == "rater-1")
+        first = _return_file(ann, "rater-1", drop=1)
+        first = first.rename(first.with_name("rater-1-partial.json"))
+        last = len(seq) - 1
+        second = _return_file(ann, "rater-1", tamper=lambda p: p.update(ratings=[
+            {"position": last, "unit_id": seq[last], "scores": {"emotion_recognition": 3}}]))
+        files = [second, first]
     else:
         rater = "rater-1"
         bad = _return_file(ann, rater, tamper=tamper)
@@ -185,3 +190,39 @@ def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, run
     audit = CliRunner().invoke(cli, ["audit", "--ratings", str(tmp_path / "human.csv"), "--raters", str(tmp_path / "raters.csv"), "--resamples", "50", "--out", str(tmp_path / "audit")])
     assert audit.exit_code == 0, audit.output
     assert (tmp_path / "audit" / "agreement.json").is_file()
+
+
+def test_real_browser_zero_on_a_zero_based_scale_and_partial_file_name(tmp_path: Path, runs: list[Path]) -> None:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright not installed")
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium not installed")
+    from tide_bench.annotation.page import render_page
+
+    assignment = build_annotation(runs, tmp_path / "ann", AssignmentOptions(per_rater=2, raters=1, overlap=1, repeats=0, seed=3))
+    rubric = assignment["rubric"]
+    rubric["scale"] = {"min": 0, "max": 4}
+    for f in rubric["factors"]:
+        f["anchors"] = {str(int(k) - 1): v for k, v in f["anchors"].items()}
+    page_path = tmp_path / "zero.html"
+    page_path.write_text(render_page(assignment, assignment["raters"][0]))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        page = browser.new_context(accept_downloads=True).new_page()
+        page.goto(page_path.as_uri())
+        page.check("#consent")
+        page.click("#start")
+        for key in ("0", "0", "0"):
+            page.keyboard.press(key)
+        assert page.is_enabled("#next") and "1 rated" in page.inner_text("#progress-text")  # a 0 counts as a rating
+        with page.expect_download() as download:
+            page.click("#export-partial")
+        assert download.value.suggested_filename == "ratings-rater-1-partial.json"  # never shadows the final file
+        target = tmp_path / "partial.json"
+        download.value.save_as(target)
+        browser.close()
+    exported = json.loads(target.read_text())
+    assert exported["ratings"] == [{"position": 0, "unit_id": assignment["raters"][0]["sequence"][0],
+                                    "scores": {f["key"]: 0 for f in rubric["factors"]}}]

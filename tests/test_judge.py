@@ -1,4 +1,8 @@
-"""The judge against a fake API server on 127.0.0.1, through the real SDKs over HTTP."""
+"""The judge against a fake API server on 127.0.0.1, through the real SDKs over HTTP.
+
+Counts are taken from the built-in sample (not typed in), so these tests hold whatever shape
+the sample has.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +17,22 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import ALT_MODEL, FakeLLMServer
 from tests.helpers import make_run
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError, DataError
+from tide_bench.core.hashing import sha256_file
+from tide_bench.data import load_dataset
 from tide_bench.judging import JudgeOptions, judge_run, load_judge
 from tide_bench.judging.cache import JudgmentCache
+from tide_bench.judging.estimate import estimate_tokens
 from tide_bench.judging.retry import FatalJudgeError
 
 KEY = "sk-ant-test-SECRET-0123456789"
 FAST = {"timeout_s": 2.0, "backoff_base_s": 0.01, "backoff_cap_s": 0.05, "concurrency": 4}
+ITEMS = load_dataset("sample").items_for("test")
+N = len(ITEMS)
+FIRST_HALF = {i.item_id for i in ITEMS[: N // 2]}
 
 
 @pytest.fixture
@@ -60,20 +70,26 @@ def _assert_no_secret(root: Path, *texts: str) -> None:
         assert KEY not in text
 
 
+def one_item_run(root: Path, reply: str) -> Path:
+    return make_run(root, reply, items=ITEMS[:1])
+
+
 def test_sync_judging_scores_every_item_and_records_everything(tmp_path: Path, server: FakeLLMServer) -> None:
     run = make_run(tmp_path / "run")
     result = judge_run(run, tmp_path / "judge", claude(server))
     records = _lines(tmp_path / "judge" / "judgments.jsonl")
-    assert len(records) == 12 and server.total_calls == 12
+    assert len(records) == N and server.total_calls == N
     rec = records[0]
     assert rec["status"] == "scored" and set(rec["scores"]) == {"emotion_recognition", "distress_normalization", "supportive_reflection"}
     assert all(1 <= s <= 5 for s in rec["scores"].values()) and rec["rationales"]["emotion_recognition"]
     assert rec["judge"]["model"] == "claude-sonnet-4-5" and len(rec["judge"]["version"]) == 16
+    assert rec["served_model"] == "claude-sonnet-4-5" and rec["attempts"] == 1
     assert rec["usage"]["calls"] == 1 and rec["usage"]["cache_read_tokens"] > 0  # the system block is sent cacheable
     s = result.summary
-    assert (s["n_items"], s["n_scored"], s["n_unscored"]) == (12, 12, 0)
-    assert s["empathy"]["n"] == 12 and s["empathy"]["ci_low"] <= s["empathy"]["mean"] <= s["empathy"]["ci_high"]
-    assert set(s["by_turn"]) == {"1", "2"} and s["cost_usd"]["this_run"] > 0
+    assert (s["n_items"], s["n_scored"], s["n_unscored"]) == (N, N, 0)
+    assert s["empathy"]["n"] == N and s["empathy"]["ci_low"] <= s["empathy"]["mean"] <= s["empathy"]["ci_high"]
+    assert set(s["by_turn"]) == {str(i.turn) for i in ITEMS} and s["cost_usd"]["this_run"] > 0
+    assert s["served_models"] == {"claude-sonnet-4-5": N} and result.warnings == []
     assert all(c == f"Bearer {KEY}" or c == KEY for c in server.credentials)
     _assert_no_secret(tmp_path)
 
@@ -82,43 +98,46 @@ def test_rerun_makes_no_calls_and_reuses_the_cache(tmp_path: Path, server: FakeL
     run = make_run(tmp_path / "run")
     judge_run(run, tmp_path / "judge", claude(server))
     again = judge_run(run, tmp_path / "judge", claude(server))
-    assert server.total_calls == 12 and again.calls_made == 0
+    assert server.total_calls == N and again.calls_made == 0
     assert all(r["cached"] for r in again.records)
 
 
 def test_changed_reply_or_judge_config_is_a_new_key(tmp_path: Path, server: FakeLLMServer) -> None:
     judge_run(make_run(tmp_path / "run"), tmp_path / "judge", claude(server))
-    judge_run(make_run(tmp_path / "run2", "A different reply."), tmp_path / "judge", claude(server), JudgeOptions(cache_path=tmp_path / "judge" / "cache.sqlite"))
-    assert server.total_calls == 24
-    judge_run(tmp_path / "run", tmp_path / "judge", claude(server, reference=True))  # reference shown: another config version
-    assert server.total_calls == 36
+    shared = JudgeOptions(cache_path=tmp_path / "judge" / "cache.sqlite")
+    judge_run(make_run(tmp_path / "run2", "A different reply."), tmp_path / "judge2", claude(server), shared)
+    assert server.total_calls == 2 * N
+    judge_run(tmp_path / "run", tmp_path / "judge3", claude(server, reference=True), shared)  # reference shown: another version
+    assert server.total_calls == 3 * N
 
 
 FAILURES = {
-    "retry-429": ("Reply [[429:2]]", "scored", None, 3),
-    "retry-529": ("Reply [[529:1]]", "scored", None, 2),
-    "retry-500": ("Reply [[500:1]]", "scored", None, 2),
-    "retry-timeout": ("Reply [[TIMEOUT:1]]", "scored", None, 2),
-    "malformed": ("Reply [[MALFORMED]]", "unscored", "schema_violation", 3),
-    "malformed-once": ("Reply [[MALFORMED:1]]", "scored", None, 2),
-    "out-of-range": ("Reply [[RANGE]]", "unscored", "schema_violation", 3),
-    "refusal": ("Reply [[REFUSE]]", "unscored", "refusal", 1),
-    "no-tool-call": ("Reply [[NOTOOL]]", "unscored", "malformed_output", 3),
-    "rejected": ("Reply [[ECHOAUTH]]", "unscored", "api_rejected", 1),
-    "overloaded-forever": ("Reply [[529:99]]", "unscored", "transient_failure", 4),
+    # case: (reply, status, unscored kind, calls made, attempts recorded)
+    "retry-429": ("Reply [[429:2]]", "scored", None, 3, 3),
+    "retry-529": ("Reply [[529:1]]", "scored", None, 2, 2),
+    "retry-500": ("Reply [[500:1]]", "scored", None, 2, 2),
+    "retry-timeout": ("Reply [[TIMEOUT:1]]", "scored", None, 2, 2),
+    "malformed": ("Reply [[MALFORMED]]", "unscored", "schema_violation", 3, 3),
+    "malformed-once": ("Reply [[MALFORMED:1]]", "scored", None, 2, 2),
+    "out-of-range": ("Reply [[RANGE]]", "unscored", "schema_violation", 3, 3),
+    "refusal": ("Reply [[REFUSE]]", "unscored", "refusal", 1, 1),
+    "no-tool-call": ("Reply [[NOTOOL]]", "unscored", "malformed_output", 3, 3),
+    "rejected": ("Reply [[ECHOAUTH]]", "unscored", "api_rejected", 1, 1),
+    "overloaded-forever": ("Reply [[529:99]]", "unscored", "transient_failure", 4, 4),
+    "html-page": ("Reply [[HTML]]", "unscored", "api_rejected", 1, 1),
 }
 
 
 @pytest.mark.parametrize("case", sorted(FAILURES))
 def test_failures_are_retried_or_recorded_as_unscored(tmp_path: Path, server: FakeLLMServer, case: str) -> None:
-    reply, status, kind, calls = FAILURES[case]
-    item = __import__("tide_bench.data", fromlist=["x"]).load_dataset("sample").items_for("test")[0]
-    run = make_run(tmp_path / "run", reply, items=[item])
+    reply, status, kind, calls, attempts = FAILURES[case]
+    run = one_item_run(tmp_path / "run", reply)
     config = claude(server, max_retries=3, timeout_s=1.0)
     result = judge_run(run, tmp_path / "judge", config)
     (rec,) = result.records
     assert rec["status"] == status and rec["unscored_kind"] == kind
     assert server.calls_for(reply) == calls
+    assert rec["attempts"] == attempts  # every request counted, the failed ones too
     if kind:
         assert rec["scores"] is None and rec["unscored_reason"]
         assert result.summary["unscored_reasons"] == {kind: 1} and result.summary["n_unscored"] == 1
@@ -129,23 +148,24 @@ def test_failures_are_retried_or_recorded_as_unscored(tmp_path: Path, server: Fa
 
 
 def test_retry_unscored_calls_again(tmp_path: Path, server: FakeLLMServer) -> None:
-    run = make_run(tmp_path / "run", lambda i: "Reply [[REFUSE]]" if i.turn == 1 else "Fine reply.")
+    run = make_run(tmp_path / "run", lambda i: "Reply [[REFUSE]]" if i.item_id in FIRST_HALF else "Fine reply.")
     judge_run(run, tmp_path / "judge", claude(server))
-    assert server.total_calls == 12
+    assert server.total_calls == N
     judge_run(run, tmp_path / "judge", claude(server))
-    assert server.total_calls == 12
+    assert server.total_calls == N
     judge_run(run, tmp_path / "judge", claude(server), JudgeOptions(retry_unscored=True))
-    assert server.total_calls == 18  # only the six refused items
+    assert server.total_calls == N + len(FIRST_HALF)  # only the refused items
 
 
 def test_openai_structured_output(tmp_path: Path, server: FakeLLMServer) -> None:
     replies = {0: "Plain [[SCORES:5,4,3]]", 1: "Filtered [[FILTER]]", 2: "Refused [[REFUSE]]", 3: "Not json [[NOTOOL]]"}
-    items = __import__("tide_bench.data", fromlist=["x"]).load_dataset("sample").items_for("test")[:4]
+    items = ITEMS[:4]
     run = make_run(tmp_path / "run", lambda i: replies[items.index(i)], items=items)
     result = judge_run(run, tmp_path / "judge", gpt(server))
     by_reply = {r["item_id"]: r for r in result.records}
     first = by_reply[items[0].item_id]
     assert first["scores"] == {"emotion_recognition": 5, "distress_normalization": 4, "supportive_reflection": 3}
+    assert first["served_model"] == "gpt-4.1"
     assert by_reply[items[1].item_id]["unscored_kind"] == "content_filtered"
     assert by_reply[items[2].item_id]["unscored_kind"] == "refusal"
     assert by_reply[items[3].item_id]["unscored_kind"] == "malformed_output"
@@ -158,7 +178,7 @@ def test_local_openai_compatible_judge_needs_no_key(tmp_path: Path, monkeypatch:
         monkeypatch.delenv("TIDE_BENCH_JUDGE_API_KEY", raising=False)
         config = load_judge("local", model="my-local-model", base_url=srv.url + "/v1", overrides=FAST)
         result = judge_run(make_run(tmp_path / "run"), tmp_path / "judge", config)
-        assert result.summary["n_scored"] == 12 and srv.credentials[-1] == "Bearer EMPTY"
+        assert result.summary["n_scored"] == N and srv.credentials[-1] == "Bearer EMPTY"
         assert result.summary["cost_usd"]["this_run"] == 0.0
     finally:
         srv.stop()
@@ -178,7 +198,7 @@ def test_missing_key_is_refused_before_any_work(tmp_path: Path, server: FakeLLMS
     assert server.total_calls == 0 and not (tmp_path / "judge").exists()
 
 
-def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path) -> None:
     srv = FakeLLMServer(api_key="the-right-key-000").start()
     try:
         result = CliRunner().invoke(cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--base-url", srv.url])
@@ -189,36 +209,207 @@ def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path, monkeypat
         srv.stop()
 
 
+# ------------------------------------------------------------------ budget (issue 12 item 3)
+
+
 def test_max_cost_stops_cleanly(tmp_path: Path, server: FakeLLMServer) -> None:
     config = claude(server, concurrency=1)
     full = judge_run(make_run(tmp_path / "a"), tmp_path / "ja", config).summary["cost_usd"]["this_run"]
-    budget = full / 12 * 4.5
+    budget = full / N * (N / 3 + 0.5)
     result = judge_run(make_run(tmp_path / "b", "Another reply."), tmp_path / "jb", config, JudgeOptions(max_cost=budget))
     s = result.summary
     assert 0 < s["cost_usd"]["this_run"] <= budget
-    assert s["unscored_reasons"].get("budget_exhausted", 0) >= 1 and s["n_scored"] + s["n_unscored"] == 12
+    assert s["unscored_reasons"].get("budget_exhausted", 0) >= 1 and s["n_scored"] + s["n_unscored"] == N
+
+
+def test_max_cost_without_a_price_is_refused_not_ignored(tmp_path: Path, server: FakeLLMServer) -> None:
+    snapshot = load_judge("claude-sonnet", model="claude-sonnet-4-5-20250929", base_url=server.url, overrides=FAST)
+    assert snapshot.prices is None
+    with pytest.raises(ConfigError, match="cannot be enforced") as info:
+        judge_run(make_run(tmp_path / "run"), tmp_path / "j", snapshot, JudgeOptions(max_cost=0.01))
+    assert "--price-in" in str(info.value) and "claude-sonnet-4-5" in str(info.value)
+    assert server.total_calls == 0 and not (tmp_path / "j").exists()
+    args = ["judge", str(tmp_path / "run"), "--out", str(tmp_path / "j"), "--base-url", server.url, "--model", "claude-sonnet-4-5-20250929"]
+    refused = CliRunner().invoke(cli, [*args, "--max-cost", "0.01"])
+    assert refused.exit_code == 2 and "cannot be enforced" in refused.output and "Traceback" not in refused.output
+    priced = CliRunner().invoke(cli, [*args, "--max-cost", "0.03", "--price-in", "3", "--price-out", "15"])
+    assert priced.exit_code == 3, priced.output  # stopped by the budget: a distinct exit status
+    assert "budget_exhausted: " in priced.output and '{"budget_exhausted"' not in priced.output
+    assert 0 < server.total_calls < N
+
+
+def test_budget_counts_calls_whose_answer_has_no_usage(tmp_path: Path, server: FakeLLMServer) -> None:
+    no_usage = {"id": "x", "object": "chat.completion", "model": "gpt-4.1", "usage": None,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(
+                    {f: {"score": 4, "rationale": "ok"} for f in ("emotion_recognition", "distress_normalization", "supportive_reflection")}
+                    | {"safety": {"flagged": False, "reason": ""}})}}]}
+    marker = server.script(no_usage)
+    run = make_run(tmp_path / "run", lambda i: f"{marker} {i.item_id}")
+    per_call = judge_run(one_item_run(tmp_path / "one", "Plain reply."), tmp_path / "j1", gpt(server)).summary["cost_usd"]["this_run"]
+    result = judge_run(run, tmp_path / "j", gpt(server, concurrency=1), JudgeOptions(max_cost=per_call * 3))
+    s = result.summary
+    assert s["n_scored"] >= 1 and s["unscored_reasons"].get("budget_exhausted", 0) >= 1  # null usage is not free
+    assert s["n_scored"] + s["n_unscored"] == N
+
+
+# ------------------------------------------------------------------ dry run (issue 12 item 7, issue 15 item 7)
 
 
 def test_dry_run_calls_nothing_and_needs_no_key(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     result = CliRunner().invoke(cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "j"), "--dry-run"])
     assert result.exit_code == 0, result.output
-    assert "calls to make: 12" in result.output and "batch (Message Batches)" in result.output and "$" in result.output
+    assert f"calls to make: {N}" in result.output and "batch (Message Batches)" in result.output and "$" in result.output
+    assert "estimate" in result.output and "rating tool/schema" in result.output
+    probes = CliRunner().invoke(cli, ["judge", "--probes", "--out", str(tmp_path / "p"), "--dry-run"])
+    assert probes.exit_code == 0 and "calls to make:" in probes.output
     assert server.total_calls == 0
 
 
+def test_dry_run_counts_the_tool_definition(tmp_path: Path, server: FakeLLMServer) -> None:
+    from tide_bench.judging import dry_run
+
+    run = make_run(tmp_path / "run")
+    est = dry_run(run, tmp_path / "j", claude(server), JudgeOptions())
+    per_call = est["tokens_per_call"]
+    assert per_call["tool_definition"] > 100  # the rating schema is sent with every call
+    no_cache = est["sync_without_caching"]["usage"]["input_tokens"]
+    assert no_cache == N * (per_call["system"] + per_call["tool_definition"]) + sum(estimate_tokens(t) for t in _user_texts(run, server))
+    share = per_call["tool_definition"] / (per_call["system"] + per_call["tool_definition"] + per_call["item"])
+    assert 0.1 < share < 0.4  # about a fifth of each call's input
+
+
+def _user_texts(run: Path, server: FakeLLMServer) -> list[str]:
+    from tide_bench.generation import load_run
+    from tide_bench.judging.prompt import user_text
+
+    return [user_text(claude(server), g) for g in load_run(run).generations]
+
+
+# ------------------------------------------------------------------ batches (issue 12 item 4)
+
+
 def test_batch_mode_resubmits_only_failures(tmp_path: Path, server: FakeLLMServer) -> None:
-    run = make_run(tmp_path / "run", lambda i: "Batch err [[BATCHERR:1]]" if i.item_id.startswith("2/") else f"Fine {i.item_id}")
+    run = make_run(tmp_path / "run", lambda i: "Batch err [[BATCHERR:1]]" if i.item_id in FIRST_HALF else f"Fine {i.item_id}")
     result = judge_run(run, tmp_path / "judge", claude(server), JudgeOptions(mode="batch", poll_interval_s=0.01))
-    assert result.summary["n_scored"] == 12 and {r["mode"] for r in result.records} == {"batch"}
+    assert result.summary["n_scored"] == N and {r["mode"] for r in result.records} == {"batch"}
     assert server.batches_created == 2
     second = server.batches["msgbatch_0002"]["requests"]
-    assert len(second) == 4 and all("Batch err" in r["params"]["messages"][0]["content"] for r in second)
+    assert len(second) == len(FIRST_HALF) and all("Batch err" in r["params"]["messages"][0]["content"] for r in second)
     state = json.loads((tmp_path / "judge" / "batch_state.json").read_text())
-    assert [b["id"] for b in state["batches"]] == ["msgbatch_0001", "msgbatch_0002"]
+    version = result.records[0]["judge"]["version"]
+    assert [b["id"] for b in state["jobs"][version]] == ["msgbatch_0001", "msgbatch_0002"]
     cost = result.summary["cost_usd"]["this_run"]
     sync_cost = judge_run(make_run(tmp_path / "run2", lambda i: f"Fine {i.item_id}"), tmp_path / "j2", claude(server)).summary["cost_usd"]["this_run"]
     assert cost < sync_cost  # half price, despite the resubmitted items
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _stop_after_submission(text: str) -> None:
+    if text.startswith("submitted batch"):
+        raise _Interrupted(text)
+
+
+def test_a_paid_batch_is_never_forgotten_when_the_config_changes(tmp_path: Path, server: FakeLLMServer) -> None:
+    run, out = make_run(tmp_path / "run"), tmp_path / "judge"
+    config_a, config_b = claude(server), claude(server, reference=True)
+    with pytest.raises(_Interrupted):
+        judge_run(run, out, config_a, JudgeOptions(mode="batch", poll_interval_s=0.01, on_event=_stop_after_submission))
+    for options in (JudgeOptions(mode="batch", poll_interval_s=0.01), JudgeOptions(mode="sync")):
+        with pytest.raises(ConfigError, match="uncollected, paid Message Batch: msgbatch_0001") as info:
+            judge_run(run, out, config_b, options)
+        assert "--abandon-batch" in str(info.value)
+    with pytest.raises(ConfigError, match="--mode batch"):
+        judge_run(run, out, config_a)  # the same configuration in sync mode would pay twice
+    state = json.loads((out / "batch_state.json").read_text())
+    assert [b["id"] for b in state["jobs"][config_a.version]] == ["msgbatch_0001"]
+    resumed = judge_run(run, out, config_a, JudgeOptions(mode="batch", poll_interval_s=0.01))
+    assert resumed.summary["n_scored"] == N and server.batches_created == 1  # collected, not resubmitted
+
+
+def test_abandon_batch_gives_up_deliberately_and_keeps_the_record(tmp_path: Path, server: FakeLLMServer) -> None:
+    run, out = make_run(tmp_path / "run"), tmp_path / "judge"
+    config_a, config_b = claude(server), claude(server, reference=True)
+    with pytest.raises(_Interrupted):
+        judge_run(run, out, config_a, JudgeOptions(mode="batch", poll_interval_s=0.01, on_event=_stop_after_submission))
+    result = judge_run(run, out, config_b, JudgeOptions(abandon_batch=True))
+    assert result.summary["n_scored"] == N and any("msgbatch_0001" in w for w in result.warnings)
+    state = json.loads((out / "batch_state.json").read_text())
+    (entry,) = state["jobs"][config_a.version]
+    assert entry["id"] == "msgbatch_0001" and entry["abandoned_at"]
+
+
+def test_batch_state_of_schema_1_is_read(tmp_path: Path, server: FakeLLMServer) -> None:
+    out = tmp_path / "judge"
+    out.mkdir()
+    (out / "batch_state.json").write_text(json.dumps({"judge_version": "0123456789abcdef", "batches": [
+        {"id": "msgbatch_old", "keys": ["k"], "submitted_at": "2026-01-01T00:00:00+00:00"}]}))
+    with pytest.raises(ConfigError, match="msgbatch_old"):
+        judge_run(make_run(tmp_path / "run"), out, claude(server))
+
+
+# ------------------------------------------------------------------ provenance (issue 12 items 5 and 7)
+
+
+def test_out_holding_another_run_or_config_is_refused_unless_overwrite(tmp_path: Path, server: FakeLLMServer) -> None:
+    out = tmp_path / "judge"
+    judge_run(make_run(tmp_path / "a", "Reply A."), out, claude(server))
+    before = (out / "judgments.jsonl").read_bytes()
+    with pytest.raises(ConfigError, match="another run"):
+        judge_run(make_run(tmp_path / "b", "Reply B."), out, claude(server))
+    with pytest.raises(ConfigError, match="another judge configuration"):
+        judge_run(tmp_path / "a", out, claude(server, reference=True))
+    assert (out / "judgments.jsonl").read_bytes() == before
+    cli_refused = CliRunner().invoke(cli, ["judge", str(tmp_path / "b"), "--out", str(out), "--base-url", server.url])
+    assert cli_refused.exit_code == 2 and "--overwrite" in cli_refused.output
+    replaced = judge_run(tmp_path / "b", out, claude(server), JudgeOptions(overwrite=True))
+    assert replaced.summary["run"]["folder"] == str(tmp_path / "b")
+
+
+def test_summary_records_the_run_folder_and_run_json_hash(tmp_path: Path, server: FakeLLMServer) -> None:
+    run = make_run(tmp_path / "run")
+    summary = judge_run(run, tmp_path / "j", claude(server)).summary
+    assert summary["run"]["folder"] == str(run)
+    assert summary["run"]["run_json_sha256"] == sha256_file(run / "run.json")
+    on_disk = json.loads((tmp_path / "j" / "judge_summary.json").read_text())
+    assert on_disk["run"]["run_json_sha256"] == summary["run"]["run_json_sha256"]
+
+
+def test_served_model_is_recorded_and_a_different_one_warned(tmp_path: Path, server: FakeLLMServer) -> None:
+    server.served_model = "claude-sonnet-4-5-20250929"  # an alias resolving to its snapshot: recorded, no warning
+    result = judge_run(make_run(tmp_path / "run"), tmp_path / "j", claude(server))
+    assert {r["served_model"] for r in result.records} == {"claude-sonnet-4-5-20250929"} and result.warnings == []
+    server.served_model = None
+    mixed = make_run(tmp_path / "mixed", lambda i: f"[[ALTMODEL]] {i.item_id}" if i.item_id in FIRST_HALF else f"Fine {i.item_id}")
+    result = judge_run(mixed, tmp_path / "jm", claude(server))
+    assert result.summary["served_models"] == {"claude-sonnet-4-5": N - len(FIRST_HALF), ALT_MODEL: len(FIRST_HALF)}
+    assert any("2 different models" in w for w in result.warnings) and any(ALT_MODEL in w for w in result.warnings)
+    again = judge_run(mixed, tmp_path / "jm", claude(server))  # the cache remembers who answered
+    assert again.calls_made == 0 and again.summary["served_models"] == result.summary["served_models"] and again.warnings
+    shown = CliRunner().invoke(cli, ["judge", str(mixed), "--out", str(tmp_path / "jm"), "--base-url", server.url])
+    assert shown.exit_code == 0 and "warning: these judgments were served by 2 different models" in shown.output
+
+
+def test_config_snapshot_records_the_endpoint_from_the_environment(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    judge_run(make_run(tmp_path / "run"), tmp_path / "j", load_judge("claude-sonnet", overrides=FAST))
+    snapshot = json.loads((tmp_path / "j" / "judge_config.json").read_text())
+    assert snapshot["base_url"].rstrip("/") == server.url
+
+
+def test_rerun_prints_the_total_spent_so_far(tmp_path: Path, server: FakeLLMServer) -> None:
+    args = ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "j"), "--base-url", server.url]
+    CliRunner().invoke(cli, args)
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0 and "cost this run: $0.0000" in again.output
+    total = json.loads((tmp_path / "j" / "judge_summary.json").read_text())["cost_usd"]["all_judgments"]
+    assert total > 0 and f"total spent on these judgments: ${total:.4f}" in again.output
+
+
+# ------------------------------------------------------------------ resume and probes
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
@@ -245,21 +436,21 @@ def test_kill_9_mid_run_loses_nothing_and_rerun_makes_exactly_the_missing_calls(
                        .replace("concurrency: 16", "concurrency: 2"))
         args = ["judge", str(run), "--out", str(tmp_path / "judge"), "--judge", str(cfg), "--base-url", srv.url]
         proc = _cli(args, {"ANTHROPIC_API_KEY": KEY})
-        _wait_for(lambda: srv.total_calls >= 6)
+        _wait_for(lambda: srv.total_calls >= N // 2)
         time.sleep(0.1)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         cache = JudgmentCache(tmp_path / "judge" / "cache.sqlite")
         done = cache.count()
         cache.close()
-        assert 4 <= done < 12
+        assert 1 <= done < N
         assert not (tmp_path / "judge" / "judgments.jsonl").exists()  # nothing that looks complete
         before = srv.total_calls
         proc = _cli(args, {"ANTHROPIC_API_KEY": KEY})
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
-        assert srv.total_calls - before == 12 - done  # exactly the missing calls
-        assert len(_lines(tmp_path / "judge" / "judgments.jsonl")) == 12
+        assert srv.total_calls - before == N - done  # exactly the missing calls
+        assert len(_lines(tmp_path / "judge" / "judgments.jsonl")) == N
         _assert_no_secret(tmp_path, out)
     finally:
         srv.stop()
@@ -274,13 +465,14 @@ def test_interrupted_batch_is_resumed_not_resubmitted(tmp_path: Path) -> None:
         _wait_for(lambda: (tmp_path / "judge" / "batch_state.json").exists() and srv.batches and next(iter(srv.batches.values()))["polls"] >= 2)
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
-        assert json.loads((tmp_path / "judge" / "batch_state.json").read_text())["batches"][0]["id"] == "msgbatch_0001"
+        state = json.loads((tmp_path / "judge" / "batch_state.json").read_text())
+        assert [b["id"] for entries in state["jobs"].values() for b in entries] == ["msgbatch_0001"]
         srv.polls_before_end = 0
         proc = _cli(args, {"ANTHROPIC_API_KEY": KEY})
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 0, out
         assert srv.batches_created == 1 and "resuming batch msgbatch_0001" in out
-        assert len(_lines(tmp_path / "judge" / "judgments.jsonl")) == 12
+        assert len(_lines(tmp_path / "judge" / "judgments.jsonl")) == N
     finally:
         srv.stop()
 
@@ -291,8 +483,30 @@ def test_probes_report(tmp_path: Path, server: FakeLLMServer) -> None:
     report = json.loads((tmp_path / "probes" / "probes_report.json").read_text())
     kinds = {c["probe"] for c in report["checks"]}
     assert kinds == {"formulaic", "generic", "padded", "injection", "dismissive", "harmful"}
-    assert len(report["checks"]) == 12 and all(c["verdict"] in ("gamed", "resisted", "inconclusive") for c in report["checks"])
     assert "| context | probe |" in (tmp_path / "probes" / "probes_report.md").read_text()
+
+
+def _probe(kind: str, scores: tuple[int, int, int] | None, *, flagged: bool = False) -> dict:
+    keys = ("emotion_recognition", "distress_normalization", "supportive_reflection")
+    base = {"item_id": f"probe/{kind}/ctx", "status": "scored" if scores else "unscored", "unscored_kind": None if scores else "refusal"}
+    return base | {"scores": dict(zip(keys, scores, strict=True)) if scores else None,
+                   "safety": {"flagged": flagged, "reason": "x" if flagged else ""} if scores else None}
+
+
+def test_probe_verdicts_one_hand_made_case_per_branch() -> None:
+    from tide_bench.judging.probes import assess
+
+    good = _probe("good", (5, 5, 5))
+    verdicts = {c["probe"]: c["verdict"] for c in assess([
+        good,
+        _probe("generic", (2, 2, 2)),  # 3 points below the good reply: resisted
+        _probe("padded", (5, 4, 5)),  # within the margin: gamed
+        _probe("harmful", (1, 1, 1)),  # low but not flagged: gamed
+        _probe("dismissive", None),  # unscored: inconclusive
+    ])["checks"]}
+    assert verdicts == {"generic": "resisted", "padded": "gamed", "harmful": "gamed", "dismissive": "inconclusive"}
+    flagged = assess([good, _probe("harmful", (1, 1, 1), flagged=True)])
+    assert flagged["checks"][0]["verdict"] == "resisted" and flagged["trustworthy"] is True
 
 
 def test_self_preference_is_flagged(tmp_path: Path, server: FakeLLMServer) -> None:
@@ -309,9 +523,9 @@ def test_bad_inputs(tmp_path: Path, server: FakeLLMServer) -> None:
     manifest = json.loads((run / "run.json").read_text())
     samples = run / next(iter(manifest["files"]["samples"].values()))
     lines = samples.read_text().splitlines()
-    lines[2] = "{not json"
+    lines[0] = "{not json"
     samples.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match=r":3: invalid JSON"):
+    with pytest.raises(DataError, match=r":1: invalid JSON"):
         judge_run(run, tmp_path / "j", claude(server))
     other = make_run(tmp_path / "other")
     m = json.loads((other / "run.json").read_text())
@@ -326,15 +540,14 @@ def test_bad_inputs(tmp_path: Path, server: FakeLLMServer) -> None:
 
 
 def test_empty_reply_is_unscored_without_a_call(tmp_path: Path, server: FakeLLMServer) -> None:
-    run = make_run(tmp_path / "run", lambda i: "" if i.turn == 1 else "A reply.")
+    run = make_run(tmp_path / "run", lambda i: "" if i.item_id in FIRST_HALF else "A reply.")
     result = judge_run(run, tmp_path / "j", claude(server))
-    assert result.summary["unscored_reasons"] == {"empty_reply": 6} and server.total_calls == 6
+    assert result.summary["unscored_reasons"] == {"empty_reply": len(FIRST_HALF)} and server.total_calls == N - len(FIRST_HALF)
 
 
 @pytest.mark.live
 @pytest.mark.skipif(not os.environ.get("TIDE_BENCH_LIVE_ANTHROPIC_KEY"), reason="opt-in live test: set TIDE_BENCH_LIVE_ANTHROPIC_KEY")
 def test_live_anthropic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", os.environ["TIDE_BENCH_LIVE_ANTHROPIC_KEY"])
-    items = __import__("tide_bench.data", fromlist=["x"]).load_dataset("sample").items_for("test")[:2]
-    result = judge_run(make_run(tmp_path / "run", items=items), tmp_path / "j", load_judge("claude-sonnet"))
+    result = judge_run(make_run(tmp_path / "run", items=ITEMS[:2]), tmp_path / "j", load_judge("claude-sonnet"))
     assert result.summary["n_scored"] == 2

@@ -95,7 +95,7 @@ def _edit_jsonl(path: Path, edit) -> None:
 
 
 def _samples(folder: Path) -> Path:
-    return next((folder / "run").rglob("samples_tide_empathy_turn1_*.jsonl"))
+    return next((folder / "run").rglob("samples_tide_empathy_*.jsonl"))
 
 
 def test_tampered_score_is_refused(tmp_path: Path, server: FakeLLMServer) -> None:
@@ -160,7 +160,7 @@ def test_bad_submissions_say_what_to_fix(tmp_path: Path, server: FakeLLMServer, 
 def test_unsafe_paths_and_limit_are_refused(tmp_path: Path, server: FakeLLMServer) -> None:
     folder = judged_submission(tmp_path, server, "paths", lambda i: f"Reply {i.item_id}")
     manifest = json.loads((folder / "run" / "run.json").read_text())
-    manifest["files"]["samples"]["tide_empathy_turn1"] = "../../../../etc/passwd"
+    manifest["files"]["samples"]["tide_empathy"] = "../../../../etc/passwd"
     manifest["generation"]["limit"] = 2
     (folder / "run" / "run.json").write_text(json.dumps(manifest))
     errors = " ".join(validate_folder(folder, board()).errors)

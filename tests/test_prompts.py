@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from tests.helpers import MULTI_EXCHANGE
 from tide_bench.data import load_dataset
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
 
 
 def _turn2_doc() -> dict:
-    item = next(i for i in load_dataset("sample").items if i.item_id == "4/conversation_2/turn2")
+    item = next(i for i in load_dataset(str(MULTI_EXCHANGE)).items if i.item_id == "4/conversation_2/turn2")
     return item.to_doc()
 
 
@@ -37,3 +38,10 @@ def test_prompt_hash_tracks_the_system_prompt() -> None:
     assert prompt_sha256("a") == prompt_sha256(" a ")
     assert prompt_sha256("a") != prompt_sha256("b")
     assert len(prompt_sha256(None)) == 64
+
+
+def test_a_system_instruction_changes_the_prompt_hash() -> None:
+    """An instruction prepended with --system-instruction is part of what the model is told."""
+    assert prompt_sha256("a", None) == prompt_sha256("a", "  ") == prompt_sha256("a")
+    assert prompt_sha256("a", "Always say it makes sense.") != prompt_sha256("a")
+    assert prompt_sha256("a", "x") != prompt_sha256("a", "y")

@@ -5,6 +5,15 @@ and turn. Every unit gets ``overlap`` distinct raters (alpha needs overlap), eac
 ``per_rater`` units plus ``repeats`` units shown a second time (self-consistency), shuffled per
 rater with the seed. Raters see an opaque unit id only; which model wrote a reply is in
 ``assignment.json``, which stays with the researcher.
+
+Raters are linked, not split into blocks: each unit goes to the least-loaded raters, and
+among equally loaded ones to those who have shared the fewest units with the raters already
+chosen for it. Loads stay within one unit of each other, and every pair of raters shares
+items whenever the plan has enough units to link them all (a round robin with ``overlap``
+dividing ``raters`` splits raters into blocks that never meet, which confounds pairwise
+agreement and rater-group comparisons). ``assignment.json`` reports the design: how many
+rater pairs share items, the fewest and most they share, and whether all raters are
+connected; ``build`` warns when some pairs share none.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +67,76 @@ def _stratified(units: list[dict[str, Any]], n: int, rng: random.Random) -> list
     return chosen
 
 
+DESIGN_ATTEMPTS = 30  # greedy designs tried (the first that links every rater pair is kept)
+
+
+def _greedy_design(n_units: int, n_raters: int, overlap: int, rng: random.Random) -> tuple[list[list[int]], list[list[int]]]:
+    load = [0] * n_raters
+    together = [[0] * n_raters for _ in range(n_raters)]
+    design: list[list[int]] = []
+    for _ in range(n_units):
+        chosen: list[int] = []
+        for _ in range(overlap):
+            candidates = [r for r in range(n_raters) if r not in chosen]
+            rng.shuffle(candidates)
+            chosen.append(min(candidates, key=lambda r: (load[r], sum(together[r][c] for c in chosen))))
+        for a in chosen:
+            load[a] += 1
+            for b in chosen:
+                together[a][b] += a != b
+        design.append(chosen)
+    return design, together
+
+
+def spread(n_units: int, n_raters: int, overlap: int, rng: random.Random) -> list[list[int]]:
+    """Rater indices for each unit: ``overlap`` distinct raters, loads within one of each other,
+    and as many rater pairs linked by a shared unit as the greedy designs tried can reach."""
+    best: tuple[tuple[int, int], list[list[int]]] | None = None
+    for _ in range(DESIGN_ATTEMPTS):
+        design, together = _greedy_design(n_units, n_raters, overlap, rng)
+        shared = [together[a][b] for a, b in combinations(range(n_raters), 2)] or [0]
+        score = (sum(n == 0 for n in shared), -min(shared))
+        if best is None or score < best[0]:
+            best = (score, design)
+        if score[0] == 0 or overlap < 2:
+            break
+    assert best is not None
+    return best[1]
+
+
+def design_report(sequences: dict[str, list[str]], overlap: int) -> dict[str, Any]:
+    """Which rater pairs share items, and whether all raters are connected through shared items."""
+    units = {rater: set(seq) for rater, seq in sequences.items()}
+    shared = {(a, b): len(units[a] & units[b]) for a, b in combinations(sorted(units), 2)}
+    linked = {rater: {rater} for rater in units}
+    for (a, b), n in shared.items():
+        if n:
+            group = linked[a] | linked[b]
+            for rater in group:
+                linked[rater] = group
+    apart = [f"{a}|{b}" for (a, b), n in shared.items() if n == 0]
+    counts = list(shared.values())
+    report: dict[str, Any] = {
+        "rater_pairs": len(shared),
+        "pairs_sharing_items": len(shared) - len(apart),
+        "min_shared_items": min(counts) if counts else None,
+        "max_shared_items": max(counts) if counts else None,
+        "connected": len({frozenset(g) for g in linked.values()}) <= 1,
+        "pairs_without_shared_items": apart,
+        "warning": None,
+    }
+    if overlap < 2:
+        report["warning"] = "--overlap 1: no item is rated by two raters, so agreement between people cannot be computed"
+    elif apart:
+        report["warning"] = (f"{len(apart)} of {len(shared)} rater pairs share no item (too few items to link every pair): "
+                             "pairwise agreement for them is undefined; raise --per-rater or --overlap")
+    return report
+
+
 def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
+    for name, value, least in (("--per-rater", options.per_rater, 1), ("--raters", options.raters, 1), ("--repeats", options.repeats, 0)):
+        if value < least:
+            raise ConfigError(f"{name} must be at least {least}, got {value}")
     if options.overlap < 1 or options.overlap > options.raters:
         raise ConfigError(f"--overlap must be between 1 and --raters ({options.raters})")
     if options.repeats > options.per_rater:
@@ -81,12 +160,12 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
     for index, unit in enumerate(units):
         unit["unit_id"] = f"u{index + 1:04d}"
     rng.shuffle(units)
-    # Each unit goes to `overlap` consecutive raters (mod R): every unit gets distinct raters and
-    # every rater the same load (n_units * overlap / R = per_rater, up to rounding).
+    # Every unit gets `overlap` distinct raters, every rater the same load (n_units * overlap / R
+    # = per_rater, up to rounding), and rater pairs are spread so no block of raters is cut off.
     per_rater: dict[int, list[str]] = {r: [] for r in range(options.raters)}
-    for index, unit in enumerate(units):
-        for k in range(options.overlap):
-            per_rater[(index * options.overlap + k) % options.raters].append(unit["unit_id"])
+    for unit, chosen in zip(units, spread(len(units), options.raters, options.overlap, rng), strict=True):
+        for r in chosen:
+            per_rater[r].append(unit["unit_id"])
     raters = []
     for r in range(options.raters):
         order = list(per_rater[r])
@@ -106,6 +185,7 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
         "rubric_sha256": rubric.content_hash(),
         "units": {u["unit_id"]: u for u in units},
         "raters": raters,
+        "design": design_report({r["rater_id"]: r["sequence"] for r in raters}, options.overlap),
     }
 
 

@@ -1,29 +1,39 @@
 """Collection: check returned rating files against the assignment and merge them into the
 long-format ratings CSV and rater table that ``tide-bench audit`` reads.
 
-Refused, each with a clear reason: a file that is not a ratings export, from another
-assignment, from an unknown rater, a second file from the same rater (or the same file
-twice), a changed file (checksum mismatch), a unit at the wrong position, a score off the
-scale. Missing ratings are reported per rater (partial returns are merged, and counted).
-Repeated units measure each rater's self-consistency; only their first showing enters the
-ratings table.
+A returned file comes from outside (a rater's browser, an e-mail attachment, a hand edit),
+so every field is checked before it is used, and a bad file is refused on its own: the
+others are still merged. Refused, each with a clear reason: a file that is not a ratings
+export or has the wrong shape (``ratings`` not a list, a rating that is not an object,
+scores missing or not an object, ``rater_id`` not a string, demographics not an object of
+texts), from another assignment, from an unknown rater, a changed file (checksum mismatch),
+consent that is not exactly ``true``, a unit at the wrong position, a score off the scale,
+two different ratings for one position, the same file twice.
+
+A rater who sends more than one file (a partial download and the final one): the most
+complete file is kept whatever the order of the arguments (ties: the later export), and the
+others are listed as superseded; one that rates positions the kept file does not is refused.
+Missing ratings are reported per rater (partial returns are merged, and counted). Repeated
+units measure each rater's self-consistency; only their first showing enters the ratings
+table. Free-text demographics are written so that a spreadsheet never runs them as formulas.
 """
 
 from __future__ import annotations
 
 import csv
+import glob
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tide_bench.annotation.assign import ASSIGNMENT, unit_item_id
-from tide_bench.core.errors import DataError
+from tide_bench.core.errors import DataError, format_location
 from tide_bench.core.hashing import canonical_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, read_json
 
 DEMOGRAPHICS = ("age_group", "gender", "education", "comments")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what spreadsheets read as the start of a formula
 
 
 @dataclass
@@ -31,9 +41,43 @@ class Collection:
     rows: list[tuple[str, str, str, int]] = field(default_factory=list)
     raters: dict[str, dict[str, str]] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
+    superseded: dict[str, str] = field(default_factory=dict)  # file -> the file of the same rater that was kept
     missing: dict[str, list[int]] = field(default_factory=dict)
     self_consistency: dict[str, dict[str, Any]] = field(default_factory=dict)
     coverage: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Return:
+    path: Path
+    rater: str
+    scores: dict[int, dict[str, int]]  # position -> factor -> score
+    demographics: dict[str, str]
+    exported_at: str
+
+
+def return_files(args: list[str | Path]) -> list[Path]:
+    """The files named on the command line: a folder means its ``*.json`` files; a pattern the
+    shell left unexpanded is expanded here; a name that matches nothing is an error."""
+    found: list[Path] = []
+    for arg in args:
+        path = Path(arg)
+        if path.is_dir():
+            files = sorted(p for p in path.glob("*.json") if p.is_file() and p.name != ASSIGNMENT)
+            if not files:
+                raise DataError("the folder holds no *.json ratings files", path=path)
+        elif path.is_file():
+            files = [path]
+        elif any(ch in str(arg) for ch in "*?["):
+            files = sorted(Path(p) for p in glob.glob(str(arg)) if Path(p).is_file())
+            if not files:
+                raise DataError(f"no file matches {arg}", hint="check the folder and the pattern")
+        else:
+            raise DataError("file not found", path=path)
+        found += [f for f in files if f not in found]
+    if not found:
+        raise DataError("no returned files given", hint="tide-bench annotate collect annotation/returns/ --out human_ratings.csv")
+    return found
 
 
 def find_assignment(files: list[Path]) -> Path:
@@ -44,11 +88,37 @@ def find_assignment(files: list[Path]) -> Path:
     raise DataError(f"no {ASSIGNMENT} found next to the returned files or one folder up", hint="pass --assignment annotation/assignment.json")
 
 
+def _read_assignment(path: Path) -> dict[str, Any]:
+    assignment = read_json(path, DataError)
+    try:
+        rubric = assignment["rubric"]
+        ok = (
+            assignment["kind"] == "tide-bench-annotation"
+            and isinstance(assignment["assignment_id"], str)
+            and isinstance(assignment["units"], dict)
+            and all(isinstance(r["rater_id"], str) and isinstance(r["sequence"], list) for r in assignment["raters"])
+            and all(isinstance(rubric["scale"][k], int) for k in ("min", "max"))
+            and all(isinstance(f["key"], str) for f in rubric["factors"])
+            and isinstance(assignment["options"]["overlap"], int)
+        )
+    except (KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise DataError(f"not an {ASSIGNMENT} written by `tide-bench annotate build`", path=path)
+    return assignment
+
+
 def checksum(payload: dict[str, Any]) -> str:
     return sha256_text(canonical_json({k: v for k, v in payload.items() if k != "checksum"}))
 
 
-def _check_file(path: Path, assignment: dict[str, Any], seen: dict[str, str], digests: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+def _refusal(exc: DataError) -> str:
+    """The reason without the file name (the report names the file once)."""
+    where = format_location(None, exc.line, exc.field)
+    return f"{where}: {exc.detail}" if where else exc.detail
+
+
+def _check_file(path: Path, assignment: dict[str, Any], digests: dict[str, str]) -> _Return:
     raw = path.read_bytes()
     digest = sha256_text(raw.decode("utf-8", errors="replace"))
     if digest in digests:
@@ -58,57 +128,95 @@ def _check_file(path: Path, assignment: dict[str, Any], seen: dict[str, str], di
     if not isinstance(payload, dict) or payload.get("kind") != "tide-bench-ratings":
         raise DataError("not a tide-bench ratings file (downloaded from a rater page)", path=path)
     if payload.get("assignment_id") != assignment["assignment_id"]:
-        raise DataError(f"belongs to assignment {payload.get('assignment_id')}, not {assignment['assignment_id']}", path=path, field="assignment_id")
+        raise DataError(f"belongs to assignment {payload.get('assignment_id')!r}, not {assignment['assignment_id']}", path=path, field="assignment_id")
     raters = {r["rater_id"]: r for r in assignment["raters"]}
     rater_id = payload.get("rater_id")
-    if rater_id not in raters:
+    if not isinstance(rater_id, str) or rater_id not in raters:
         raise DataError(f"unknown rater {rater_id!r}", path=path, field="rater_id")
-    if rater_id in seen:
-        raise DataError(f"a second file from {rater_id} (also {seen[rater_id]}): keep one", path=path, field="rater_id")
     if payload.get("checksum") != checksum(payload):
         raise DataError("checksum mismatch: the file was changed after it was downloaded", path=path, field="checksum")
-    if not payload.get("consent"):
-        raise DataError("the rater did not give consent: their ratings cannot be used", path=path, field="consent")
-    seen[rater_id] = path.name
-    sequence = raters[rater_id]["sequence"]
+    if payload.get("consent") is not True:
+        raise DataError(f"the rater did not give consent (consent is {payload.get('consent')!r}, not true): their ratings cannot be used",
+                        path=path, field="consent")
+    return _Return(path, rater_id, _scores(path, payload, raters[rater_id]["sequence"], assignment), _demographics(path, payload),
+                   str(payload.get("exported_at") or ""))
+
+
+def _scores(path: Path, payload: dict[str, Any], sequence: list[str], assignment: dict[str, Any]) -> dict[int, dict[str, int]]:
     factors = [f["key"] for f in assignment["rubric"]["factors"]]
     lo, hi = assignment["rubric"]["scale"]["min"], assignment["rubric"]["scale"]["max"]
-    for r in payload.get("ratings") or []:
+    ratings = payload.get("ratings")
+    if not isinstance(ratings, list):
+        raise DataError(f"'ratings' must be a list of ratings, got {type(ratings).__name__}", path=path, field="ratings")
+    by_position: dict[int, dict[str, int]] = {}
+    for index, r in enumerate(ratings):
+        if not isinstance(r, dict):
+            raise DataError(f"a rating must be an object, got {type(r).__name__}", path=path, field=f"ratings[{index}]")
         pos = r.get("position")
-        if not isinstance(pos, int) or not 0 <= pos < len(sequence) or r.get("unit_id") != sequence[pos]:
-            raise DataError(f"rating for unit {r.get('unit_id')!r} at position {pos!r} does not match the assignment", path=path, field="ratings")
-        for key, value in (r.get("scores") or {}).items():
+        if isinstance(pos, bool) or not isinstance(pos, int) or not 0 <= pos < len(sequence) or r.get("unit_id") != sequence[pos]:
+            raise DataError(f"rating for unit {r.get('unit_id')!r} at position {pos!r} does not match the assignment", path=path, field=f"ratings[{index}]")
+        scores = r.get("scores")
+        if not isinstance(scores, dict):
+            raise DataError(f"'scores' must be an object of factor: score, got {type(scores).__name__}", path=path, field=f"ratings[{index}].scores")
+        for key, value in scores.items():
             if key not in factors:
-                raise DataError(f"unknown dimension {key!r}", path=path, field=f"ratings[{pos}].scores")
+                raise DataError(f"unknown dimension {key!r}", path=path, field=f"ratings[{index}].scores")
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise DataError(f"score {value!r} for {key} is outside {lo}..{hi}", path=path, field=f"ratings[{pos}].scores.{key}")
-    return payload, factors
+                raise DataError(f"score {value!r} for {key} is outside {lo}..{hi}", path=path, field=f"ratings[{index}].scores.{key}")
+        if pos in by_position and by_position[pos] != scores:
+            raise DataError(f"two different ratings for position {pos} ({by_position[pos]} and {scores}): keep one",
+                            path=path, field=f"ratings[{index}]")
+        by_position[pos] = dict(scores)
+    return by_position
+
+
+def _demographics(path: Path, payload: dict[str, Any]) -> dict[str, str]:
+    demographics = payload.get("demographics")
+    if demographics is None:
+        return {}
+    if not isinstance(demographics, dict) or any(v is not None and not isinstance(v, str) for v in demographics.values()):
+        raise DataError("'demographics' must be an object of texts", path=path, field="demographics")
+    return {k: v for k, v in demographics.items() if isinstance(v, str)}
+
+
+def _choose(returns: list[_Return], result: Collection) -> _Return:
+    """One file per rater: the most complete (then the latest export); the others superseded."""
+    complete = sorted(returns, key=lambda r: (len(r.scores), sum(map(len, r.scores.values())), r.exported_at, r.path.name), reverse=True)
+    kept = complete[0]
+    for other in complete[1:]:
+        extra = sorted(set(other.scores) - set(kept.scores))
+        if extra:
+            result.refused[str(other.path)] = (f"rater_id: a second file from {kept.rater} rating positions {extra[:5]} that "
+                                               f"{kept.path.name} (kept, more complete) does not: keep one file per rater")
+        else:
+            result.superseded[str(other.path)] = str(kept.path)
+    return kept
 
 
 def collect_returns(files: list[str | Path], *, assignment_path: str | Path | None = None) -> Collection:
-    paths = [Path(f) for f in files]
-    if not paths:
-        raise DataError("no returned files given")
-    assignment = read_json(Path(assignment_path) if assignment_path else find_assignment(paths), DataError)
+    paths = return_files(list(files))
+    assignment = _read_assignment(Path(assignment_path) if assignment_path else find_assignment(paths))
     overlap = int(assignment["options"]["overlap"])
+    factors = [f["key"] for f in assignment["rubric"]["factors"]]
     result = Collection()
-    seen: dict[str, str] = {}
     digests: dict[str, str] = {}
-    per_unit: dict[str, set[str]] = {}
+    by_rater: dict[str, list[_Return]] = {}
     for path in paths:
         try:
-            payload, factors = _check_file(path, assignment, seen, digests)
+            returned = _check_file(path, assignment, digests)
         except DataError as exc:
-            result.refused[str(path)] = str(exc)
+            result.refused[str(path)] = _refusal(exc)
             continue
-        rater = payload["rater_id"]
+        by_rater.setdefault(returned.rater, []).append(returned)
+    per_unit: dict[str, set[str]] = {}
+    for rater, returns in sorted(by_rater.items()):
+        kept = _choose(returns, result)
         sequence = next(r["sequence"] for r in assignment["raters"] if r["rater_id"] == rater)
-        by_pos = {r["position"]: r for r in payload["ratings"]}
-        result.missing[rater] = [p for p in range(len(sequence)) if set((by_pos.get(p) or {}).get("scores", {})) != set(factors)]
+        result.missing[rater] = [p for p in range(len(sequence)) if set(kept.scores.get(p, {})) != set(factors)]
         first_seen: dict[str, dict[str, int]] = {}
         pairs: list[tuple[int, int]] = []
-        for pos in sorted(by_pos):
-            unit_id, scores = sequence[pos], by_pos[pos]["scores"]
+        for pos in sorted(kept.scores):
+            unit_id, scores = sequence[pos], kept.scores[pos]
             if unit_id in first_seen:
                 pairs += [(first_seen[unit_id][f], scores[f]) for f in factors if f in scores and f in first_seen[unit_id]]
                 continue
@@ -123,13 +231,17 @@ def collect_returns(files: list[str | Path], *, assignment_path: str | Path | No
             "exact_agreement": sum(a == b for a, b in pairs) / len(pairs) if pairs else None,
             "mean_abs_difference": sum(abs(a - b) for a, b in pairs) / len(pairs) if pairs else None,
         }
-        demographics = payload.get("demographics") or {}
-        result.raters[rater] = {k: str(demographics.get(k) or "") for k in DEMOGRAPHICS} | {"role": "human"}
+        result.raters[rater] = {k: kept.demographics.get(k) or "" for k in DEMOGRAPHICS} | {"role": "human"}
     n_units = len(assignment["units"])
     full = sum(1 for raters in per_unit.values() if len(raters) >= overlap)
     result.coverage = {"units": n_units, "target_raters_per_unit": overlap, "units_with_target": full,
                        "units_with_any": len(per_unit), "share_with_target": full / n_units if n_units else None}
     return result
+
+
+def spreadsheet_safe(text: str) -> str:
+    """Free text that a spreadsheet shows as text: a leading ``=``/``+``/``-``/``@`` (a formula) gets a ``'``."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: str | Path | None) -> None:
@@ -143,7 +255,7 @@ def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: s
         writer = csv.writer(buffer)
         writer.writerow(["rater_id", *DEMOGRAPHICS, "role"])
         for rid, info in sorted(collection.raters.items()):
-            writer.writerow([rid, *(info[k] or "" for k in DEMOGRAPHICS), info["role"]])
+            writer.writerow([rid, *(spreadsheet_safe(info[k] or "") for k in DEMOGRAPHICS), info["role"]])
         atomic_write_text(raters_out, buffer.getvalue())
 
 
@@ -158,6 +270,8 @@ def report(collection: Collection) -> str:
     for rater, sc in sorted(collection.self_consistency.items()):
         if sc["n_pairs"]:
             lines.append(f"  {rater}: self-consistency on repeated items: exact {sc['exact_agreement']:.2f}, mean |difference| {sc['mean_abs_difference']:.2f} ({sc['n_pairs']} pairs)")
+    for path, kept in collection.superseded.items():
+        lines.append(f"superseded {path}: the same rater's more complete file {kept} was used")
     for path, why in collection.refused.items():
         lines.append(f"REFUSED {path}: {why}")
-    return "\n".join(lines) + "\n" + json.dumps({"coverage": collection.coverage}, indent=None)
+    return "\n".join(lines)

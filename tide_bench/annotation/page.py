@@ -53,7 +53,8 @@ $('consent').addEventListener('change',function(){S.consent=$('consent').checked
 $('start').addEventListener('click',function(){S.started=true;save();render();});
 
 // ---- rating
-function rated(pos){var r=S.ratings[pos];return r&&F.every(function(f){return r[f.key];});}
+function has(r,k){return r[k]!==undefined&&r[k]!==null;} // a 0 on a 0-based scale is a rating
+function rated(pos){var r=S.ratings[pos];return !!r&&F.every(function(f){return has(r,f.key);});}
 function render(){
   if(!S.started){show('intro');return;}
   var total=D.sequence.length;
@@ -78,7 +79,7 @@ function msg(who,body,isReply){var d=document.createElement('div');d.className='
   var w=document.createElement('span');w.className='who';w.textContent=who+': ';d.appendChild(w);
   var b=document.createElement('span');b.textContent=body;d.appendChild(b);return d;}
 function countRated(){var n=0;for(var i=0;i<D.sequence.length;i++){if(rated(i)){n++;}}return n;}
-function firstUnrated(){var r=S.ratings[S.position]||{};for(var i=0;i<F.length;i++){if(!r[F[i].key]){return i;}}return F.length-1;}
+function firstUnrated(){var r=S.ratings[S.position]||{};for(var i=0;i<F.length;i++){if(!has(r,F[i].key)){return i;}}return F.length-1;}
 function setCurrent(i){current=i;F.forEach(function(f,j){$('fs-'+f.key).className=(j===i?'current':'');});}
 function choose(factorIndex,value){
   var f=F[factorIndex];var r=S.ratings[S.position]||{unit_id:D.sequence[S.position]};
@@ -125,12 +126,12 @@ function sha256(str){ // small SHA-256 (FIPS 180-4); crypto.subtle is not availa
   var out='';for(var z=0;z<8;z++){out+=('00000000'+(H[z]>>>0).toString(16)).slice(-8);}return out;}
 function exportRatings(){
   var ratings=[];for(var i=0;i<D.sequence.length;i++){var r=S.ratings[i];if(!r){continue;}
-    var scores={};F.forEach(function(f){if(r[f.key]){scores[f.key]=r[f.key];}});ratings.push({position:i,unit_id:D.sequence[i],scores:scores});}
+    var scores={};F.forEach(function(f){if(has(r,f.key)){scores[f.key]=r[f.key];}});ratings.push({position:i,unit_id:D.sequence[i],scores:scores});}
   var payload={kind:'tide-bench-ratings',schema_version:1,assignment_id:D.assignment_id,rater_id:D.rater_id,rubric_sha256:D.rubric_sha256,
     exported_at:new Date().toISOString(),consent:!!S.consent,demographics:S.demographics,ratings:ratings,n_items:D.sequence.length};
   payload.checksum=sha256(canonical(payload));
   var blob=new Blob([JSON.stringify(payload,null,1)],{type:'application/json'});
-  var a=document.createElement('a');a.href=URL.createObjectURL(blob);a.download='ratings-'+D.rater_id+'.json';
+  var a=document.createElement('a');a.href=URL.createObjectURL(blob);a.download='ratings-'+D.rater_id+(countRated()===D.sequence.length?'':'-partial')+'.json'; // a partial file never shadows the final one
   document.body.appendChild(a);a.click();a.remove();
 }
 function renderDone(){text($('done-text'),'You rated '+countRated()+' of '+D.sequence.length+' items. Thank you.');}

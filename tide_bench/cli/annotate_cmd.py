@@ -7,18 +7,20 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.spellings import SpellingGroup
 
-@click.group("annotate")
+
+@click.group("annotate", cls=SpellingGroup)
 def annotate() -> None:
     """Collect human ratings with offline, blinded annotation pages."""
 
 
 @annotate.command("build")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--per-rater", type=int, default=40, show_default=True, help="Items per rater (before repeats).")
-@click.option("--raters", type=int, default=5, show_default=True, help="Number of raters (pages).")
-@click.option("--overlap", type=int, default=3, show_default=True, help="Raters per item (alpha needs overlap).")
-@click.option("--repeats", type=int, default=2, show_default=True, help="Items shown twice to each rater (self-consistency).")
+@click.option("--per-rater", type=click.IntRange(min=1), default=40, show_default=True, help="Items per rater (before repeats).")
+@click.option("--raters", type=click.IntRange(min=1), default=5, show_default=True, help="Number of raters (pages).")
+@click.option("--overlap", type=click.IntRange(min=1), default=3, show_default=True, help="Raters per item (alpha needs overlap).")
+@click.option("--repeats", type=click.IntRange(min=0), default=2, show_default=True, help="Items shown twice to each rater (self-consistency).")
 @click.option("--seed", type=int, default=20250521, show_default=True)
 @click.option("--title", default="Rating supportive replies", show_default=True)
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for assignment.json and rater-N.html.")
@@ -26,6 +28,8 @@ def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int,
     """Draw items from run directories (stratified by scenario and turn, model hidden) and write
     one self-contained page per rater plus the assignment plan.
 
+    Every item gets --overlap raters and every pair of raters shares items where the plan is
+    large enough (assignment.json reports the design; a warning says when it is not).
     Send each rater their rater-N.html: it works offline and nothing leaves their machine;
     they download a ratings file at the end. Keep assignment.json: it maps items to models.
 
@@ -37,25 +41,38 @@ def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int,
 
     a = build_annotation(list(runs), out, AssignmentOptions(per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed, title=title))
     click.echo(f"{len(a['units'])} items, {len(a['raters'])} pages ({per_rater + repeats} items each), every item rated by {overlap} raters")
+    d = a["design"]
+    click.echo(f"rater pairs sharing items: {d['pairs_sharing_items']} of {d['rater_pairs']} (each shares {d['min_shared_items']}"
+               f"-{d['max_shared_items']} items); all raters connected: {'yes' if d['connected'] else 'no'}")
+    if d["warning"]:
+        click.secho(f"warning: {d['warning']}", fg="yellow", err=True)
     click.echo(f"written: {out / 'assignment.json'} and {', '.join(p['file'] for p in a['pages'].values())}")
 
 
 @annotate.command("collect")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True)
 @click.option("--assignment", type=click.Path(path_type=Path), default=None, help="assignment.json (default: found next to the files or one folder up).")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Long-format ratings CSV for `tide-bench audit --ratings`.")
 @click.option("--raters-out", type=click.Path(path_type=Path), default=None, help="Rater table CSV for `tide-bench audit --raters`.")
-def collect_cmd(files: tuple[Path, ...], assignment: Path | None, out: Path, raters_out: Path | None) -> None:
+def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, raters_out: Path | None) -> None:
     """Check returned ratings files against the assignment and merge them.
 
-    Reports wrong raters, missing items, changed (checksum) or duplicate files and
-    out-of-scale values; prints coverage (items with the target number of raters) and each
-    rater's self-consistency on repeated items. Exits 1 if any file was refused.
+    FILES are ratings files, or folders (meaning their *.json files). A malformed or
+    changed file, a wrong or unknown rater, missing consent, out-of-scale values or two
+    different ratings for one item are refused, file by file; the other files are merged.
+    When a rater sent a partial and a final file, the more complete one is used. Prints
+    coverage (items with the target number of raters) and each rater's self-consistency on
+    repeated items. Exits 1 if any file was refused (the others are still written).
+
+    
+    Example:
+      tide-bench annotate collect annotation/returns/ --out human_ratings.csv --raters-out raters.csv
     """
     from tide_bench.annotation.collect import collect_returns, report, write_outputs
 
     collection = collect_returns(list(files), assignment_path=assignment)
     write_outputs(collection, out, raters_out)
     click.echo(report(collection))
+    click.echo(f"written: {out}" + (f", {raters_out}" if raters_out else ""))
     if collection.refused:
         sys.exit(1)

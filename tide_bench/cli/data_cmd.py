@@ -8,10 +8,11 @@ import sys
 import click
 
 from tide_bench.cli.options import data_option
+from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.data import format_report, validate
 
 
-@click.group()
+@click.group(cls=SpellingGroup)
 def data() -> None:
     """Inspect TIDE data sources."""
 

@@ -9,7 +9,7 @@ import click
 
 @click.command()
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-output"), show_default=True, help="Folder for the demo's run directory and outputs.")
-@click.option("--limit", type=int, default=None, help="Items per subtask (default: the whole sample test split, 12 items). A limited run is refused by the demo leaderboard as incomplete.")
+@click.option("--limit", type=int, default=None, help="Items per task (default: the whole sample test split, 12 items). A limited run is refused by the demo leaderboard as incomplete.")
 @click.option("--max-gen-toks", type=int, default=96, show_default=True, help="Longest reply to generate, in tokens.")
 @click.option("--batch-size", type=int, default=4, show_default=True)
 @click.option("--finetune", "finetune_steps", type=int, default=0, show_default=True, metavar="STEPS",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from tide_bench.cli.options import data_option, split_option
 from tide_bench.core.errors import ConfigError
-from tide_bench.tasks.registry import GROUP, tasks_path
+from tide_bench.tasks.registry import TASK, tasks_path
 
 
 def parse_gen_kwargs(text: str | None) -> dict | None:
@@ -27,30 +28,62 @@ def _batch_size(value: str) -> str | int:
     return value if value.startswith("auto") else int(value)
 
 
+def _key_values(option: str, text: str | None) -> dict | None:
+    """``"a=1,b=x"`` (or space-separated, as lm-eval takes it) -> typed dict."""
+    if not text:
+        return None
+    from lm_eval.utils import simple_parse_args_string
+
+    try:
+        return simple_parse_args_string(",".join(text.split()))
+    except Exception as exc:
+        raise ConfigError(f"cannot parse {option} {text!r}: {exc}", hint="use key=value,key=value") from None
+
+
+def _seed(text: str) -> int | tuple[int | None, ...]:
+    """``42`` or lm-eval's four slots ``"0,1234,1234,None"`` (python, numpy, torch, few-shot)."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [None if p == "None" else int(p) for p in parts]
+    except ValueError:
+        raise ConfigError(f"--seed {text!r}: an integer, or four comma-separated integers (None leaves one unset)") from None
+    if len(values) == 1 and values[0] is not None:
+        return values[0]
+    if len(values) != 4:
+        raise ConfigError(f"--seed {text!r}: give one integer or four values (python, numpy, torch, few-shot)")
+    return tuple(values)
+
+
 @click.command("eval")
 @click.option("--model", default="hf", show_default=True, help="lm-eval backend: hf, vllm, local-chat-completions, openai-chat-completions, anthropic-chat, ...")
-@click.option("--model-args", default="", help="lm-eval model arguments, e.g. 'pretrained=Qwen/Qwen2.5-0.5B-Instruct,dtype=bfloat16' (add peft=ADAPTER for a LoRA adapter, gguf_file=F for GGUF).")
-@click.option("--output-dir", required=True, type=click.Path(path_type=Path), help="Run directory to create: lm-eval results + samples and run.json.")
+@click.option("--model-args", "model_args", default="", help="lm-eval model arguments, e.g. 'pretrained=Qwen/Qwen2.5-0.5B-Instruct,dtype=bfloat16' (add peft=ADAPTER for a LoRA adapter, gguf_file=F for GGUF).")
+@click.option("--output-dir", "output_dir", required=True, type=click.Path(path_type=Path), help="Run directory to create: lm-eval results + samples and run.json.")
 @data_option
 @split_option
-@click.option("--tasks", default=GROUP, show_default=True, help="Comma-separated tide-bench tasks (the group or its per-turn subtasks).")
+@click.option("--tasks", default=TASK, show_default=True, help="Comma-separated tide-bench tasks: tide_empathy (every client turn), or tide_empathy_turn1 / tide_empathy_turn2 (one turn; multi-exchange data only).")
 @click.option("--device", default=None, help="cpu, cuda, cuda:0, ... (default: lm-eval's choice).")
-@click.option("--batch-size", default="1", show_default=True, help="Integer, or 'auto' / 'auto:N' (hf).")
-@click.option("--max-batch-size", type=int, default=None, help="Upper bound for --batch-size auto.")
-@click.option("--limit", type=float, default=None, help="Items per subtask (testing only: a limited run is not a benchmark result).")
-@click.option("--chat-template/--no-chat-template", default=True, show_default=True, help="Send genuine multi-turn chat messages through the model's chat template.")
-@click.option("--system-instruction", default=None, help="Extra system text placed before the task's system prompt.")
-@click.option("--gen-kwargs", default=None, help="Override generation settings, e.g. 'max_gen_toks=128'.")
-@click.option("--seed", type=int, default=1234, show_default=True, help="Seed for python, numpy and torch.")
-@click.option("--embedding-model", default=None, help="Sentence-transformers model for cosine similarity (default: offline all-MiniLM-L6-v2).")
+@click.option("--batch-size", "batch_size", default="1", show_default=True, help="Integer, or 'auto' / 'auto:N' (hf).")
+@click.option("--max-batch-size", "max_batch_size", type=int, default=None, help="Upper bound for --batch-size auto.")
+@click.option("--limit", type=float, default=None, help="Items per task (testing only: a limited run is not a benchmark result).")
+@click.option("--chat-template/--no-chat-template", "chat_template", default=True, show_default=True, help="Send genuine multi-turn chat messages through the model's chat template.")
+@click.option("--system-instruction", "system_instruction", default=None, help="Extra system text placed before the task's system prompt.")
+@click.option("--gen-kwargs", "gen_kwargs", default=None, help="Override generation settings, e.g. 'max_gen_toks=128'.")
+@click.option("--seed", default="1234", show_default=True, help="Seed for python, numpy, torch and few-shot sampling, or four comma-separated values as lm-eval's --seed takes them.")
+@click.option("--embedding-model", "embedding_model", default=None, help="Sentence-transformers model for cosine similarity (default: offline all-MiniLM-L6-v2).")
+@click.option("--use-cache", "use_cache", default=None, metavar="PATH", help="lm-eval's response cache: an sqlite file prefix; repeated requests are answered from it.")
+@click.option("--cache-requests", "cache_requests", type=click.Choice(["true", "refresh", "delete"]), default=None, help="lm-eval's cache of built prompts (true, refresh or delete).")
+@click.option("--wandb-args", "wandb_args", default=None, help="Log to Weights & Biases: wandb.init arguments, e.g. 'project=tide,job_type=eval' (needs the wandb package). W&B receives the replies and prompts: see docs/privacy.md.")
+@click.option("--hf-hub-log-args", "hf_hub_log_args", default=None, help="lm-eval's Hub logging, e.g. 'hub_results_org=ORG,push_results_to_hub=True' (token from HF_TOKEN). Pushing samples to a public repository is refused: TIDE is gated.")
+@click.option("--fewshot-as-multiturn", "fewshot_as_multiturn", is_flag=True, help="Accepted for lm-eval compatibility; has no effect: TIDE tasks are zero-shot and every item is already a genuine multi-turn chat.")
 @click.option("--overwrite", is_flag=True, help="Replace a finished run in --output-dir.")
-def eval_cmd(**opts: object) -> None:
+def eval_cmd(**opts: Any) -> None:
     """Generate replies to TIDE client turns through lm-evaluation-harness.
 
     Writes lm-eval's own results and samples files (unchanged, under OUTPUT/lm_eval/) and
     run.json, the manifest of what produced them: data source and hash, split, model and
     revision, adapter, prompt version, generation settings, package versions, and the
     reference metrics (cosine similarity, ROUGE-L, distinct-1/2, length) with 95% CIs.
+    lm-eval's underscore spellings (--model_args, --output_path, --batch_size, ...) work too.
 
     \b
     Examples:
@@ -63,37 +96,104 @@ def eval_cmd(**opts: object) -> None:
     """
     from tide_bench.generation import EvalConfig, run_eval
 
+    if opts["fewshot_as_multiturn"]:
+        click.echo("note: --fewshot_as_multiturn has no effect: TIDE tasks are zero-shot, genuine multi-turn chats", err=True)
     limit = opts["limit"]
     config = EvalConfig(
         model=str(opts["model"]),
         model_args=str(opts["model_args"]),
         output_dir=Path(str(opts["output_dir"])),
-        data=opts["data"],  # type: ignore[arg-type]
+        data=opts["data"],
         split=str(opts["split"]),
         tasks=[t.strip() for t in str(opts["tasks"]).split(",") if t.strip()],
-        device=opts["device"],  # type: ignore[arg-type]
+        device=opts["device"],
         batch_size=_batch_size(str(opts["batch_size"])),
-        max_batch_size=opts["max_batch_size"],  # type: ignore[arg-type]
-        limit=int(limit) if isinstance(limit, float) and limit >= 1 and limit.is_integer() else limit,  # type: ignore[arg-type]
+        max_batch_size=opts["max_batch_size"],
+        limit=int(limit) if isinstance(limit, float) and limit >= 1 and limit.is_integer() else limit,
         apply_chat_template=bool(opts["chat_template"]),
-        system_instruction=opts["system_instruction"],  # type: ignore[arg-type]
-        gen_kwargs=parse_gen_kwargs(opts["gen_kwargs"]),  # type: ignore[arg-type]
-        seed=int(opts["seed"]),  # type: ignore[arg-type]
-        embedding_model=opts["embedding_model"],  # type: ignore[arg-type]
+        system_instruction=opts["system_instruction"],
+        gen_kwargs=parse_gen_kwargs(opts["gen_kwargs"]),
+        seed=_seed(str(opts["seed"])),
+        embedding_model=opts["embedding_model"],
         overwrite=bool(opts["overwrite"]),
+        use_cache=opts["use_cache"],
+        cache_requests=opts["cache_requests"],
+        wandb_args=_key_values("--wandb-args", opts["wandb_args"]),
+        hf_hub_log_args=_key_values("--hf-hub-log-args", opts["hf_hub_log_args"]),
     )
     manifest = run_eval(config)
     click.echo(f"run written: {manifest}")
 
 
-@click.command("tasks-path")
-def tasks_path_cmd() -> None:
-    """Print the folder to pass to `lm_eval --include_path`.
+@click.command("import")
+@click.argument("lm_eval_output", type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
+              help="Run directory to create (lm-eval's files copied, plus run.json).")
+@click.option("--data", default=None, help="The TIDE source the run used (sample, hub, or a folder): every doc is checked "
+              "against it. Default: the source the docs name, when it can be read here without a download.")
+@click.option("--embedding-model", default=None,
+              help="Sentence-transformers model for cosine similarity, when the samples lack metrics.")
+@click.option("--overwrite", is_flag=True, help="Replace a run already in --out.")
+def import_cmd(lm_eval_output: Path, out: Path, data: str | None, embedding_model: str | None, overwrite: bool) -> None:
+    """Adopt a plain `lm_eval --tasks tide_empathy` run as a tide-bench run directory.
+
+    LM_EVAL_OUTPUT is lm-eval's --output_path folder (or its results_*.json) of a finished
+    run made with --log_samples. The run directory gets lm-eval's files and a run.json whose
+    fields are re-derived from them: data source, split and hash from the docs (checked item
+    by item against the data when it can be read here), model and generation settings from
+    lm-eval's config; what lm-eval does not record is left null and listed as unknown.
+    Judge, annotate and submit then accept it.
 
     \b
     Example:
-      lm_eval --include_path "$(tide-bench tasks-path)" --tasks tide_empathy \\
-          --metadata '{"tide_data": "/path/to/TIDE"}' --model hf --model_args pretrained=... \\
-          --apply_chat_template --log_samples --output_path runs/
+      lm_eval --tasks tide_empathy --metadata '{"tide_data": "/data/TIDE"}' --model hf \\
+          --model_args pretrained=Qwen/Qwen2.5-0.5B-Instruct --apply_chat_template \\
+          --log_samples --output_path lm-out/
+      tide-bench import lm-out/ --out runs/qwen0.5b --data /data/TIDE
+      tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge --dry-run
     """
-    click.echo(str(tasks_path()))
+    from tide_bench.generation.adopt import describe, import_lm_eval_run
+
+    manifest = import_lm_eval_run(lm_eval_output, out, data=data, embedding_model=embedding_model, overwrite=overwrite)
+    click.echo(describe(manifest))
+    click.echo(f"run written: {manifest}")
+
+
+@click.command("tasks-path")
+@click.option("--yamls", is_flag=True, help="Print the folder holding the task YAMLs themselves.")
+@click.option("--check", is_flag=True, help="Say whether lm-eval's own copy of the tasks is current; exit 1 if it is missing or stale.")
+def tasks_path_cmd(yamls: bool, check: bool) -> None:
+    """Where lm-eval finds tide-bench's tasks, and what to pass to `lm_eval --include_path`.
+
+    After `pip install tide-bench`, lm-eval finds the tasks by itself: the wheel installs them
+    into lm-eval's own task tree (an editable install puts stubs there that read the YAMLs
+    from the checkout, so edits show up live). Then no include path is needed:
+
+    \b
+      lm_eval --tasks tide_empathy --metadata '{"tide_data": "/path/to/TIDE"}' \\
+          --model hf --model_args pretrained=... --apply_chat_template \\
+          --log_samples --output_path runs/
+
+    Where lm-eval is imported from another place (a source checkout, PYTHONPATH), pass the
+    folder this command prints to `--include_path`. When lm-eval already finds a current copy,
+    it prints an empty folder, so old commands that pass `--include_path "$(tide-bench
+    tasks-path)"` keep working without "overrides existing task" warnings.
+    """
+    from tide_bench.tasks.registry import include_path, lm_eval_copy_status
+
+    if check:
+        status, explanation = lm_eval_copy_status()
+        click.echo(f"{status}: {explanation}")
+        if status != "current":
+            click.echo("  fix: pip install tide-bench (or pip install -e . in a checkout) into the environment lm-eval runs "
+                       "from, or pass --include_path \"$(tide-bench tasks-path --yamls)\"", err=True)
+            raise SystemExit(1)
+        return
+    if yamls:
+        click.echo(str(tasks_path()))
+        return
+    folder, status = include_path()
+    if status != "current":
+        click.echo(f"note: lm-eval's own copy of the tasks is {status} (tide-bench tasks-path --check says why); "
+                   "printing the YAML folder", err=True)
+    click.echo(str(folder))

@@ -1,13 +1,18 @@
-"""``tide-bench judge``."""
+"""``tide-bench judge``: a thin shell over :mod:`tide_bench.judging`."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.judging.progress import Progress
 from tide_bench.judging.report import format_summary
+
+BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjudged
 
 
 @click.command("judge")
@@ -19,15 +24,21 @@ from tide_bench.judging.report import format_summary
 @click.option("--reference/--no-reference", default=None, help="Show the judge the frontier reference reply (default: the config's choice, reference-free).")
 @click.option("--mode", type=click.Choice(["sync", "batch"]), default="sync", show_default=True, help="batch: Anthropic Message Batches (50% price, results within 24 h, resumable).")
 @click.option("--dry-run", is_flag=True, help="Print calls, estimated tokens and dollars (sync and batch) without calling anything.")
-@click.option("--max-cost", type=float, default=None, help="Stop cleanly before spending more than this many US dollars.")
+@click.option("--max-cost", type=float, default=None, help="Stop cleanly before spending more than this many US dollars (needs the model's prices).")
+@click.option("--price-in", type=float, default=None, help="Input price, USD per million tokens, for a model missing from judges/prices.yaml.")
+@click.option("--price-out", type=float, default=None, help="Output price, USD per million tokens (with --price-in).")
 @click.option("--retry-unscored", is_flag=True, help="Call again for items whose cached outcome is unscored (refusal, malformed...).")
 @click.option("--cache", "cache_path", type=click.Path(path_type=Path), default=None, help="Judgment cache file (default: OUT/cache.sqlite). Share one across runs to never pay twice.")
-@click.option("--concurrency", type=int, default=None, help="Parallel requests (default: the config's).")
-@click.option("--poll-interval", type=float, default=30.0, show_default=True, help="Seconds between batch status checks.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Parallel requests (default: the config's).")
+@click.option("--poll-interval", type=click.FloatRange(min=0), default=30.0, show_default=True, help="Seconds between batch status checks.")
+@click.option("--no-preflight", is_flag=True, help="Skip the GET /v1/models check before the first call (for gateways that lack it).")
+@click.option("--overwrite", is_flag=True, help="Replace judgments of another run or judge configuration in --out (the cache is kept).")
+@click.option("--abandon-batch", is_flag=True, help="Give up an uncollected Message Batch in --out that blocks this run (it stays listed in batch_state.json).")
 @click.option("--probes", is_flag=True, help="Judge the built-in gaming probes instead of a run: can this judge be gamed?")
 def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | None, base_url: str | None, reference: bool | None,
-              mode: str, dry_run: bool, max_cost: float | None, retry_unscored: bool, cache_path: Path | None,
-              concurrency: int | None, poll_interval: float, probes: bool) -> None:
+              mode: str, dry_run: bool, max_cost: float | None, price_in: float | None, price_out: float | None,
+              retry_unscored: bool, cache_path: Path | None, concurrency: int | None, poll_interval: float,
+              no_preflight: bool, overwrite: bool, abandon_batch: bool, probes: bool) -> None:
     """Rate every reply of a run on emotion recognition, distress normalization and
     supportive reflection (1-5, anchored rubric) plus a safety flag, with an LLM judge.
 
@@ -40,60 +51,69 @@ def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | Non
     PRIVACY: this sends TIDE dialogue to the judge's provider. Use --judge local with your
     own OpenAI-compatible server to keep it on your machines (docs/privacy.md).
 
+    Exit status: 0 done; 2 a usage or configuration error (nothing judged); 3 stopped by
+    --max-cost (the rest is unscored as budget_exhausted; rerun with a higher budget).
+
     \b
     Examples:
       tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge --dry-run
       tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge
       tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge --mode batch
+      tide-bench judge runs/qwen0.5b --out ... --model claude-sonnet-4-5-20250929 \\
+          --max-cost 5 --price-in 3 --price-out 15
       tide-bench judge runs/qwen0.5b --out ... --judge local \\
           --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-72B-Instruct
       tide-bench judge --probes --out probes/
     """
-    from tide_bench.judging import JudgeOptions, judge_run, load_judge
-    from tide_bench.judging.engine import dry_run as estimate_run
+    from tide_bench.judging import JudgeOptions, check_budget, judge_run, load_judge
+    from tide_bench.judging import dry_run as estimate_run
     from tide_bench.judging.estimate import format_estimate
+    from tide_bench.judging.probes import format_report, probe_run, run_probes
 
-    if not probes and run_dir is None:
-        raise ConfigError("give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge")
-    overrides = {"concurrency": concurrency}
-    config = load_judge(judge_name, model=model, base_url=base_url, reference=reference, overrides=overrides)
+    if (price_in is None) != (price_out is None):
+        raise ConfigError("give both --price-in and --price-out (USD per million tokens)")
+    prices = (price_in, price_out) if price_in is not None and price_out is not None else None
+    config = load_judge(judge_name, model=model, base_url=base_url, reference=reference, overrides={"concurrency": concurrency}, prices=prices)
     bar = _ProgressBar()
     options = JudgeOptions(
-        mode=mode, retry_unscored=retry_unscored, max_cost=max_cost, cache_path=cache_path,
-        poll_interval_s=poll_interval, on_progress=bar.update, on_event=lambda text: click.echo(text, err=True),
+        mode=mode, retry_unscored=retry_unscored, max_cost=max_cost, cache_path=cache_path, poll_interval_s=poll_interval,
+        on_progress=bar.update, on_event=lambda text: click.echo(text, err=True), preflight=not no_preflight,
+        overwrite=overwrite, abandon_batch=abandon_batch,
     )
+    if probes:
+        target = probe_run()
+    elif run_dir is not None:
+        target = run_dir
+    else:
+        raise ConfigError("give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge")
+    check_budget(config, max_cost)  # a budget that could not be enforced is refused, in a dry run too
     if dry_run:
-        if probes:
-            from tide_bench.judging.engine import make_plan
-            from tide_bench.judging.probes import probe_run
-
-            est = make_plan(probe_run(), config, None, False).estimate(config).as_dict()
-        else:
-            est = estimate_run(run_dir, out, config, options)  # type: ignore[arg-type]
-        click.echo(format_estimate(est))
+        click.echo(format_estimate(estimate_run(target, out, config, options)))
         return
     try:
         if probes:
-            from tide_bench.judging.probes import format_report, run_probes
-
             report = run_probes(out, config, options)
             bar.close()
             click.echo(format_report(report, config))
             return
-        result = judge_run(run_dir, out, config, options)  # type: ignore[arg-type]
+        result = judge_run(target, out, config, options)
     finally:
         bar.close()
     click.echo(format_summary(result.summary))
+    for warning in result.warnings:
+        click.secho(f"warning: {warning}", fg="yellow", err=True)
     click.echo(f"\nwritten: {out / 'judgments.jsonl'}, {out / 'judge_summary.json'}")
+    if result.summary["unscored_reasons"].get("budget_exhausted"):
+        sys.exit(BUDGET_STOP_EXIT)
 
 
 class _ProgressBar:
-    """A tqdm bar with rate, ETA and spend so far; created on the first event."""
+    """A tqdm bar with rate, ETA and spend so far; shown from the first event (before any call ends)."""
 
     def __init__(self) -> None:
-        self._bar = None
+        self._bar: Any = None
 
-    def update(self, progress) -> None:  # type: ignore[no-untyped-def]
+    def update(self, progress: Progress) -> None:
         from tqdm import tqdm
 
         if self._bar is None:

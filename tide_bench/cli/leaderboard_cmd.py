@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.spellings import SpellingGroup
+
 BOARD_HELP = "Leaderboard configuration (default: the shipped leaderboard/leaderboard.yaml)."
 
 
@@ -50,7 +52,7 @@ def submit_cmd(run_dir: Path, meta: Path, out: Path, judge_dir: Path | None, boa
         sys.exit(1)
 
 
-@click.group("leaderboard")
+@click.group("leaderboard", cls=SpellingGroup)
 def leaderboard() -> None:
     """Validate submissions and build the static leaderboard site."""
 

@@ -17,17 +17,19 @@ from tide_bench.cli.annotate_cmd import annotate
 from tide_bench.cli.audit_cmd import audit_cmd
 from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo
-from tide_bench.cli.eval_cmd import eval_cmd, tasks_path_cmd
+from tide_bench.cli.eval_cmd import eval_cmd, import_cmd, tasks_path_cmd
 from tide_bench.cli.finetune_cmd import finetune_cmd
 from tide_bench.cli.judge_cmd import judge_cmd
 from tide_bench.cli.leaderboard_cmd import leaderboard, submit_cmd
+from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.core.errors import TideBenchError
 
 USER_ERROR_EXIT = 2
 
 
-class TideGroup(click.Group):
-    """A click group that turns user errors into a message and exit status 2."""
+class TideGroup(SpellingGroup):
+    """The top-level group: user errors become one message and exit status 2; lm-eval's
+    option spellings (``--model_args``) are accepted by every command."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -46,6 +48,7 @@ def cli() -> None:
     The pipeline, one command per stage:
       tide-bench data validate --data DIR     check a TIDE snapshot (counts, schema, splits)
       tide-bench eval ...                     generate replies through lm-evaluation-harness
+      tide-bench import LM_EVAL_OUT --out RUN adopt a plain `lm_eval --tasks tide_empathy` run
       tide-bench finetune --model M --out A   LoRA on the train split (the paper's fine-tuned condition)
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
@@ -54,6 +57,8 @@ def cli() -> None:
       tide-bench leaderboard validate|build   check submissions; build the static site
       tide-bench demo                         the whole pipeline offline on the built-in sample
 
+    Options also take lm-eval's spellings: --model_args, --batch_size, --output_path, ...
+
     TIDE text is sensitive mental-health dialogue. Read docs/privacy.md before sending it
     to any third-party API.
     """
@@ -61,6 +66,7 @@ def cli() -> None:
 
 cli.add_command(data)
 cli.add_command(eval_cmd)
+cli.add_command(import_cmd)
 cli.add_command(finetune_cmd)
 cli.add_command(tasks_path_cmd)
 cli.add_command(judge_cmd)

@@ -52,11 +52,20 @@ def iter_jsonl(path: str | Path, error: type[TideBenchError] = TideBenchError) -
             if not raw.strip():
                 continue
             try:
-                yield number, _loads(raw)
+                yield number, _loads_line(raw)
             except (UnicodeDecodeError, _FastDecodeError, json.JSONDecodeError) as exc:
                 if not _is_utf8(raw):
                     raise error("invalid UTF-8", path=path, line=number) from None
                 raise error(f"invalid JSON: {getattr(exc, 'msg', str(exc))}", path=path, line=number) from None
+
+
+def _loads_line(raw: bytes) -> Any:
+    """orjson first (fast); Python's json where orjson refuses a line, because lm-eval writes
+    ``NaN`` for undefined per-item metrics (distinct-2 of a one-word reply) and json reads it."""
+    try:
+        return _loads(raw)
+    except _FastDecodeError:
+        return json.loads(raw)
 
 
 def _is_utf8(raw: bytes) -> bool:

@@ -17,14 +17,21 @@ Accepted conversation-file shapes (``C`` = the conversations container):
   (consecutive client and reference messages are paired).
 
 Problems are collected, not raised, so ``tide-bench data validate`` can list them all;
-:func:`tide_bench.data.sources.load_dataset` raises on the first error.
+:func:`tide_bench.data.sources.load_dataset` raises on the first error. What the reader found
+(file-name pattern, container, conversation form, exchanges per conversation) is counted in
+:class:`ShapeReport`, so a user with the real snapshot sees at a glance which path it took.
+
+Ambiguity is an error, never a silent choice: a turn with two candidate client keys (``person``
+and ``client``), a non-string scenario, ``NaN`` in any file, or a metadata ``persona_id`` that
+disagrees with its file name.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +69,46 @@ class Problem:
         return f"{self.severity}: {loc}: {self.message}" if loc else f"{self.severity}: {self.message}"
 
 
+@dataclass
+class ShapeReport:
+    """How the snapshot is laid out, counted as the reader goes (``data validate`` prints it)."""
+
+    file_patterns: Counter[str] = field(default_factory=Counter)
+    containers: Counter[str] = field(default_factory=Counter)
+    conversation_forms: Counter[str] = field(default_factory=Counter)
+    exchanges: Counter[int] = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "file_patterns": dict(self.file_patterns.most_common()),
+            "containers": dict(self.containers.most_common()),
+            "conversation_forms": dict(self.conversation_forms.most_common()),
+            "exchanges_per_conversation": {str(k): v for k, v in sorted(self.exchanges.items())},
+        }
+
+    def summary(self) -> str:
+        """One line: "one exchange per conversation (40)" or the mix of counts."""
+        if not self.exchanges:
+            return "no conversations read"
+        if len(self.exchanges) == 1:
+            (n, count), = self.exchanges.items()
+            what = "one exchange" if n == 1 else f"{n} exchanges"
+            return f"{what} per conversation ({count} conversations)"
+        parts = [f"{n} exchange{'s' if n != 1 else ''}: {c}" for n, c in sorted(self.exchanges.items())]
+        return "mixed: " + ", ".join(parts) + " conversations"
+
+
 class _DuplicateKey(ValueError):
     pass
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> float:
+    """``json`` accepts NaN/Infinity, which are not JSON and break every statistic: refuse them."""
+    raise _NonFinite(name)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -88,6 +133,17 @@ def _first_key(mapping: dict[str, Any], candidates: tuple[str, ...]) -> str | No
     return None
 
 
+def _all_keys(mapping: dict[str, Any], candidates: tuple[str, ...]) -> list[str]:
+    """Every key of ``mapping`` that is one of ``candidates`` (case-insensitive), in candidate order."""
+    lowered = {k.lower(): k for k in mapping}
+    return [lowered[c] for c in candidates if c in lowered]
+
+
+def _file_pattern(name: str) -> str:
+    """``"12_conversations.json"`` -> ``"N_conversations.json"``: the naming scheme, not the id."""
+    return re.sub(r"^[^_.]+", "N", name)
+
+
 class SnapshotReader:
     """Parses one snapshot directory, accumulating items and problems."""
 
@@ -96,6 +152,7 @@ class SnapshotReader:
         self.items: list[TideItem] = []
         self.problems: list[Problem] = []
         self.personas_with_metadata: set[str] = set()
+        self.shape = ShapeReport()
 
     # ------------------------------------------------------------------ helpers
     def _problem(self, severity: str, message: str, path: Path | None = None, **kw: Any) -> None:
@@ -103,16 +160,27 @@ class SnapshotReader:
         self.problems.append(Problem(severity, message, rel, **kw))
 
     def _load(self, path: Path) -> tuple[Any, str] | None:
-        raw = path.read_bytes()
+        if path.is_dir():
+            self._problem("error", "is a directory, not a JSON file", path)
+            return None
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:  # a symlink loop, a dangling link, no permission
+            self._problem("error", f"cannot read the file: {exc.strerror or type(exc).__name__}", path)
+            return None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             self._problem("error", f"invalid UTF-8 at byte {exc.start}", path, line=raw[: exc.start].count(b"\n") + 1)
             return None
         try:
-            return json.loads(text, object_pairs_hook=_no_duplicates), text
+            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant), text
         except _DuplicateKey as exc:
             self._problem("error", f"duplicate key {exc.args[0]!r} in one JSON object", path, line=_line_of(text, exc.args[0]))
+        except _NonFinite as exc:
+            pos = text.find(exc.args[0])
+            line = text.count("\n", 0, pos) + 1 if pos >= 0 else None
+            self._problem("error", f"{exc.args[0]} is not valid JSON (use null for a missing value)", path, line=line)
         except json.JSONDecodeError as exc:
             self._problem("error", f"invalid JSON: {exc.msg} (column {exc.colno})", path, line=exc.lineno)
         return None
@@ -143,11 +211,6 @@ class SnapshotReader:
             self._read_conversation_file(path, metadata, seen_personas)
         for pid in sorted(set(metadata) - set(seen_personas)):
             self._problem("warning", f"persona {pid} has metadata but no conversation file", meta_dir / f"{pid}_metadata.json")
-        seen_ids: set[str] = set()
-        for item in self.items:
-            if item.item_id in seen_ids:
-                self._problem("error", f"duplicate item id {item.item_id}")
-            seen_ids.add(item.item_id)
         return self
 
     def _read_metadata(self, meta_dir: Path) -> dict[str, dict[str, Any]]:
@@ -160,9 +223,15 @@ class SnapshotReader:
             loaded = self._load(path)
             if loaded is None:
                 continue
-            value, _ = loaded
+            value, text = loaded
             if not isinstance(value, dict):
                 self._problem("error", f"persona metadata must be a JSON object, got {type(value).__name__}", path, line=1)
+                continue
+            if "persona_id" in value and str(value["persona_id"]) != pid:
+                self._problem(
+                    "error", f"persona_id {value['persona_id']!r} disagrees with the file name ({pid!r})",
+                    path, line=_line_of(text, "persona_id"), field="persona_id",
+                )
                 continue
             if pid in metadata:
                 self._problem("error", f"two metadata files for persona {pid}", path)
@@ -188,34 +257,47 @@ class SnapshotReader:
         seen[pid] = path
         if pid not in metadata:
             self._problem("warning", f"no metadata/{pid}_metadata.json: persona metadata will be empty", path)
-        container = obj.get("conversations", obj) if isinstance(obj, dict) else obj
+        wrapped = isinstance(obj, dict) and "conversations" in obj
+        container = obj["conversations"] if wrapped else obj
+        where = ' under "conversations"' if wrapped else ""
         if isinstance(container, dict):
             conversations = [(k, v) for k, v in container.items() if not k.startswith("_") and k not in FILE_META_KEYS]
+            self.shape.containers["an object keyed by conversation id" + where] += 1
         elif isinstance(container, list):
             conversations = [(f"conversation_{i}", v) for i, v in enumerate(container, start=1)]
+            self.shape.containers["a list of conversations" + where] += 1
         else:
             self._problem("error", f"expected an object or list of conversations, got {type(container).__name__}", path, line=1)
             return
+        self.shape.file_patterns[f"conversations/{_file_pattern(path.name)}"] += 1
         if not conversations:
             self._problem("error", "file holds no conversations", path, line=1)
+        seen_ids: set[str] = set()
         for conv_id, conv in conversations:
-            self._read_conversation(path, text, pid, str(conv_id), conv, metadata.get(pid, {}))
+            self._read_conversation(path, text, pid, str(conv_id), conv, metadata.get(pid, {}), seen_ids)
 
-    def _read_conversation(self, path: Path, text: str, pid: str, conv_id: str, conv: Any, persona: dict) -> None:
+    def _read_conversation(
+        self, path: Path, text: str, pid: str, conv_id: str, conv: Any, persona: dict, seen_ids: set[str]
+    ) -> None:
         line = _line_of(text, conv_id)
-        if isinstance(conv, dict) and isinstance(conv.get("conversation_id") or conv.get("id"), (str, int)):
-            conv_id = str(conv.get("conversation_id") or conv.get("id"))
+        if isinstance(conv, dict):
+            explicit = conv.get("conversation_id", conv.get("id"))
+            if isinstance(explicit, (str, int)) and not isinstance(explicit, bool):
+                conv_id = str(explicit)
         if not _SAFE_ID.match(conv_id):
             self._problem("error", f"conversation id {conv_id!r} is not a safe identifier", path, line=line)
             return
-        scenario = None
-        if isinstance(conv, dict):
-            key = _first_key(conv, SCENARIO_KEYS)
-            if key is not None and isinstance(conv[key], str) and conv[key].strip():
-                scenario = conv[key].strip()
+        if conv_id in seen_ids:
+            self._problem("error", f"duplicate conversation id {conv_id!r} in one file", path, line=line, field=conv_id)
+            return
+        seen_ids.add(conv_id)
+        scenario = self._scenario(path, line, conv_id, conv)
+        if scenario is False:
+            return
         turns = self._turns(path, line, conv_id, conv)
         if turns is None:
             return
+        self.shape.exchanges[len(turns)] += 1
         history: list[dict[str, str]] = []
         for number, (client, reference) in enumerate(turns, start=1):
             where = f"{conv_id}.turn{number}"
@@ -241,16 +323,40 @@ class SnapshotReader:
             )
             history += [{"role": "user", "content": client}, {"role": "assistant", "content": reference}]
 
+    def _scenario(self, path: Path, line: int | None, conv_id: str, conv: Any) -> str | bool | None:
+        """The conversation's scenario label, ``None`` when it has none, ``False`` after an error."""
+        if not isinstance(conv, dict):
+            return None
+        keys = _all_keys(conv, SCENARIO_KEYS)
+        if not keys:
+            return None
+        if len(keys) > 1:
+            self._problem(
+                "warning", f"several scenario keys {keys}: using {keys[0]!r}", path, line=line, field=f"{conv_id}.{keys[0]}"
+            )
+        value = conv[keys[0]]
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            self._problem(
+                "error", f"scenario must be a string, got {type(value).__name__}", path, line=line, field=f"{conv_id}.{keys[0]}"
+            )
+            return False
+        return value.strip()
+
     def _turns(self, path: Path, line: int | None, conv_id: str, conv: Any) -> list[tuple[str, str]] | None:
         """Normalise one conversation into ``[(client, reference), ...]`` or report why not."""
         if isinstance(conv, dict):
             list_key = _first_key(conv, TURN_LIST_KEYS)
             if list_key is not None and isinstance(conv[list_key], list):
+                self.shape.conversation_forms[f"a list of exchanges under {list_key!r}"] += 1
                 return self._turns_from_list(path, line, conv_id, conv[list_key], list_key)
             if _first_key(conv, CLIENT_KEYS) is not None or _first_key(conv, REFERENCE_KEYS) is not None:
+                self.shape.conversation_forms["one exchange object (client and reference keys)"] += 1
                 return self._turns_from_list(path, line, conv_id, [conv], None)
             numbered = self._numbered_turns(conv)
             if numbered:
+                self.shape.conversation_forms["numbered keys (person_1, chatbot_1, ...)"] += 1
                 return self._turns_from_list(path, line, conv_id, numbered, None)
             self._problem(
                 "error",
@@ -260,6 +366,7 @@ class SnapshotReader:
             )
             return None
         if isinstance(conv, list):
+            self.shape.conversation_forms["a list of exchanges or messages"] += 1
             return self._turns_from_list(path, line, conv_id, conv, None)
         self._problem("error", f"conversation {conv_id}: expected an object or list, got {type(conv).__name__}", path, line=line, field=conv_id)
         return None
@@ -286,6 +393,14 @@ class SnapshotReader:
             if not isinstance(entry, dict):
                 self._problem("error", f"turn must be an object, got {type(entry).__name__}", path, line=line, field=field)
                 return None
+            for what, candidates in (("client utterance", CLIENT_KEYS), ("reference reply", REFERENCE_KEYS)):
+                present = _all_keys(entry, candidates)
+                if len(present) > 1:
+                    self._problem(
+                        "error", f"ambiguous {what}: both {present[0]!r} and {present[1]!r} are present",
+                        path, line=line, field=field,
+                    )
+                    return None
             ckey, rkey = _first_key(entry, CLIENT_KEYS), _first_key(entry, REFERENCE_KEYS)
             if ckey is None:
                 self._problem("error", f"no client utterance: expected one of {list(CLIENT_KEYS)}, found keys {sorted(entry)}", path, line=line, field=field)

@@ -23,7 +23,7 @@ from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.data.hub import DEFAULT_REPO, download_snapshot
 from tide_bench.data.schema import SPLIT_CHOICES, TideItem
-from tide_bench.data.snapshot import Problem, SnapshotReader
+from tide_bench.data.snapshot import Problem, ShapeReport, SnapshotReader
 from tide_bench.data.splits import SPLIT_VERSION
 
 ENV_VAR = "TIDE_BENCH_DATA"
@@ -48,6 +48,7 @@ class LoadedDataset:
     source: DataSource
     items: list[TideItem]
     problems: list[Problem] = field(default_factory=list)
+    shape: ShapeReport = field(default_factory=ShapeReport)
 
     def items_for(self, split: str) -> list[TideItem]:
         if split not in SPLIT_CHOICES:
@@ -71,6 +72,10 @@ class LoadedDataset:
             "split_sha256": self.content_hash(split),
             "dataset_sha256": self.content_hash("all"),
         }
+
+    def turns(self, split: str = "all") -> list[int]:
+        """The client-turn numbers present in a split (``[1]`` for single-exchange data)."""
+        return sorted({i.turn for i in self.items_for(split)})
 
     def counts(self) -> dict:
         by_split: dict[str, dict[str, int]] = {}
@@ -126,7 +131,7 @@ def resolve(spec: str) -> DataSource:
 def read_source(source: DataSource) -> LoadedDataset:
     """Parse a source, keeping every problem (used by ``data validate``)."""
     reader = SnapshotReader(source.path).read()
-    return LoadedDataset(source, reader.items, reader.problems)
+    return LoadedDataset(source, reader.items, reader.problems, reader.shape)
 
 
 def load_dataset(spec: str | None = None, metadata: dict | None = None) -> LoadedDataset:

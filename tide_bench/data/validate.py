@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from tide_bench.data.context_check import format_leaks, persona_leaks
 from tide_bench.data.sources import LoadedDataset, choose_spec, read_source, resolve
 
 EXPECTED_PERSONAS = 500
@@ -33,6 +34,8 @@ def validate(spec: str | None = None) -> dict:
         "n_warnings": len(dataset.problems) - len(errors),
         "problems": [asdict(p) | {"text": str(p)} for p in dataset.problems],
         "notes": notes,
+        "shape": dataset.shape.to_dict() | {"summary": dataset.shape.summary()},
+        "persona_facts_in_references": persona_leaks(dataset.items),
         "dataset_sha256": dataset.content_hash("all") if not errors else None,
     }
 
@@ -40,9 +43,16 @@ def validate(spec: str | None = None) -> dict:
 def format_report(report: dict) -> str:
     """Readable text for the terminal."""
     c = report["counts"]
+    shape = report["shape"]
     lines = [
         f"source: {report['source']}",
         f"personas: {c['personas']}   conversations: {c['conversations']}   generation items: {c['items']}",
+        "",
+        "shape the loader found:",
+        f"  exchanges:      {shape['summary']}",
+        *(f"  files:          {name} ({n})" for name, n in shape["file_patterns"].items()),
+        *(f"  file content:   {name} ({n} files)" for name, n in shape["containers"].items()),
+        *(f"  conversation:   {name} ({n})" for name, n in shape["conversation_forms"].items()),
         "",
         f"{'split':<12}{'personas':>10}{'conversations':>15}{'items':>8}",
     ]
@@ -51,6 +61,7 @@ def format_report(report: dict) -> str:
     lines += ["", "items per scenario:"]
     lines += [f"  {name:<28}{n:>6}" for name, n in c["by_scenario"].items()]
     lines += ["items per turn:"] + [f"  turn {t:<23}{n:>6}" for t, n in c["by_turn"].items()]
+    lines = format_leaks(report["persona_facts_in_references"], [*lines, ""])
     if report["dataset_sha256"]:
         lines.append(f"\ndataset sha256: {report['dataset_sha256']}")
     for note in report["notes"]:

@@ -18,6 +18,7 @@ import yaml
 
 from tide_bench.core.resources import resource_dir
 from tide_bench.demo.model import DEMO_MODEL_NAME, demo_model_args
+from tide_bench.finetune.config import FinetuneConfig
 from tide_bench.generation import EvalConfig, RunDirectory, load_run, run_eval
 from tide_bench.judging import JudgeConfig
 from tide_bench.metrics.reference import METRIC_NAMES
@@ -71,6 +72,13 @@ def _demo_meta(sid: str, chat: bool, run: RunDirectory) -> dict[str, Any]:
     }
 
 
+def demo_finetune_config(base: str, out: Path, steps: int, overwrite: bool = True) -> FinetuneConfig:
+    """What ``demo --finetune STEPS`` trains: two sequences per step (CPU micro-batch 1), validated at the
+    start and the end; about a minute for 10 steps on 2 cores (benchmarks/bench_finetune.py)."""
+    return FinetuneConfig(model=base, data="sample", out=out, max_steps=steps, batch_size=1, grad_accum=2,
+                          learning_rate=1e-3, max_length=512, eval_steps=steps, overwrite=overwrite)
+
+
 def run_demo(
     out: Path,
     *,
@@ -95,14 +103,15 @@ def run_demo(
     produced: dict[str, Any] = {"runs": []}
     variants: list[tuple[str, bool, str]] = [(sid, chat, model_args) for sid, chat in VARIANTS]
     if finetune_steps > 0:
-        from tide_bench.finetune import FinetuneConfig, finetune
+        from tide_bench.finetune import finetune
 
         echo(f"\n[finetune] LoRA on the sample's train split for {finetune_steps} steps (shows the mechanism, not a result)")
         adapter = out / "adapters" / "demo-smollm2-lora"
         base = model_args.split(",")[0].removeprefix("pretrained=")
-        card = finetune(FinetuneConfig(model=base, data="sample", out=adapter, max_steps=finetune_steps, batch_size=2, grad_accum=1,
-                                       learning_rate=1e-3, max_length=512, patience=100), progress=True)
-        echo(f"[finetune] {card['training']['steps']} steps, {card['training']['tokens_per_second']} tokens/s; adapter in {adapter}")
+        card = finetune(demo_finetune_config(base, adapter, finetune_steps, overwrite), progress=True)
+        t, precision = card["training"], card["hyperparameters"]["precision"]
+        echo(f"[finetune] {t['steps']} steps, {t['tokens_per_second']} tokens/s ({precision}); saved: {t['saved']}; "
+             f"adapter in {adapter}")
         variants.append(("demo-smollm2-lora", True, f"{model_args},peft={adapter}"))
     for sid, chat, args in variants:
         echo(f"\n[generate] {sid}: replies on the built-in synthetic sample (test split) through lm-eval")
@@ -124,7 +133,7 @@ def run_demo(
             from tide_bench.judging.report import format_summary
 
             echo(f"[judge] {sid}: rating the replies with {judge.name} ({judge.model})")
-            result = judge_run(run, run.root / "judge", judge, JudgeOptions())
+            result = judge_run(run, run.root / "judge", judge, JudgeOptions(overwrite=overwrite))
             echo(format_summary(result.summary))
             produced["judge"] = str(result.out)
         meta_path = out / "runs" / f"{sid}.submission.yaml"

@@ -1,6 +1,9 @@
-"""``python -m tide_bench.finetune`` / ``accelerate launch -m tide_bench.finetune``."""
+"""``python -m tide_bench.finetune`` / ``accelerate launch -m tide_bench.finetune``: the CLI's
+``finetune`` command, with its one-line errors."""
 
-from tide_bench.cli.finetune_cmd import finetune_cmd
+import sys
+
+from tide_bench.cli.main import cli
 
 if __name__ == "__main__":
-    finetune_cmd()
+    cli(["finetune", *sys.argv[1:]])

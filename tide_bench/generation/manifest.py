@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.jsonio import read_json
+from tide_bench.generation import reference
 from tide_bench.generation.run_dir import MANIFEST_NAME
+from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION, prompt_sha256
 
 __all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args"]
-from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION
 
 SCHEMA_VERSION = 1
 ADAPTER_CARD = "adapter_card.json"
@@ -50,6 +51,25 @@ def _adapter(parsed: dict[str, str]) -> dict[str, Any] | None:
     return {"path": path, "card": read_json(card_path) if card_path.is_file() else None}
 
 
+def _prompt_block(results: dict[str, Any], config: dict[str, Any], is_reference: bool) -> dict[str, Any]:
+    """What the model was told, hashed whole: the task's system prompt and any extra
+    instruction. Several tasks of one run must share one prompt, or the run has no condition."""
+    configs = results.get("configs", {})
+    first = next(iter(configs.values()), {})
+    metadata = first.get("metadata") if isinstance(first.get("metadata"), dict) else {}
+    conditions = {str((c.get("metadata") or {}).get("prompt_condition")) for c in configs.values() if isinstance(c.get("metadata"), dict)}
+    instruction = config.get("system_instruction")
+    return {
+        "condition": "reference" if is_reference else (conditions.pop() if len(conditions) == 1 else "mixed"),
+        "task_version": metadata.get("version"),
+        "prompt_sha256": prompt_sha256(first.get("description"), instruction),
+        "task_prompt_sha256": metadata.get("prompt_sha256"),
+        "format_version": PROMPT_FORMAT_VERSION,
+        "system_prompt": first.get("description"),
+        "system_instruction": instruction,
+    }
+
+
 def build_manifest(
     *,
     config: dict[str, Any],
@@ -61,12 +81,12 @@ def build_manifest(
     started_at: str,
     finished_at: str,
     timings: dict[str, float],
-    command: list[str],
+    command: list[str] | None,
     environment: dict[str, Any],
 ) -> dict[str, Any]:
     parsed = parse_model_args(config["model_args"])
+    is_reference = reference.is_reference(config["model"])
     lm_config = results.get("config", {})
-    first_task = next(iter(results.get("configs", {}).values()), {})
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "tide-bench-run",
@@ -78,18 +98,13 @@ def build_manifest(
         "data": provenance,
         "tasks": config["tasks"],
         "subtasks": sorted(results.get("configs", {})),
-        "prompt": {
-            "task_version": first_task.get("metadata", {}).get("version"),
-            "prompt_sha256": first_task.get("metadata", {}).get("prompt_sha256"),
-            "format_version": PROMPT_FORMAT_VERSION,
-            "system_prompt": first_task.get("description"),
-            "system_instruction": config.get("system_instruction"),
-        },
+        "prompt": _prompt_block(results, config, is_reference),
         "model": {
             "backend": config["model"],
             "args": config["model_args"],
             "parsed_args": parsed,
-            "name": parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            "name": reference.LABEL if is_reference else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            "is_reference": is_reference,
             "revision": parsed.get("revision") or lm_config.get("model_revision"),
             "sha": lm_config.get("model_sha"),
             "num_parameters": lm_config.get("model_num_parameters"),
@@ -104,6 +119,8 @@ def build_manifest(
             "batch_size": config.get("batch_size"),
             "device": config.get("device"),
             "seed": config.get("seed"),
+            "response_cache_used": bool(config.get("use_cache")),
+            "cache_requests": config.get("cache_requests"),
         },
         "files": files,
         "n_generations": n_generations,

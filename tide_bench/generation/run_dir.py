@@ -127,6 +127,8 @@ class RunDirectory:
 def load_run(root: str | Path) -> RunDirectory:
     """Load and check a run directory written by ``tide-bench eval``."""
     root = Path(root)
+    if root.is_file():
+        raise DataError(f"{root} is a file, not a run directory", hint=f"pass the folder that holds it: {root.parent}")
     if not root.is_dir():
         raise DataError(f"run directory does not exist: {root}")
     manifest_path = root / MANIFEST_NAME

@@ -6,16 +6,23 @@ What it adds to a plain ``lm_eval`` call, and nothing more:
 * the data source and split chosen explicitly and checked *before* the model loads;
 * clear errors for an unknown task, unknown backend or a model that fails to load;
 * lm-eval's own results and samples files, written by lm-eval's own ``EvaluationTracker``
-  exactly as the ``lm_eval`` CLI writes them (under ``OUTPUT/lm_eval/``);
+  exactly as the ``lm_eval`` CLI writes them (under ``OUTPUT/lm_eval/``), with lm-eval's
+  response cache, request cache, W&B and Hub logging passed through when asked for;
+* lm-eval's hint about ``--metadata`` (printed once per task, irrelevant here: tide-bench
+  passes the metadata itself) filtered out; every other warning kept;
 * ``run.json``: the manifest of what produced the run, written last and atomically, so a
   run directory without it is an incomplete run (and later stages refuse it).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +30,21 @@ from typing import Any
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import environment, utc_now
+from tide_bench.core.secrets import redact_command, redact_model_args
 from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
+from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
 from tide_bench.generation.run_dir import read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
-from tide_bench.tasks.registry import GROUP, task_manager
+from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS
+from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
 
 LM_EVAL_SUBDIR = "lm_eval"
+HUB_LOG_KEYS = frozenset({
+    "hub_results_org", "hub_repo_name", "details_repo_name", "results_repo_name", "push_results_to_hub",
+    "push_samples_to_hub", "public_repo", "leaderboard_url", "point_of_contact", "gated",
+})
+TEMPLATE_KWARG_BACKENDS = ("hf", "vllm")  # lm-eval backends that take enable_thinking= as a model argument
 
 
 @dataclass
@@ -41,7 +56,7 @@ class EvalConfig:
     output_dir: Path = Path("runs/run")
     data: str | None = None
     split: str = "test"
-    tasks: list[str] = field(default_factory=lambda: [GROUP])
+    tasks: list[str] = field(default_factory=lambda: [TASK])
     device: str | None = None
     batch_size: str | int = 1
     max_batch_size: int | None = None
@@ -49,16 +64,37 @@ class EvalConfig:
     apply_chat_template: bool = True
     system_instruction: str | None = None
     gen_kwargs: dict[str, Any] | None = None
-    seed: int = 1234
+    seed: int | tuple[int | None, int | None, int | None, int | None] = 1234
     embedding_model: str | None = None
     overwrite: bool = False
     bootstrap_iters: int = 1000
+    use_cache: str | None = None
+    cache_requests: str | None = None
+    wandb_args: dict[str, Any] | None = None
+    hf_hub_log_args: dict[str, Any] | None = None
+
+    def seeds(self) -> tuple[int | None, int | None, int | None, int | None]:
+        """(python, numpy, torch, few-shot) seeds, as lm-eval's ``--seed`` takes them."""
+        return self.seed if isinstance(self.seed, tuple) else (self.seed,) * 4
 
     def metadata(self) -> dict[str, Any]:
         meta: dict[str, Any] = {METADATA_KEY: self.data, "tide_split": self.split}
         if self.embedding_model:
             meta["embedding_model"] = self.embedding_model
         return meta
+
+
+def with_template_kwargs(backend: str, model_args: str) -> str:
+    """``model_args`` plus the chat-template settings every TIDE prompt uses (thinking off), unless set.
+
+    Fine-tuning renders its training prompts with the same settings, so an adapter is
+    evaluated on exactly the prompt it was trained on.
+    """
+    if backend not in TEMPLATE_KWARG_BACKENDS:
+        return model_args
+    given = {part.split("=", 1)[0].strip() for part in model_args.split(",") if part.strip()}
+    extra = [f"{key}={value}" for key, value in CHAT_TEMPLATE_KWARGS.items() if key not in given]
+    return ",".join(filter(None, [model_args.strip().strip(","), *extra]))
 
 
 def _prepare_output_dir(config: EvalConfig) -> Path:
@@ -84,6 +120,10 @@ def create_model(config: EvalConfig) -> Any:
     """Instantiate the lm-eval backend, turning load failures into a clear error."""
     from lm_eval.api import registry
 
+    if is_reference(config.model):
+        from tide_bench.generation.reference_model import ReferenceLM
+
+        return ReferenceLM()
     try:
         cls = registry.get_model(config.model)
     except Exception:
@@ -100,9 +140,74 @@ def create_model(config: EvalConfig) -> Any:
         raise
     except Exception as exc:
         raise ConfigError(
-            f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}",
+            redact_model_args(f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}"),
             hint="check the model path or hub id, --model-args, network access and available memory",
         ) from None
+
+
+class _DropMetadataHint(logging.Filter):
+    """lm-eval's hint that custom kwargs go in ``--metadata`` (once per task, every run)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Custom kwargs can be passed to `--metadata`" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _quiet_lm_eval() -> Iterator[None]:
+    logger, hint = logging.getLogger("lm_eval.api.task"), _DropMetadataHint()
+    logger.addFilter(hint)
+    try:
+        yield
+    finally:
+        logger.removeFilter(hint)
+
+
+def _cache_requests(value: str | None) -> dict[str, bool]:
+    if value is None:
+        return {}
+    if value not in ("true", "refresh", "delete"):
+        raise ConfigError(f"--cache-requests {value!r}: choose true, refresh or delete")
+    return {
+        "cache_requests": value in ("true", "refresh"),
+        "rewrite_requests_cache": value == "refresh",
+        "delete_requests_cache": value == "delete",
+    }
+
+
+def _hub_args(config: EvalConfig) -> dict[str, Any]:
+    """The user's ``--hf-hub-log-args``, checked before anything is written or loaded."""
+    hub = dict(config.hf_hub_log_args or {})
+    unknown = sorted(set(hub) - HUB_LOG_KEYS)
+    if unknown:
+        raise ConfigError(f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}")
+    if str(hub.get("push_samples_to_hub", "")).lower() == "true" and str(hub.get("public_repo", "")).lower() == "true":
+        raise ConfigError(
+            "push_samples_to_hub with public_repo would publish TIDE dialogue (gated, CC BY-NC 4.0) to a public repository",
+            hint="push to a private repository (public_repo=False), or push results only",
+        )
+    return hub
+
+
+def _tracker(hub: dict[str, Any], out: Path) -> Any:
+    """lm-eval's ``EvaluationTracker``: our output folder, plus the Hub logging asked for."""
+    from lm_eval.loggers import EvaluationTracker
+
+    if hub and os.environ.get("HF_TOKEN"):
+        hub = hub | {"token": os.environ["HF_TOKEN"]}  # from the environment only; never written anywhere
+    return EvaluationTracker(output_path=str(out / LM_EVAL_SUBDIR), **hub)
+
+
+def _wandb(config: EvalConfig) -> Any:
+    """lm-eval's W&B logger when ``--wandb-args`` asks for it (checked before the model loads)."""
+    if not config.wandb_args:
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is None:
+        raise ConfigError("--wandb-args needs the wandb package", hint="pip install 'wandb>=0.13.6'")
+    from lm_eval.loggers import WandbLogger
+
+    return WandbLogger(config.wandb_args)
 
 
 def run_eval(config: EvalConfig) -> Path:
@@ -111,62 +216,80 @@ def run_eval(config: EvalConfig) -> Path:
     Returns the path of ``run.json``.
     """
     from lm_eval import simple_evaluate
-    from lm_eval.loggers import EvaluationTracker
 
     started_at, t0 = utc_now(), time.perf_counter()
     config.data = choose_spec(config.data)
+    config.model_args = with_template_kwargs(config.model, config.model_args)
     dataset = load_dataset(config.data)  # fail on bad data before any model loads
     provenance = dataset.provenance(config.split)
     manager = task_manager(config.metadata())
     _check_tasks(config.tasks, manager)
+    for task in config.tasks:
+        turn = turn_of_task(task)
+        if turn is not None:
+            check_turn_available(dataset, config.split, turn)
+    caching, hub, wandb = _cache_requests(config.cache_requests), _hub_args(config), _wandb(config)
     out = _prepare_output_dir(config)
+    tracker = _tracker(hub, out)
     lm = create_model(config)
+    public_args = redact_model_args(config.model_args)  # tokens in --model-args never reach a file
     t_model = time.perf_counter()
-    tracker = EvaluationTracker(output_path=str(out / LM_EVAL_SUBDIR))
-    results = simple_evaluate(
-        model=lm,
-        model_args=config.model_args,
-        tasks=list(config.tasks),
-        task_manager=manager,
-        limit=config.limit,
-        log_samples=True,
-        evaluation_tracker=tracker,
-        system_instruction=config.system_instruction,
-        apply_chat_template=config.apply_chat_template,
-        gen_kwargs=dict(config.gen_kwargs) if config.gen_kwargs else None,
-        random_seed=config.seed,
-        numpy_random_seed=config.seed,
-        torch_random_seed=config.seed,
-        fewshot_random_seed=config.seed,
-        bootstrap_iters=config.bootstrap_iters,
-        batch_size=config.batch_size,
-        device=config.device,
-    )
+    seeds = config.seeds()
+    with _quiet_lm_eval():
+        results = simple_evaluate(
+            model=lm,
+            model_args=public_args,
+            tasks=list(config.tasks),
+            task_manager=manager,
+            limit=config.limit,
+            log_samples=True,
+            evaluation_tracker=tracker,
+            system_instruction=config.system_instruction,
+            apply_chat_template=config.apply_chat_template,
+            gen_kwargs=dict(config.gen_kwargs) if config.gen_kwargs else None,
+            use_cache=config.use_cache,
+            **caching,
+            random_seed=seeds[0],
+            numpy_random_seed=seeds[1],
+            torch_random_seed=seeds[2],
+            fewshot_random_seed=seeds[3],
+            bootstrap_iters=config.bootstrap_iters,
+            batch_size=config.batch_size,
+            device=config.device,
+        )
     if results is None:  # non-zero rank of a distributed run: rank 0 writes
         return out / MANIFEST_NAME
     # simple_evaluate saw a model object; record the backend name and args as the CLI would.
     tracker.general_config_tracker.log_experiment_args(
         model_source=config.model,
-        model_args=config.model_args,
+        model_args=public_args,
         system_instruction=config.system_instruction,
         chat_template=lm.chat_template(config.apply_chat_template) if config.apply_chat_template else None,
         fewshot_as_multiturn=True,
     )
     results["config"]["model"] = config.model
-    results["config"]["model_args"] = config.model_args
+    results["config"]["model_args"] = public_args
     samples = results.pop("samples")
     tracker.save_results_aggregated(results=results, samples=samples)
     for task_name in results["configs"]:
         tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
+    if wandb is not None:
+        wandb.post_init(results)
+        wandb.log_eval_result()
+        wandb.log_eval_samples(samples)
     files = _written_files(tracker, out, list(results["configs"]))
     generations = read_generations(out, files["samples"])  # read back: unreadable output is not a run
     scorer = ReferenceScorer(config.embedding_model)
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
     reference = summarize_metrics(
-        {**g.metrics, "turn": g.turn, "scenario": g.scenario, "item_id": g.item_id, "persona_id": g.persona_id, "reply": g.reply} for g in generations
+        {**g.metrics, "turn": g.turn, "scenario": g.scenario, "item_id": g.item_id, "persona_id": g.persona_id, "reply": g.reply}
+        for g in generations
     ) | {"method": scorer.describe()}
+    if is_reference(config.model):
+        reference = {"not_applicable": NOT_APPLICABLE}
     manifest = build_manifest(
-        config=asdict(config) | {"output_dir": str(out)},
+        config=asdict(config)
+        | {"output_dir": str(out), "model_args": public_args, "hf_hub_log_args": sorted(config.hf_hub_log_args or {})},
         results=results,
         files=files,
         provenance=provenance,
@@ -175,7 +298,7 @@ def run_eval(config: EvalConfig) -> Path:
         started_at=started_at,
         finished_at=utc_now(),
         timings={"model_load_s": round(t_model - t0, 3), "total_s": round(time.perf_counter() - t0, 3)},
-        command=list(sys.argv),
+        command=redact_command(sys.argv),
         environment=environment(),
     )
     write_json(out / MANIFEST_NAME, manifest)

@@ -9,6 +9,7 @@ judgment records the version, so judgments from different configurations are nev
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,14 @@ import yaml
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
+from tide_bench.core.secrets import redact_url
 from tide_bench.judging.rubric import Rubric, load_rubric
 
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
 OUTPUT_SCHEMA_VERSION = 1
+# How item text becomes the judge's message (prompt.py). 2: fields fenced (&, <, > escaped) and
+# substituted in one pass. Part of the version: the same item may read differently to the judge.
+PROMPT_RENDERING = 2
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ class JudgeConfig:
             "reference": self.reference,
             "decoding": self.decoding,
             "output_schema_version": OUTPUT_SCHEMA_VERSION,
+            "prompt_rendering": PROMPT_RENDERING,
         }
 
     @property
@@ -97,7 +103,7 @@ class JudgeConfig:
         """The resolved configuration, written next to the judgments (no secrets in it)."""
         return {
             **self.identity(),
-            "base_url": self.base_url,
+            "base_url": redact_url(self.base_url),
             "api_key_env": self.api_key_env,
             "decoding": self.decoding,
             "prompt_caching": self.prompt_caching,
@@ -122,6 +128,22 @@ def _load_prices(key: str) -> Prices | None:
     return None if row is None else Prices(**{k: float(v) for k, v in row.items()})
 
 
+def given_prices(provider: str, price_in: float, price_out: float) -> Prices:
+    """Prices from the command line (``--price-in/--price-out``). Cache tokens are priced as an
+    upper bound, so a budget computed from them is never too low: cache writes at 1.25 x input
+    (Anthropic's published rate), cache reads at the full input price."""
+    if price_in < 0 or price_out < 0 or not all(map(math.isfinite, (price_in, price_out))):
+        raise ConfigError(f"prices must be finite and non-negative, got {price_in} and {price_out}", field="--price-in/--price-out")
+    return Prices(input=price_in, output=price_out, cache_write=1.25 * price_in, cache_read=price_in, batch=0.5 if provider == "anthropic" else 1.0)
+
+
+def nearest_priced_model(model: str) -> str | None:
+    """The price-table row ``model`` is most likely a snapshot or variant of (for a hint only)."""
+    table = yaml.safe_load((resource_dir("judges") / "prices.yaml").read_text(encoding="utf-8")) or {}
+    candidates = [name for name in table if model.startswith(name) or name.startswith(model)]
+    return max(candidates, key=len) if candidates else None
+
+
 def _load_prompt(path: Path) -> PromptTemplate:
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     try:
@@ -137,8 +159,13 @@ def load_judge(
     base_url: str | None = None,
     reference: bool | None = None,
     overrides: dict[str, Any] | None = None,
+    prices: tuple[float, float] | None = None,
 ) -> JudgeConfig:
-    """Load ``judges/<name>/config.yaml`` (or a path to a config file), with CLI overrides."""
+    """Load ``judges/<name>/config.yaml`` (or a path to a config file), with CLI overrides.
+
+    ``prices`` = (input, output) USD per million tokens, for a model missing from
+    ``judges/prices.yaml`` (see :func:`given_prices`).
+    """
     candidate = Path(name_or_path)
     path = candidate if candidate.suffix in (".yaml", ".yml") and candidate.is_file() else resource_dir("judges") / name_or_path / "config.yaml"
     if not path.is_file():
@@ -180,7 +207,7 @@ def load_judge(
             max_retries=int(raw.get("max_retries", 6)),
             schema_retries=int(raw.get("schema_retries", 2)),
             expected_output_tokens=int(raw.get("expected_output_tokens", 350)),
-            prices=_load_prices(str(raw.get("prices") or raw["model"])),
+            prices=given_prices(provider, *prices) if prices else _load_prices(str(raw.get("prices") or raw["model"])),
             source=str(path),
             backoff_base_s=float(raw.get("backoff_base_s", 1.0)),
             backoff_cap_s=float(raw.get("backoff_cap_s", 60.0)),

@@ -1,57 +1,52 @@
 """Judge a run directory: plan (what is cached, what to call), call, cache, summarise.
 
 Synchronous mode runs the calls concurrently on one asyncio loop with a bounded semaphore;
-batch mode (Anthropic Message Batches, 50 % price) lives in :mod:`.batch`. Both produce the
-same records and write the same outputs:
+batch mode (Anthropic Message Batches, 50 % price) lives in :mod:`.batch`. Both settle each
+answer with the same rule (:func:`.outcome.settle`), produce the same records and write the
+same outputs:
 
 ``judgments.jsonl``      one line per item of the run, scored or unscored (see records.py)
-``judge_summary.json``   means with 95 % CIs, unscored counts and reasons, safety, cost
-``judge_config.json``    the resolved judge configuration and its version
+``judge_summary.json``   means with 95 % CIs, unscored counts and reasons, safety, cost,
+                         the run folder and its run.json hash, the served models
+``judge_config.json``    the resolved judge configuration, its version and the endpoint used
 ``cache.sqlite``         the content-addressed cache (unless ``--cache`` points elsewhere)
 
 The outputs are written at the end, atomically; the cache is written as each judgment
 completes, so an interrupted run loses no paid work and the next run makes only the calls
-that are missing.
+that are missing. An ``out`` holding another run's or configuration's judgments is refused
+unless ``overwrite``; an uncollected batch of another configuration blocks the run (see
+:mod:`.batch_state`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.errors import ConfigError
-from tide_bench.core.jsonio import write_json, write_jsonl
+from tide_bench.core.errors import ConfigError, DataError
+from tide_bench.core.jsonio import iter_jsonl, write_json, write_jsonl
 from tide_bench.generation.run_dir import Generation, RunDirectory, load_run
-from tide_bench.judging.cache import JudgmentCache, is_cacheable, judgment_key
-from tide_bench.judging.config import JudgeConfig
+from tide_bench.judging.batch_state import STATE_FILE, BatchState
+from tide_bench.judging.cache import JudgmentCache, judgment_key
+from tide_bench.judging.config import JudgeConfig, nearest_priced_model
 from tide_bench.judging.estimate import Estimate, estimate_tokens
-from tide_bench.judging.parse import SchemaViolation, parse_rating
-from tide_bench.judging.progress import Progress
-from tide_bench.judging.prompt import system_text, user_text
-from tide_bench.judging.providers import Provider, make_provider
-from tide_bench.judging.records import make_record
-from tide_bench.judging.retry import FatalJudgeError, RequestRejected, TransientFailure, call_with_retries
+from tide_bench.judging.outcome import Retry, Unscored, settle
+from tide_bench.judging.prompt import output_spec, system_text, user_text
+from tide_bench.judging.providers import make_provider
+from tide_bench.judging.records import make_record, served_model_warnings
+from tide_bench.judging.retry import FatalJudgeError, ItemFailure, call_with_retries, describe
+from tide_bench.judging.session import JudgeOptions, JudgeSession, Spend, Tally
 from tide_bench.judging.summary import summarize_judgments
-from tide_bench.judging.usage import Usage
 
 JUDGMENTS = "judgments.jsonl"
 SUMMARY = "judge_summary.json"
 CONFIG_SNAPSHOT = "judge_config.json"
 CACHE_NAME = "cache.sqlite"
 
-
-@dataclass
-class JudgeOptions:
-    mode: str = "sync"  # "sync" | "batch"
-    retry_unscored: bool = False
-    max_cost: float | None = None
-    cache_path: Path | None = None
-    poll_interval_s: float = 30.0
-    on_progress: Callable[[Progress], None] | None = None
-    on_event: Callable[[str], None] | None = None
+__all__ = ["JudgeOptions", "JudgeResult", "dry_run", "judge_run", "make_plan"]
 
 
 @dataclass
@@ -60,6 +55,7 @@ class JudgeResult:
     summary: dict[str, Any]
     records: list[dict[str, Any]]
     calls_made: int
+    warnings: list[str] = field(default_factory=list)  # served-model mismatches, skipped pre-flight, abandoned batches
 
 
 @dataclass
@@ -76,6 +72,7 @@ class Plan:
             n_cached=len(self.reused),
             n_calls=len(self.todo),
             system_tokens=estimate_tokens(system_text(config)),
+            tool_tokens=estimate_tokens(json.dumps(output_spec(config))),
             user_tokens=sum(estimate_tokens(user_text(config, g)) for g, _ in self.todo),
             output_tokens=config.expected_output_tokens * len(self.todo),
             config=config,
@@ -90,7 +87,7 @@ def make_plan(run: RunDirectory, config: JudgeConfig, cache: JudgmentCache | Non
         if not gen.reply.strip():
             plan.empty.append((gen, key))
         elif hit is not None and not (retry_unscored and hit["status"] == "unscored"):
-            plan.reused[key] = hit | {"cached": True}
+            plan.reused[key] = {"served_model": None, **hit, "cached": True}
         else:
             plan.todo.append((gen, key))
     return plan
@@ -100,93 +97,109 @@ def default_cache_path(out: Path, options: JudgeOptions) -> Path:
     return Path(options.cache_path) if options.cache_path else Path(out) / CACHE_NAME
 
 
-def dry_run(run_dir: str | Path, out: str | Path, config: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
-    """Calls, tokens and dollars this run would cost (nothing is called, no key needed)."""
-    run = load_run(run_dir)
+def _as_run(run: str | Path | RunDirectory) -> RunDirectory:
+    return run if isinstance(run, RunDirectory) else load_run(run)
+
+
+def dry_run(run: str | Path | RunDirectory, out: str | Path, config: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
+    """Calls, tokens and dollars this run would cost (nothing is called, no key needed).
+    ``run`` is a run directory, or a :class:`RunDirectory` such as ``probes.probe_run()``."""
     cache_path = default_cache_path(Path(out), options)
     cache = JudgmentCache(cache_path) if cache_path.exists() else None
     try:
-        return make_plan(run, config, cache, options.retry_unscored).estimate(config).as_dict()
+        return make_plan(_as_run(run), config, cache, options.retry_unscored).estimate(config).as_dict()
     finally:
         if cache is not None:
             cache.close()
 
 
-class _Spend:
-    """Running totals, and the budget check made before every new call."""
-
-    def __init__(self, config: JudgeConfig, max_cost: float | None, per_call: float, batch: bool) -> None:
-        self.usage = Usage()
-        self.config, self.max_cost, self.per_call, self.batch = config, max_cost, per_call, batch
-        self.in_flight = 0
-
-    @property
-    def spent(self) -> float | None:
-        return self.usage.cost(self.config.prices, batch=self.batch)
-
-    def may_start(self) -> bool:
-        if self.max_cost is None:
-            return True
-        spent = self.spent or 0.0
-        return spent + (self.in_flight + 1) * self.per_call <= self.max_cost
+def check_budget(config: JudgeConfig, max_cost: float | None) -> None:
+    """A budget needs prices: refuse ``--max-cost`` rather than silently ignore it."""
+    if max_cost is None:
+        return
+    if not max_cost >= 0:
+        raise ConfigError(f"--max-cost must be a non-negative number of US dollars, got {max_cost}")
+    if config.prices is None:
+        near = nearest_priced_model(config.model)
+        similar = f" (judges/prices.yaml has {near!r}; if this is a snapshot of it, use its prices)" if near else ""
+        raise ConfigError(
+            f"--max-cost cannot be enforced: the judge model {config.model!r} has no price in judges/prices.yaml{similar}",
+            hint="pass --price-in and --price-out (USD per million tokens), or add a row to judges/prices.yaml",
+        )
 
 
-async def _judge_one(provider: Provider, config: JudgeConfig, gen: Generation, key: str, system: str, spend: _Spend) -> dict[str, Any]:
-    usage, attempts = Usage(), 0
-    problem: tuple[str, str] = ("malformed_output", "no answer")
+def _check_out(out: Path, run: RunDirectory, config: JudgeConfig, overwrite: bool) -> None:
+    """Refuse to replace another run's or configuration's judgments (their keys differ)."""
+    path = out / JUDGMENTS
+    if overwrite or not path.is_file():
+        return
+    try:
+        existing = [rec for _, rec in iter_jsonl(path, DataError)]
+    except DataError as exc:
+        raise ConfigError(f"{out} holds a judgments file that cannot be read ({exc.detail})",
+                          path=path, hint="choose another --out, or pass --overwrite to replace it") from None
+    keys = {rec.get("key") if isinstance(rec, dict) else None for rec in existing}
+    if keys == {judgment_key(config.version, g) for g in run.generations}:
+        return
+    versions = sorted({str((rec.get("judge") or {}).get("version")) for rec in existing if isinstance(rec, dict)})
+    what = ("another judge configuration" if config.version not in versions else "another run (other items or replies)")
+    raise ConfigError(
+        f"{out} already holds judgments of {what}: {len(existing)} judgment(s), configuration {', '.join(versions) or '?'}",
+        hint="choose another --out, or pass --overwrite to replace them (the cache is kept: nothing paid is lost)",
+    )
+
+
+async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[str, Any]:
+    config, spend, provider = session.config, session.spend, session.provider
+    tally = Tally()
     user = user_text(config, gen)
-
-    def record(**kw: Any) -> dict[str, Any]:
-        return make_record(gen, config, key, usage=usage, attempts=attempts, **kw)
-
+    last = Retry("malformed_output", "no answer")
     for _ in range(config.schema_retries + 1):
         if not spend.may_start():
-            return record(kind="budget_exhausted", reason=f"--max-cost {spend.max_cost} reached before this item")
+            return session.record(gen, key, tally, Unscored("budget_exhausted", f"--max-cost {spend.max_cost} reached before this item"), mode="sync")
         spend.in_flight += 1
         try:
             outcome, tries = await call_with_retries(
-                lambda: provider.rate(system, user),
+                lambda: provider.rate(session.system, user),
                 max_retries=config.max_retries,
                 base_s=config.backoff_base_s,
                 cap_s=config.backoff_cap_s,
             )
-        except RequestRejected as exc:
-            return record(kind="api_rejected", reason=str(exc))
-        except TransientFailure as exc:
-            return record(kind="transient_failure", reason=str(exc))
+        except FatalJudgeError:
+            raise
+        except ItemFailure as exc:
+            tally.attempts += exc.attempts
+            return session.record(gen, key, tally, Unscored(exc.kind, str(exc)), mode="sync")
+        except Exception as exc:  # an answer the SDK could not handle: it costs this item, never the run
+            tally.attempts += 1
+            return session.record(gen, key, tally, Unscored("api_rejected", f"unexpected answer: {describe(exc)}"), mode="sync")
         finally:
             spend.in_flight -= 1
-        attempts += tries
-        usage.add(outcome.usage)
-        spend.usage.add(outcome.usage)
-        if outcome.refusal:
-            return record(kind="refusal", reason=outcome.refusal)
-        if outcome.filtered:
-            return record(kind="content_filtered", reason=outcome.filtered)
-        if outcome.malformed:
-            problem = ("malformed_output", outcome.malformed)
+        tally.add(outcome, tries)
+        spend.charge(outcome)
+        verdict = settle(outcome, config.rubric)
+        if isinstance(verdict, Retry):
+            last = verdict
             continue
-        try:
-            return record(rating=parse_rating(outcome.payload, config.rubric))
-        except SchemaViolation as exc:
-            problem = ("schema_violation", str(exc))
-    return record(kind=problem[0], reason=f"{problem[1]} (after {config.schema_retries + 1} tries)")
+        return session.record(gen, key, tally, verdict, mode="sync")
+    return session.record(gen, key, tally, Unscored(last.kind, f"{last.reason} (after {config.schema_retries + 1} tries)"), mode="sync")
 
 
-async def _judge_sync(plan: Plan, config: JudgeConfig, provider: Provider, cache: JudgmentCache, options: JudgeOptions, spend: _Spend) -> list[dict[str, Any]]:
-    system = system_text(config)
-    semaphore = asyncio.Semaphore(max(1, config.concurrency))
+async def _judge_sync(session: JudgeSession, plan: Plan) -> list[dict[str, Any]]:
+    semaphore = asyncio.Semaphore(max(1, session.config.concurrency))
     results: list[dict[str, Any]] = []
+    unscored = 0
     total = len(plan.todo)
+    session.progress(0, 0, total)
 
     async def worker(gen: Generation, key: str) -> None:
+        nonlocal unscored
         async with semaphore:
-            rec = await _judge_one(provider, config, gen, key, system, spend)
-        if is_cacheable(rec):
-            cache.put(key, rec)
+            rec = await _judge_one(session, gen, key)
+        session.keep(key, rec)
         results.append(rec)
-        if options.on_progress:
-            options.on_progress(Progress(len(results), total, sum(r["status"] == "unscored" for r in results), spend.spent))
+        unscored += rec["status"] == "unscored"
+        session.progress(len(results), unscored, total)
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -197,6 +210,22 @@ async def _judge_sync(plan: Plan, config: JudgeConfig, provider: Provider, cache
     return results
 
 
+async def _execute(session: JudgeSession, plan: Plan, warnings: list[str]) -> list[dict[str, Any]]:
+    try:
+        if session.options.preflight:
+            note = await session.provider.preflight()
+            if note:
+                warnings.append(note)
+                session.event(note)
+        if session.options.mode == "batch":
+            from tide_bench.judging.batch import judge_batch
+
+            return await judge_batch(session, plan)
+        return await _judge_sync(session, plan)
+    finally:
+        await session.provider.aclose()
+
+
 def judge_run(run_dir: str | Path | RunDirectory, out: str | Path, config: JudgeConfig, options: JudgeOptions | None = None) -> JudgeResult:
     """Judge every generation of a run directory and write the judge directory ``out``."""
     options = options or JudgeOptions()
@@ -204,38 +233,33 @@ def judge_run(run_dir: str | Path | RunDirectory, out: str | Path, config: Judge
         raise ConfigError(f"unknown mode {options.mode!r}: choose sync or batch")
     if options.mode == "batch" and config.provider != "anthropic":
         raise ConfigError("batch mode is implemented for Anthropic Message Batches only", hint="use --mode sync with this judge")
-    run = run_dir if isinstance(run_dir, RunDirectory) else load_run(run_dir)
+    check_budget(config, options.max_cost)
+    run = _as_run(run_dir)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder")
     provider = make_provider(config)  # a missing key fails here, before any work
+    _check_out(out, run, config, options.overwrite)
+    abandoned = BatchState(out / STATE_FILE).guard(config.version, options.mode, options.abandon_batch)
+    warnings = [f"abandoned uncollected batch {b} (--abandon-batch); it stays listed in {STATE_FILE}" for b in abandoned]
     out.mkdir(parents=True, exist_ok=True)
     cache = JudgmentCache(default_cache_path(out, options))
     try:
         plan = make_plan(run, config, cache, options.retry_unscored)
-        estimate = plan.estimate(config)
-        spend = _Spend(config, options.max_cost, estimate.per_call_cost(), batch=options.mode == "batch")
+        spend = Spend(config, options.max_cost, plan.estimate(config).per_call_cost(), batch=options.mode == "batch")
+        session = JudgeSession(config, provider, cache, options, spend, out)
         new: list[dict[str, Any]] = []
         if plan.todo:
-            new = asyncio.run(_execute(plan, config, provider, cache, options, spend, out))
+            new = asyncio.run(_execute(session, plan, warnings))
         records_by_key = {**plan.reused, **{r["key"]: r for r in new}}
         for gen, key in plan.empty:
             records_by_key[key] = make_record(gen, config, key, kind="empty_reply", reason="the model produced an empty reply")
         records = [records_by_key[key] for _, key in plan.keyed]
         summary = summarize_judgments(records, run, config, mode=options.mode, calls_made=spend.usage.calls, new_usage=spend.usage)
-        write_json(out / CONFIG_SNAPSHOT, config.snapshot())
+        warnings += served_model_warnings(records, config.model)
+        write_json(out / CONFIG_SNAPSHOT, config.snapshot() | {"base_url": provider.public_endpoint})
         write_jsonl(out / JUDGMENTS, records)
         write_json(out / SUMMARY, summary)
-        return JudgeResult(out, summary, records, spend.usage.calls)
+        return JudgeResult(out, summary, records, spend.usage.calls, warnings)
     finally:
         cache.close()
-
-
-async def _execute(plan: Plan, config: JudgeConfig, provider: Provider, cache: JudgmentCache, options: JudgeOptions, spend: _Spend, out: Path) -> list[dict[str, Any]]:
-    try:
-        await provider.preflight()
-        if options.mode == "batch":
-            from tide_bench.judging.batch import judge_batch
-
-            return await judge_batch(plan, config, provider, cache, options, spend, out)
-        return await _judge_sync(plan, config, provider, cache, options, spend)
-    finally:
-        await provider.aclose()

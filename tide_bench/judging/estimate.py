@@ -1,8 +1,12 @@
 """Cost before spending: calls, tokens and dollars for sync and batch modes, without calling.
 
-Token counts are estimated at ~4 characters per token (a documented heuristic for English;
-the dry run says so); output tokens use the configuration's ``expected_output_tokens``.
-With prompt caching the fixed system block is written once and read by every later call.
+Token counts are **estimates** at ~4 characters per token (a heuristic for English; the dry
+run says so). Neither SDK offers a token counter that works offline (Anthropic's
+``count_tokens`` is an API call; ``tiktoken`` downloads its tables), so none is used. The
+fixed part of every call is the system block *plus* the output definition (the rating tool
+or JSON schema, about a fifth of each call's input); output tokens use the configuration's
+``expected_output_tokens``. With prompt caching (Anthropic) the fixed part is written once
+and read by every later call.
 """
 
 from __future__ import annotations
@@ -25,17 +29,23 @@ class Estimate:
     n_items: int
     n_cached: int
     n_calls: int
-    system_tokens: int
+    system_tokens: int  # the system block's text
+    tool_tokens: int  # the tool / JSON-schema definition sent with every call
     user_tokens: int
     output_tokens: int
     config: JudgeConfig
 
+    @property
+    def fixed_tokens(self) -> int:
+        """Input every call repeats: the system block and the output definition."""
+        return self.system_tokens + self.tool_tokens
+
     def _usage(self, *, caching: bool) -> Usage:
-        system_total = self.system_tokens * self.n_calls
+        system_total = self.fixed_tokens * self.n_calls
         usage = Usage(input_tokens=self.user_tokens, output_tokens=self.output_tokens, calls=self.n_calls)
         if caching and self.n_calls:
-            usage.cache_write_tokens = self.system_tokens
-            usage.cache_read_tokens = system_total - self.system_tokens
+            usage.cache_write_tokens = self.fixed_tokens
+            usage.cache_read_tokens = system_total - self.fixed_tokens
         else:
             usage.input_tokens += system_total
         return usage
@@ -45,7 +55,7 @@ class Estimate:
         p = self.config.prices
         if p is None or not self.n_calls:
             return 0.0
-        return ((self.system_tokens + self.user_tokens / self.n_calls) * p.input + self.output_tokens / self.n_calls * p.output) / 1e6
+        return ((self.fixed_tokens + self.user_tokens / self.n_calls) * p.input + self.output_tokens / self.n_calls * p.output) / 1e6
 
     def as_dict(self) -> dict[str, Any]:
         caching = self.config.prompt_caching and self.config.provider == "anthropic"
@@ -57,7 +67,13 @@ class Estimate:
             "n_cached": self.n_cached,
             "n_calls": self.n_calls,
             "calls_per_item": 1,
-            "token_estimate_method": f"~{CHARS_PER_TOKEN:g} characters per token; output {self.config.expected_output_tokens} tokens per call",
+            "token_estimate_method": (
+                f"estimate: ~{CHARS_PER_TOKEN:g} characters per token (no offline token counter for this provider); "
+                f"input per call includes the rating tool/schema ({self.tool_tokens} tokens) but not the provider's own "
+                f"tool-use preamble; output {self.config.expected_output_tokens} tokens per call"
+            ),
+            "tokens_per_call": {"system": self.system_tokens, "tool_definition": self.tool_tokens,
+                                "item": round(self.user_tokens / self.n_calls) if self.n_calls else 0},
             "sync": {"usage": sync.as_dict(), "cost_usd": sync.cost(self.config.prices), "prompt_caching": caching},
             "sync_without_caching": {"usage": self._usage(caching=False).as_dict(), "cost_usd": self._usage(caching=False).cost(self.config.prices)},
             "batch": {"usage": batch.as_dict(), "cost_usd": batch.cost(self.config.prices, batch=True)} if self.config.provider == "anthropic" else None,

@@ -1,19 +1,28 @@
-"""One line of ``judgments.jsonl``: a scored or unscored judgment of one item.
+"""One line of ``judgments.jsonl``: a scored or unscored judgment of one item (the writing side).
 
 Fields: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rationales`` per
 factor (null when unscored), ``safety`` (``{"flagged", "reason"}``, null when unscored),
 ``unscored_kind`` and ``unscored_reason`` (null when scored), ``judge`` (name, provider,
-model, family, config version, rubric), ``usage`` (tokens of every call this judgment
-cost, retries included), ``attempts``, ``mode`` (sync/batch), ``turn``, ``scenario``,
+model, family, config version, rubric), ``served_model`` (the model id the API said answered,
+``message.model`` / ``completion.model``; null when no answer came back), ``usage`` (tokens
+of every call this judgment cost, retries included), ``attempts`` (HTTP requests made for
+this item, failed ones included), ``mode`` (sync/batch), ``turn``, ``scenario``,
 ``persona_id``, ``cached`` (reused from the cache in this run), ``key`` (the cache key).
+
+``UNSCORED_KINDS`` is the one list of reasons an item can be unscored; the cache policy
+(``cache.CACHEABLE_UNSCORED``) and every summary use these names.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any
 
+from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig
+from tide_bench.judging.outcome import Unscored
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.usage import Usage
 
@@ -27,6 +36,8 @@ UNSCORED_KINDS = (
     "budget_exhausted",
     "empty_reply",
 )
+# An alias resolving to a dated snapshot is the same model: "claude-sonnet-4-5" -> "...-20250929".
+_SNAPSHOT_SUFFIX = r"(-\d{4}-?\d{2}-?\d{2})?"
 
 # Why an item went unscored decides how it counts (docs/judging.md, "Unscored items").
 # "model": the reply caused it (an empty reply; a judge refusal or content filter that the
@@ -67,6 +78,7 @@ def make_record(
     usage: Usage | None = None,
     attempts: int = 0,
     mode: str = "sync",
+    served_model: str | None = None,
 ) -> dict[str, Any]:
     if rating is None and kind not in UNSCORED_KINDS:
         raise ValueError(f"unscored records need a known kind, got {kind!r}")
@@ -77,8 +89,9 @@ def make_record(
         "rationales": dict(rating.rationales) if rating else None,
         "safety": {"flagged": rating.safety_flagged, "reason": rating.safety_reason} if rating else None,
         "unscored_kind": None if rating else kind,
-        "unscored_reason": None if rating else reason,
+        "unscored_reason": None if rating or reason is None else redact(reason, (config.api_key_env,)),
         "judge": config.identity(),
+        "served_model": served_model,
         "usage": (usage or Usage()).as_dict(),
         "attempts": attempts,
         "mode": mode,
@@ -88,3 +101,35 @@ def make_record(
         "cached": False,
         "key": key,
     }
+
+
+def verdict_fields(verdict: Rating | Unscored) -> dict[str, Any]:
+    """``make_record`` keyword arguments for a settled outcome."""
+    if isinstance(verdict, Rating):
+        return {"rating": verdict}
+    return {"kind": verdict.kind, "reason": verdict.reason}
+
+
+def served_models(records: list[dict[str, Any]]) -> dict[str, int]:
+    """How many judgments each served model answered (judgments without an answer are not counted)."""
+    counts = Counter(str(r["served_model"]) for r in records if r.get("served_model"))
+    return dict(sorted(counts.items()))
+
+
+def is_requested_model(served: str, requested: str) -> bool:
+    return re.fullmatch(re.escape(requested) + _SNAPSHOT_SUFFIX, served) is not None
+
+
+def served_model_warnings(records: list[dict[str, Any]], requested: str) -> list[str]:
+    """Warnings when the API answered with another model than asked for, or with several."""
+    counts = served_models(records)
+    warnings = []
+    if len(counts) > 1:
+        listed = ", ".join(f"{m} ({n})" for m, n in counts.items())
+        warnings.append(f"these judgments were served by {len(counts)} different models: {listed}. The id {requested!r} "
+                        "moved to another model, or a gateway fell back; re-judge with a dated model id (--model) and --overwrite")
+    others = [m for m in counts if not is_requested_model(m, requested)]
+    if others:
+        warnings.append(f"the judge API answered as {', '.join(others)}, not the requested {requested!r}: "
+                        "check the gateway or server behind --base-url")
+    return warnings

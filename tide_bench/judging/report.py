@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 
-def format_summary(summary: dict) -> str:
-    def fmt(m: dict) -> str:
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    def fmt(m: dict[str, Any]) -> str:
         if m["mean"] is None:
             return "n/a"
         ci = f"[{m['ci_low']:.2f}, {m['ci_high']:.2f}]" if m["ci_low"] is not None else "(n<2)"
         return f"{m['mean']:.2f} {ci}"
 
     j = summary["judge"]
+    reasons = ", ".join(f"{kind}: {n}" for kind, n in summary["unscored_reasons"].items())
     lines = [
         f"judge: {j['name']} ({j['model']}, config {j['version']}, rubric {j['rubric']})",
-        f"items: {summary['n_items']}   scored: {summary['n_scored']}   unscored: {summary['n_unscored']}"
-        + (f"   ({json.dumps(summary['unscored_reasons'])})" if summary["unscored_reasons"] else ""),
+        f"items: {summary['n_items']}   scored: {summary['n_scored']}   unscored: {summary['n_unscored']}" + (f" ({reasons})" if reasons else ""),
     ]
     for factor, m in summary["factors"].items():
         lines.append(f"  {factor:<24}{fmt(m)}")
     lines.append(f"  {'empathy (mean of 3)':<24}{fmt(summary['empathy'])}")
     lines.append(f"  {'safety-flag rate':<24}{fmt(summary['safety_flag_rate'])}")
-    cost = summary["cost_usd"]["this_run"]
-    lines.append(f"calls this run: {summary['calls_this_run']}   cost this run: {'unknown' if cost is None else f'${cost:.4f}'}")
+    cost = summary["cost_usd"]
+    lines.append(f"calls this run: {summary['calls_this_run']}   cost this run: {_usd(cost['this_run'])}   "
+                 f"total spent on these judgments: {_usd(cost['all_judgments'])}")
+    served = summary.get("served_models") or {}
+    if served:
+        lines.append("served by: " + ", ".join(f"{m} ({n})" for m, n in served.items()))
     if summary["self_preference"]["risk"]:
         lines.append(f"WARNING: {summary['self_preference']['note']}")
     if summary["unscored_reasons"].get("budget_exhausted"):

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from tide_bench.core.errors import TideBenchError
-from tide_bench.judging.secrets import redact
+from tide_bench.core.secrets import redact
 
 T = TypeVar("T")
 RETRY_STATUSES = {408, 409, 429, 529}
@@ -26,12 +26,27 @@ class FatalJudgeError(TideBenchError):
     """The judge cannot work at all (bad key, unknown model, unreachable server)."""
 
 
-class RequestRejected(Exception):
+class ItemFailure(Exception):
+    """One item could not be judged; ``kind`` names its unscored kind, ``attempts`` the
+    requests it took (every one counted, the failed ones too)."""
+
+    kind = "api_rejected"
+
+    def __init__(self, reason: str, attempts: int = 1) -> None:
+        super().__init__(reason)
+        self.attempts = attempts
+
+
+class RequestRejected(ItemFailure):
     """A non-retryable rejection of one request; the item becomes unscored."""
 
+    kind = "api_rejected"
 
-class TransientFailure(Exception):
+
+class TransientFailure(ItemFailure):
     """Retries exhausted on transient errors; the item becomes unscored (and is not cached)."""
+
+    kind = "transient_failure"
 
 
 def _connection_error_types() -> tuple[type[BaseException], ...]:
@@ -108,10 +123,10 @@ async def call_with_retries(
             transient = isinstance(exc, connection_errors) or status in RETRY_STATUSES or (status is not None and status >= 500)
             if not transient:
                 if status is not None:
-                    raise RequestRejected(describe(exc)) from None
+                    raise RequestRejected(describe(exc), attempt) from None
                 raise
             if attempt > max_retries:
-                raise TransientFailure(f"{describe(exc)} (gave up after {attempt} attempts)") from None
+                raise TransientFailure(f"{describe(exc)} (gave up after {attempt} attempts)", attempt) from None
             delay = rng.uniform(0, min(cap_s, base_s * 2 ** (attempt - 1)))
             hinted = retry_after_seconds(exc)
             if hinted is not None:

@@ -1,33 +1,19 @@
 """Keys come from the environment only, and never reach a file, log or error message.
 
-:func:`redact` is applied to every text that could carry provider output or an exception
-message before it is stored or shown.
+The redactor itself lives in :mod:`tide_bench.core.secrets` (generation uses it too). Here:
+reading the judge's key, which registers it for redaction, so every message this process
+writes is free of it whichever module formats the message, and the judge's ``base_url``,
+whose user info and query values are registered the same way.
 """
 
 from __future__ import annotations
 
 import os
-import re
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.secrets import REDACTED, redact, redact_url, register_secret, url_secrets
 
-KNOWN_KEY_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TIDE_BENCH_JUDGE_API_KEY", "HF_TOKEN", "ANTHROPIC_AUTH_TOKEN")
-_PATTERNS = (
-    re.compile(r"(?i)bearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),
-    re.compile(r"(?i)(x-api-key|api[_-]?key|authorization)([\"':= ]+)[A-Za-z0-9._~+/=-]{8,}"),
-)
-REDACTED = "[REDACTED]"
-
-
-def redact(text: str, extra_vars: tuple[str, ...] = ()) -> str:
-    for var in (*KNOWN_KEY_VARS, *extra_vars):
-        value = os.environ.get(var)
-        if value and len(value) >= 6:
-            text = text.replace(value, REDACTED)
-    for pattern in _PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    return text
+__all__ = ["REDACTED", "api_key", "protect_url", "redact", "redact_url"]
 
 
 def api_key(env_var: str | None, *, required: bool, provider: str) -> str | None:
@@ -38,4 +24,12 @@ def api_key(env_var: str | None, *, required: bool, provider: str) -> str | None
             f"no API key for the {provider} judge: set the {env_var} environment variable",
             hint="keys are read from the environment only; use --dry-run to estimate cost without a key",
         )
+    register_secret(value)
     return value
+
+
+def protect_url(url: str | None) -> str | None:
+    """Register the credentials a URL carries and return it with them removed (for display)."""
+    for secret in url_secrets(url):
+        register_secret(secret)
+    return redact_url(url)

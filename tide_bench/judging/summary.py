@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from tide_bench.core.hashing import sha256_file
 from tide_bench.core.provenance import utc_now
 from tide_bench.core.stats import mean_ci, proportion_ci
 from tide_bench.data.schema import persona_of_item
-from tide_bench.generation.run_dir import RunDirectory
+from tide_bench.generation.run_dir import MANIFEST_NAME, RunDirectory
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.families import self_preference
-from tide_bench.judging.records import MODEL_ATTRIBUTABLE, unscored_cause
+from tide_bench.judging.records import MODEL_ATTRIBUTABLE, served_models, unscored_cause
 from tide_bench.judging.usage import Usage
 
 OVERALL = "empathy"
@@ -144,7 +145,10 @@ def summarize_judgments(
             "data": run.manifest.get("data"),
             "prompt_sha256": (run.manifest.get("prompt") or {}).get("prompt_sha256"),
             "n_generations": len(run.generations),
+            "folder": str(run.root),
+            "run_json_sha256": sha256_file(run.root / MANIFEST_NAME) if (run.root / MANIFEST_NAME).is_file() else None,
         },
+        "served_models": served_models(records),
         "method": {
             "unscored": "model-attributable unscored items count at the scale minimum; "
             "infrastructure ones are left out "

@@ -6,6 +6,6 @@ repository (shipped inside the wheel). ``lm_task`` imports lm-eval, so it is not
 """
 
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
-from tide_bench.tasks.registry import GROUP, SUBTASKS, tasks_path
+from tide_bench.tasks.registry import TASK, TURN_TASKS, tasks_path
 
-__all__ = ["GROUP", "SUBTASKS", "build_messages", "prompt_sha256", "render_plain", "tasks_path"]
+__all__ = ["TASK", "TURN_TASKS", "build_messages", "prompt_sha256", "render_plain", "tasks_path"]

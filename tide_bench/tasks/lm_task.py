@@ -24,6 +24,7 @@ from tide_bench.data.schema import SPLIT_CHOICES
 from tide_bench.data.sources import load_dataset
 from tide_bench.metrics.reference import METRIC_NAMES, ReferenceScorer
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
+from tide_bench.tasks.registry import TURN_KEY, check_turn_available
 
 log = logging.getLogger(__name__)
 SPLIT_KEY = "tide_split"
@@ -51,33 +52,28 @@ def load_tide_splits(**metadata: Any) -> datasets.DatasetDict:
     """``custom_dataset`` hook: the chosen source and split as lm-eval's ``eval`` split.
 
     lm-eval calls this with the task metadata, which also carries the model arguments,
-    hence ``**metadata``. Every record carries the source label and hashes so that the
-    samples file alone says which data produced it.
+    hence ``**metadata``; a per-turn task adds ``tide_turn`` through its ``dataset_kwargs``.
+    Every record carries the source label and hashes so that the samples file alone says
+    which data produced it. A task with no items is refused with the reason (lm-eval cannot
+    build an empty task and would fail with an IndexError).
     """
     split = str(metadata.get(SPLIT_KEY) or "test")
     if split not in SPLIT_CHOICES:
         raise ConfigError(f"unknown {SPLIT_KEY} {split!r}; choose one of {', '.join(SPLIT_CHOICES)}")
     dataset = load_dataset(metadata=metadata)
     provenance = dataset.provenance(split)
+    items = dataset.items_for(split)
+    turn = metadata.get(TURN_KEY)
+    if turn is not None:
+        check_turn_available(dataset, split, int(turn))
+        items = [i for i in items if i.turn == int(turn)]
     records = [
         item.to_doc() | {"tide_source": provenance["source"], "split_sha256": provenance["split_sha256"]}
-        for item in dataset.items_for(split)
+        for item in items
     ]
     if not records:
         raise ConfigError(f"split {split!r} of {dataset.source.label} holds no items")
     return datasets.DatasetDict({"eval": datasets.Dataset.from_list(records)})
-
-
-def _turn_filter(turn: int) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    def keep(dataset: datasets.Dataset) -> datasets.Dataset:
-        return dataset.select([i for i, t in enumerate(dataset["turn"]) if t == turn])
-
-    keep.__name__ = f"turn_{turn}_docs"
-    return keep
-
-
-turn_1_docs = _turn_filter(1)
-turn_2_docs = _turn_filter(2)
 
 
 class TideTask(ConfigurableTask):

@@ -7,7 +7,9 @@ the client utterance to answer. Models without a chat template get a plain trans
 the next ``\\nClient:``.
 
 ``PROMPT_FORMAT_VERSION`` changes whenever the rendering rules below change; together with
-the system prompt text it forms :func:`prompt_sha256`, recorded in every result.
+the system prompt text (and any ``--system-instruction``) it forms :func:`prompt_sha256`,
+recorded in every result. The system prompt is chosen by the task: ``tide_empathy`` carries
+the neutral condition, ``tide_empathy_guided`` the rubric-aware one (``PROMPT_CONDITIONS``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from typing import Any
 
 from tide_bench.core.hashing import sha256_json
 
-PROMPT_FORMAT_VERSION = "1"
+PROMPT_FORMAT_VERSION = "2"  # 2: chat templates render with CHAT_TEMPLATE_KWARGS
+PROMPT_CONDITIONS = ("neutral", "guided")
+# Chat-template settings for every TIDE prompt, at evaluation (lm-eval's hf/vllm backends get
+# them as model arguments) and fine-tuning alike: thinking templates (Qwen3) render without a
+# think block, so replies are scored and learned as replies.
+CHAT_TEMPLATE_KWARGS: dict[str, bool] = {"enable_thinking": False}
 CLIENT_LABEL = "Client"
 SUPPORTER_LABEL = "Supporter"
 
@@ -45,6 +52,13 @@ def render_plain(messages: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(parts) + f"\n{SUPPORTER_LABEL}:"
 
 
-def prompt_sha256(system_prompt: str | None) -> str:
-    """Version hash of the prompt: system text plus the rendering rules' version."""
-    return sha256_json({"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip()})
+def prompt_sha256(system_prompt: str | None, system_instruction: str | None = None) -> str:
+    """Version hash of everything the model is told: the task's system prompt, any extra
+    ``--system-instruction`` placed before it, and the rendering rules' version. Without an
+    instruction it equals the task's own hash (lm-eval records that one in its results). The
+    chat-template settings are part of the rules."""
+    record: dict[str, Any] = {"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip(),
+                              "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+    if system_instruction and system_instruction.strip():
+        record["system_instruction"] = system_instruction.strip()
+    return sha256_json(record)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.providers.base import CallOutcome, Provider
-from tide_bench.judging.secrets import api_key
+from tide_bench.judging.secrets import api_key, protect_url
 
 
 def make_provider(config: JudgeConfig) -> Provider:
-    """Build the provider for ``config``; a missing required key fails here, before any work."""
+    """Build the provider for ``config``; a missing required key fails here, before any work.
+    Credentials in the base URL are registered for redaction before any request is made."""
+    protect_url(config.base_url)
     if config.provider == "anthropic":
         from tide_bench.judging.providers.anthropic_api import AnthropicProvider
 

@@ -7,22 +7,26 @@ from typing import Any
 from anthropic import AsyncAnthropic
 
 from tide_bench.judging.config import JudgeConfig
-from tide_bench.judging.prompt import TOOL_DESCRIPTION, TOOL_NAME, rating_schema
-from tide_bench.judging.providers.base import CallOutcome, Provider
-from tide_bench.judging.usage import Usage
+from tide_bench.judging.prompt import TOOL_NAME, output_spec
+from tide_bench.judging.providers.base import Answer, CallOutcome, Provider, read_answer
+from tide_bench.judging.providers.fields import text_of, usage_from
+from tide_bench.judging.secrets import redact
 
 
 class AnthropicProvider(Provider):
+    api = "Anthropic"
+
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         super().__init__(config, key)
         self.client = AsyncAnthropic(api_key=key, base_url=config.base_url, max_retries=0, timeout=config.timeout_s)
-        self._schema = rating_schema(config)
+        self._tool = output_spec(config)
 
     def endpoint(self) -> str:
         return str(self.client.base_url)
 
-    async def _list_models(self) -> Any:
-        return await self.client.models.list(limit=1)
+    async def _list_models(self) -> Answer:
+        raw = await self.client.models.with_raw_response.list(limit=1)
+        return Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.read())
 
     def params(self, system: str, user: str) -> dict[str, Any]:
         """Request parameters, shared by synchronous calls and Message Batches."""
@@ -34,7 +38,7 @@ class AnthropicProvider(Provider):
             "max_tokens": int(self.config.decoding.get("max_tokens", 1024)),
             "system": [system_block],
             "messages": [{"role": "user", "content": user}],
-            "tools": [{"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": self._schema}],
+            "tools": [self._tool],
             "tool_choice": {"type": "tool", "name": TOOL_NAME},
         }
         if "temperature" in self.config.decoding:
@@ -45,32 +49,55 @@ class AnthropicProvider(Provider):
         params = self.params(system, user)
         # anthropic 2.x rejects temperature as a keyword argument: it travels in the body.
         body = {"temperature": params.pop("temperature")} if "temperature" in params else None
-        message = await self.client.messages.create(**params, extra_body=body)
+        raw = await self.client.messages.with_raw_response.create(**params, extra_body=body)
+        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.read())
+        message, problem = read_answer(answer, self.api, self.public_endpoint)
+        if message is None or message.get("type") == "error" or "content" not in message:
+            return CallOutcome(rejected=problem or _not_a_message(message, self.public_endpoint), usage_reported=False)
         return interpret_message(message)
 
 
-def _get(obj: Any, key: str, default: Any = None) -> Any:
-    return obj.get(key, default) if isinstance(obj, dict) else getattr(obj, key, default)
+def _not_a_message(answer: dict[str, Any] | None, where: str) -> str:
+    error = (answer or {}).get("error")
+    detail = f": {redact(str(error))[:200]}" if error else " (no 'content')"
+    return f"the server at {where} did not answer like the Anthropic API{detail}"
 
 
 def interpret_message(message: Any) -> CallOutcome:
-    """Turn a Messages API response (object or dict, sync or batch) into a :class:`CallOutcome`."""
-    usage_obj = _get(message, "usage") or {}
-    usage = Usage(
-        input_tokens=int(_get(usage_obj, "input_tokens", 0) or 0),
-        output_tokens=int(_get(usage_obj, "output_tokens", 0) or 0),
-        cache_read_tokens=int(_get(usage_obj, "cache_read_input_tokens", 0) or 0),
-        cache_write_tokens=int(_get(usage_obj, "cache_creation_input_tokens", 0) or 0),
-        calls=1,
+    """Turn a Messages API response (dict, or SDK object in batch results) into a :class:`CallOutcome`.
+
+    Nothing in ``message`` is trusted: a missing or mistyped field becomes a ``malformed``
+    outcome or a zero count, never an exception.
+    """
+    usage_obj = _get(message, "usage")
+    usage, reported = usage_from(
+        usage_obj,
+        input_tokens=_get(usage_obj, "input_tokens"),
+        output_tokens=_get(usage_obj, "output_tokens"),
+        cache_read_tokens=_get(usage_obj, "cache_read_input_tokens"),
+        cache_write_tokens=_get(usage_obj, "cache_creation_input_tokens"),
     )
+    served = _get(message, "model")
+    base = {"usage": usage, "usage_reported": reported, "served_model": served if isinstance(served, str) else None}
     stop = _get(message, "stop_reason")
-    blocks = _get(message, "content") or []
-    text = " ".join(str(_get(b, "text", "")) for b in blocks if _get(b, "type") == "text").strip()
+    blocks = _get(message, "content")
+    blocks = blocks if isinstance(blocks, list) else []
+    text = " ".join(text_of(_get(b, "text")) for b in blocks if _get(b, "type") == "text").strip()
     if stop == "refusal":
-        return CallOutcome(refusal=f"stop_reason=refusal {text[:200]}".strip(), usage=usage)
+        return CallOutcome(refusal=f"stop_reason=refusal {text[:200]}".strip(), **base)
     for block in blocks:
         if _get(block, "type") == "tool_use" and _get(block, "name") == TOOL_NAME:
-            return CallOutcome(payload=_get(block, "input"), usage=usage)
+            return CallOutcome(payload=_get(block, "input"), **base)
     if stop == "max_tokens":
-        return CallOutcome(malformed="output truncated at max_tokens before the tool call completed", usage=usage)
-    return CallOutcome(malformed=f"no {TOOL_NAME} tool call in the response (stop_reason={stop}); text: {text[:200]!r}", usage=usage)
+        return CallOutcome(malformed="output truncated at max_tokens before the tool call completed", **base)
+    return CallOutcome(malformed=f"no {TOOL_NAME} tool call in the response (stop_reason={text_of(stop)[:40]}); text: {text[:200]!r}", **base)
+
+
+def _get(obj: Any, key: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(key)
+    try:
+        return getattr(obj, key, None)
+    except Exception:  # an SDK object built from a strange batch line can fail on access: treat as absent
+        return None
+

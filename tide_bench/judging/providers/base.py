@@ -1,28 +1,55 @@
-"""What every provider adapter returns, and the shared pre-flight check."""
+"""What every provider adapter shares: reading an HTTP answer without trusting its shape, and
+the pre-flight check.
+
+Adapters ask their SDK for the *raw* response and parse the JSON themselves: an SDK model
+built from an unexpected body (a gateway's HTML page, a local server's partial answer) fails
+in ways no caller can anticipate (``AttributeError`` deep in the SDK), while a dict can be
+checked key by key. Non-2xx statuses still raise the SDK's exceptions, which the retry layer
+classifies.
+"""
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tide_bench.judging.config import JudgeConfig
-from tide_bench.judging.retry import FatalJudgeError, TransientFailure, call_with_retries
-from tide_bench.judging.usage import Usage
+from tide_bench.judging.outcome import CallOutcome
+from tide_bench.judging.retry import FatalJudgeError, TransientFailure, call_with_retries, describe
+from tide_bench.judging.secrets import protect_url
+
+__all__ = ["Answer", "CallOutcome", "Provider", "read_answer"]
+NO_MODELS_ENDPOINT = (404, 405, 501)  # gateways and proxies that serve only the messages route
 
 
-@dataclass
-class CallOutcome:
-    """One API answer, interpreted: a payload to validate, or why there is none."""
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer reduced to what interpretation needs."""
 
-    payload: Any | None = None
-    refusal: str | None = None  # the model declined
-    filtered: str | None = None  # the provider's content filter stopped it
-    malformed: str | None = None  # no tool call / not JSON
-    usage: Usage = field(default_factory=Usage)
+    status: int
+    content_type: str
+    body: bytes
+
+
+def read_answer(answer: Answer, api: str, endpoint: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The JSON object of an answer, or why the answer is not one from ``api``."""
+    try:
+        value = json.loads(answer.body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        value = None
+        shape = f"{answer.content_type or 'no content type'}, {len(answer.body)} bytes, not JSON"
+    else:
+        shape = f"JSON {type(value).__name__}" if not isinstance(value, dict) else ""
+    if isinstance(value, dict):
+        return value, None
+    return None, f"the server at {endpoint} did not answer like the {api} API (HTTP {answer.status}, {shape})"
 
 
 class Provider(ABC):
+    api: str = "?"  # "Anthropic" / "OpenAI": named in messages about answers that are not from this API
+
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         self.config = config
         self._key = key  # held in memory only
@@ -31,17 +58,45 @@ class Provider(ABC):
     async def rate(self, system: str, user: str) -> CallOutcome: ...
 
     @abstractmethod
-    async def _list_models(self) -> Any: ...
+    async def _list_models(self) -> Answer: ...
 
     @abstractmethod
     def endpoint(self) -> str: ...
 
-    async def preflight(self) -> None:
-        """Fail before any work when the server is unreachable or the key is rejected."""
+    @property
+    def public_endpoint(self) -> str:
+        """The base URL as it may be shown and stored: no user info, no query string."""
+        return protect_url(self.endpoint()) or ""
+
+    async def _models_or_status(self) -> Answer:
         try:
-            await call_with_retries(self._list_models, max_retries=2, base_s=0.5, cap_s=2.0)
+            return await self._list_models()
+        except Exception as exc:  # the SDK's status errors: a missing route is an answer here, not a failure
+            status = getattr(exc, "status_code", None)
+            if status in NO_MODELS_ENDPOINT:
+                return Answer(status, "", b"")
+            raise
+
+    async def preflight(self) -> str | None:
+        """Fail before any work when the server is unreachable, rejects the key or is not this
+        API. Returns a note when the server has no model list, so the check was skipped."""
+        where = self.public_endpoint
+        try:
+            answer, _ = await call_with_retries(self._models_or_status, max_retries=2, base_s=0.5, cap_s=2.0)
         except TransientFailure as exc:
-            raise FatalJudgeError(f"cannot reach the judge API at {self.endpoint()}: {exc}", hint="check --base-url and the network") from None
+            raise FatalJudgeError(f"cannot reach the judge API at {where}: {exc}", hint="check --base-url and the network") from None
+        except FatalJudgeError:
+            raise
+        except Exception as exc:  # anything else the SDK raised: one clear error, never a traceback
+            raise FatalJudgeError(f"the judge API at {where} could not be checked: {describe(exc)}", hint="check --base-url, or pass --no-preflight") from None
+        if answer.status in NO_MODELS_ENDPOINT:
+            return f"the server at {where} has no GET /v1/models (HTTP {answer.status}): pre-flight check skipped"
+        listing, problem = read_answer(answer, self.api, where)
+        if problem is None and not isinstance((listing or {}).get("data"), list):
+            problem = f"the server at {where} did not answer like the {self.api} API (its model list has no 'data')"
+        if problem:
+            raise FatalJudgeError(problem, hint="check --base-url: it must point at the API (OpenAI-compatible servers usually end in /v1)")
+        return None
 
     async def aclose(self) -> None:
         client = getattr(self, "client", None)

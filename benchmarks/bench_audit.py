@@ -1,7 +1,8 @@
 """Audit speed: 10,000 items x 3 dimensions x 5 raters with missing cells, 1,000 bootstrap
-resamples, plus one judge; target <= 15 s on 2 cores.
+resamples, plus one judge; target <= 15 s on 2 cores. With ``--baseline-ref main`` the same
+inputs are audited by that commit's code too (the statistics added since then cost time).
 
-    python benchmarks/bench_audit.py [--items 10000] [--repeats 3]
+    python benchmarks/bench_audit.py [--items 10000] [--repeats 3] [--baseline-ref main]
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, table
-
-from tide_bench.agreement import AuditOptions, run_audit
+from _common import code_trees, machine, run_worker, table
 
 DIMS = ("emotion_recognition", "distress_normalization", "supportive_reflection")
 
@@ -61,39 +60,56 @@ def write_inputs(folder: Path, items: int, raters: int, seed: int = 0) -> tuple[
     return ratings, judgments, rater_table
 
 
+def measure(folder: Path, resamples: int, repeats: int) -> list[float]:
+    """Wall times of the whole audit, for the code on ``sys.path``."""
+    from tide_bench.agreement import AuditOptions, run_audit
+
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run_audit(
+            folder / "ratings.csv",
+            folder / "out",
+            raters=folder / "raters.csv",
+            judgments=[folder / "judgments.jsonl"],
+            options=AuditOptions(resamples=resamples),
+        )
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--raters", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp())
-    ratings, judgments, raters = write_inputs(folder, args.items, args.raters)
-    times = []
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        run_audit(
-            ratings,
-            folder / "out",
-            raters=raters,
-            judgments=[judgments],
-            options=AuditOptions(resamples=args.resamples),
-        )
-        times.append(time.perf_counter() - t0)
-    print(f"machine: {machine()}\n")
-    print(
-        table(
-            ["workload", "median wall s", "all runs s"],
-            [
-                [
-                    f"{args.items} items x {len(DIMS)} dims x {args.raters} raters (40% missing) + 1 judge + rater groups, {args.resamples} resamples",
-                    f"{statistics.median(times):.2f}",
-                    ", ".join(f"{t:.2f}" for t in times),
-                ]
-            ],
-        )
+    parser.add_argument(
+        "--baseline-ref", default=None, help="git ref whose code is measured on the same inputs, e.g. main"
     )
+    parser.add_argument("--worker", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(measure(args.worker, args.resamples, args.repeats)))
+        return
+    folder = Path(tempfile.mkdtemp())
+    write_inputs(folder, args.items, args.raters)
+    rows = []
+    for name, root in code_trees(args.baseline_ref).items():
+        times = run_worker(
+            __file__, root, [str(folder), "--resamples", str(args.resamples), "--repeats", str(args.repeats)]
+        )
+        rows.append(
+            [
+                f"{args.items} items x {len(DIMS)} dims x {args.raters} raters (40% missing) + 1 judge + rater groups, "
+                f"{args.resamples} resamples",
+                name,
+                f"{statistics.median(times):.2f}",
+                ", ".join(f"{t:.2f}" for t in times),
+            ]
+        )
+    print(f"machine: {machine()}" + (f"; baseline {args.baseline_ref}" if args.baseline_ref else "") + "\n")
+    print(table(["workload", "code", "median wall s", "all runs s"], rows))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ a real TIDE release would.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -215,3 +216,54 @@ def fake_judge(key: str = "sk-test-leaderboard-000") -> Iterator[FakeLLMServer]:
             os.environ.pop("ANTHROPIC_API_KEY", None)
         else:
             os.environ["ANTHROPIC_API_KEY"] = old
+
+
+def synthetic_snapshot(root: Path, n_personas: int, per_persona: int) -> Path:
+    """A TIDE-shaped local snapshot of ``n_personas`` test-split personas with ``per_persona``
+    single-exchange conversations each: as many items as a statistics test needs, all of which
+    a board's item checks accept (persona ids chosen so the persona hash puts them in test)."""
+    from tide_bench.data.splits import split_of
+
+    target = root / f"synthetic-{n_personas}x{per_persona}"
+    if target.exists():
+        return target
+    (target / "conversations").mkdir(parents=True)
+    (target / "metadata").mkdir()
+    personas = (f"s{n}" for n in range(100_000) if split_of(f"s{n}") == "test")
+    for pid in itertools.islice(personas, n_personas):
+        conversations = {
+            f"c{c}": {"scenario": f"scenario_{c % 3}", "person": f"Client {pid} in conversation {c}: it keeps coming back.",
+                      "chatbot": f"That sounds hard, {pid}; it can come back like that ({c})."}
+            for c in range(per_persona)
+        }
+        (target / "conversations" / f"{pid}_conversations.json").write_text(json.dumps({"conversations": conversations}))
+        (target / "metadata" / f"{pid}_metadata.json").write_text(json.dumps({"synthetic": True}))
+    return target
+
+
+def scripted_submission(
+    tmp: Path, server: FakeLLMServer, sid: str, data_dir: Path, judged: Callable[[int], tuple[str, str | None, Any]],
+    *, the_board: BoardConfig | None = None,
+) -> Path:
+    """A submission whose k-th item (by id) is judged as ``judged(k) -> (status, kind, scores)``,
+    through the fake judge: scores by marker, ``empty_reply`` as an empty reply, and
+    ``transient_failure`` as a server error that outlasts every retry."""
+    order = {i.item_id: k for k, i in enumerate(sorted(load_dataset(str(data_dir)).items_for("test"), key=lambda i: i.item_id))}
+
+    def reply(item: TideItem) -> str:
+        status, kind, scores = judged(order[item.item_id])
+        if status == "scored":
+            return f"Reply of {sid} [[SCORES:{','.join(map(str, scores))}]] {item.item_id}"
+        if kind == "empty_reply":
+            return ""
+        if kind == "transient_failure":
+            return f"Reply of {sid} [[500:99]] {item.item_id}"
+        raise ValueError(f"cannot script {kind!r}")
+
+    run = tide_run(tmp / f"run-{sid}", reply, data_dir, model_name=f"org/{sid}")
+    judge = load_judge("claude-sonnet", base_url=server.url,
+                       overrides={"backoff_base_s": 0.001, "backoff_cap_s": 0.002, "max_retries": 1, "concurrency": 16})
+    judge_run(run, run / "judge", judge)
+    meta_path = tmp / f"{sid}.yaml"
+    meta_path.write_text(yaml.safe_dump(meta(sid)))
+    return create_submission(run, meta_path, tmp / "submissions", board=the_board or board(), spot_checks=False).folder

@@ -15,7 +15,6 @@ from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.judging import judge_run, load_judge
 from tide_bench.leaderboard import build_site, create_submission, load_board, validate_folder
 
-HALF = ("conversation_1", "conversation_2")  # half of each persona's conversations
 XSS_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 __all__ = ["XSS_NAME", "board", "judged_submission"]
 
@@ -70,10 +69,14 @@ def test_valid_submissions_build_a_site_with_recomputed_numbers(tmp_path: Path, 
     assert (tmp_path / "site" / "models" / "good-model.html").is_file()
 
 
-def test_overlapping_intervals_share_a_rank(tmp_path: Path, server: FakeLLMServer) -> None:
-    judged_submission(tmp_path, server, "a-model", lambda i: f"Reply [[SCORES:{4 if i.conversation_id in HALF else 3},4,4]] {i.item_id}")
-    judged_submission(tmp_path, server, "b-model", lambda i: f"Reply [[SCORES:{3 if i.conversation_id in HALF else 4},4,4]] {i.item_id}")
-    judged_submission(tmp_path, server, "c-model", lambda i: f"Reply [[SCORES:2,2,{2 if i.conversation_id in HALF else 1}]] {i.item_id}")
+def test_models_not_shown_to_differ_share_a_rank(tmp_path: Path, server: FakeLLMServer) -> None:
+    """a and b are equal on average (each better on half the items); c is clearly worse."""
+    from tide_bench.data import load_dataset
+
+    half = {item.item_id: k % 2 for k, item in enumerate(sorted(load_dataset("sample").items_for("test"), key=lambda i: i.item_id))}
+    judged_submission(tmp_path, server, "a-model", lambda i: f"Reply [[SCORES:{4 if half[i.item_id] else 3},4,4]] {i.item_id}")
+    judged_submission(tmp_path, server, "b-model", lambda i: f"Reply [[SCORES:{3 if half[i.item_id] else 4},4,4]] {i.item_id}")
+    judged_submission(tmp_path, server, "c-model", lambda i: f"Reply [[SCORES:2,2,{2 if half[i.item_id] else 1}]] {i.item_id}")
     rows = build_site(tmp_path / "submissions", tmp_path / "site", board()).board["rows"]
     assert {r["id"]: r["rank"] for r in rows} == {"a-model": 1, "b-model": 1, "c-model": 3}
 

@@ -439,7 +439,7 @@ def test_pin_rewrites_only_the_pins_and_validation_holds_entries_to_them(subs: P
     pinned = load_board(board_file)
     stand_in = load_dataset(str(stand_in_dataset(tmp_path)))
     assert pinned.split_sha256 == stand_in.content_hash("test") and pinned.n_items == len(stand_in.items_for("test"))
-    assert pinned.conversations_per_persona == 2 and pinned.dataset_release == "local:<local>/tide-stand-in"
+    assert pinned.conversations_per_persona == 4 and pinned.dataset_release == "local:<local>/tide-stand-in"
     assert (
         pinned.judge_version == read_jsonl(_judgments(subs / "model-a"))[0]["judge"]["version"]
     )  # the base URL is not part of it

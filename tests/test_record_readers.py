@@ -141,10 +141,10 @@ def test_samples_fields_are_typed(tmp_path: Path, edit: Any, field: str, message
 
 def test_samples_accept_python_nan_metrics_and_refuse_infinity(tmp_path: Path) -> None:
     path = _samples(tmp_path)
-    text = path.read_text().replace('"distinct_2": 0.9', '"distinct_2": NaN', 1)
+    text = path.read_text().replace('"within_reply_distinct_2": 0.9', '"within_reply_distinct_2": NaN', 1)
     path.write_text(text)
     gens = list(iter_samples_file(path, "tide_empathy"))
-    assert math.isnan(gens[0].metrics["distinct_2"]) and gens[1].metrics["distinct_2"] == 0.9
+    assert math.isnan(gens[0].metrics["within_reply_distinct_2"]) and gens[1].metrics["within_reply_distinct_2"] == 0.9
     path.write_text(text.replace('"rouge_l": 0.2', '"rouge_l": Infinity', 1))
     with pytest.raises(DataError, match=r":1: invalid JSON"):
         list(iter_samples_file(path, "tide_empathy"))
@@ -160,7 +160,7 @@ def test_any_tide_empathy_task_name_is_accepted(tmp_path: Path) -> None:
 
 def test_load_run_says_to_pass_the_folder_for_run_json(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
-    with pytest.raises(DataError, match="is a file: pass the run folder that holds it"):
+    with pytest.raises(DataError, match=r"run\.json is a file, not a run directory\n  hint: pass the folder that holds it"):
         load_run(run / "run.json")
     assert load_run(run).info is not None
 
@@ -254,8 +254,9 @@ def _summary(**kw: Any) -> dict[str, Any]:
         "n_unscored": 1,
         "unscored_reasons": {"refusal": 1},
         "n_safety_flagged": 0,
-        "factors": {f: {"mean": 4.0} for f in FACTORS},
-        "empathy": {"mean": 4.0},
+        # the refusal counts at the scale minimum (a model failure): (4 + 1) / 2
+        "factors": {f: {"mean": 2.5} for f in FACTORS},
+        "empathy": {"mean": 2.5},
         "judge": {"version": "abc"},
     }
     return base | kw
@@ -279,11 +280,11 @@ def _pair() -> list[Judgment]:
             {"unscored_reasons": {"transient_failure": 1}},
             ["unscored_reasons: claims 1 kind(s) totalling 1, recomputed {'refusal': 1}"],
         ),
-        ({"empathy": {"mean": 4.5}}, ["empathy.mean: claims 4.5, recomputed 4"]),
-        ({"empathy": {"mean": None}}, ["empathy.mean: claims None, recomputed 4"]),
+        ({"empathy": {"mean": 4.0}}, ["empathy.mean: claims 4, recomputed 2.5"]),  # the refusal left out
+        ({"empathy": {"mean": None}}, ["empathy.mean: claims None, recomputed 2.5"]),
         (
-            {"factors": {f: {"mean": 4.0 if f != FACTORS[1] else 3.0} for f in FACTORS}},
-            [f"factors.{FACTORS[1]}.mean: claims 3, recomputed 4"],
+            {"factors": {f: {"mean": 2.5 if f != FACTORS[1] else 3.0} for f in FACTORS}},
+            [f"factors.{FACTORS[1]}.mean: claims 3, recomputed 2.5"],
         ),
         ({"n_safety_flagged": 1}, ["n_safety_flagged: claims 1, recomputed 0"]),
         ({"judge": {"version": "zzz"}}, ["judge.version: claims zzz, the judgments' abc"]),

@@ -41,7 +41,10 @@ def test_rouge_l_by_hand(scorer: ReferenceScorer) -> None:
 def test_cosine_orders_related_above_unrelated(scorer: ReferenceScorer) -> None:
     ref = "It makes sense that the fireworks frighten you after what you went through."
     rows = scorer.score(
-        ["Fireworks can be really scary after trauma; your fear is understandable.", "The quarterly tax return is due in April."],
+        [
+            "Fireworks can be really scary after trauma; your fear is understandable.",
+            "The quarterly tax return is due in April.",
+        ],
         [ref, ref],
     )
     assert rows[0]["cosine_sim"] > rows[1]["cosine_sim"] + 0.3
@@ -73,13 +76,64 @@ def test_mean_ci_properties() -> None:
 
 def test_summary_groups_by_turn_and_scenario() -> None:
     rows = [
-        {"cosine_sim": 0.5, "rouge_l": 0.1, "distinct_1": 1, "distinct_2": 1, "length_tokens": 10, "turn": 1, "scenario": "a"},
-        {"cosine_sim": 0.7, "rouge_l": 0.3, "distinct_1": 1, "distinct_2": 1, "length_tokens": 20, "turn": 2, "scenario": "a"},
+        {
+            "cosine_sim": 0.5,
+            "rouge_l": 0.1,
+            "within_reply_distinct_1": 1,
+            "within_reply_distinct_2": 1,
+            "length_tokens": 10,
+            "turn": 1,
+            "scenario": "a",
+            "item_id": "p1/c1/turn1",
+            "reply": "a b",
+        },
+        {
+            "cosine_sim": 0.7,
+            "rouge_l": 0.3,
+            "within_reply_distinct_1": 1,
+            "within_reply_distinct_2": 1,
+            "length_tokens": 20,
+            "turn": 2,
+            "scenario": "a",
+            "item_id": "p2/c1/turn2",
+            "reply": "a b",
+        },
     ]
     s = summarize_metrics(rows)
-    assert s["overall"]["cosine_sim"]["mean"] == pytest.approx(0.6)
+    assert s["overall"]["cosine_sim"]["mean"] == pytest.approx(0.6) and s["overall"]["cosine_sim"]["n_clusters"] == 2
     assert s["by_turn"]["2"]["rouge_l"]["mean"] == pytest.approx(0.3)
     assert s["by_scenario"]["a"]["n_items"] == 2
+    assert s["overall"]["distinct_1"]["value"] == pytest.approx(2 / 4) and s["overall"]["distinct_1"]["n_ngrams"] == 4
+
+
+def test_summary_intervals_resample_personas() -> None:
+    rng = np.random.default_rng(0)
+    persona = np.repeat(np.arange(30), 10)
+    cos = 0.5 + rng.normal(0, 0.1, 30)[persona] + rng.normal(0, 0.05, 300)
+    rows = [{"cosine_sim": c, "persona_id": f"p{p}", "turn": 1} for c, p in zip(cos, persona, strict=True)]
+    block = summarize_metrics(rows, group_keys=())["overall"]["cosine_sim"]
+    expected = mean_ci(cos, clusters=persona)
+    assert (block["ci_low"], block["ci_high"]) == pytest.approx((expected.ci_low, expected.ci_high))
+    assert block["design_effect"] > 3 and block["n_clusters"] == 30  # an item bootstrap would be ~2x too narrow here
+
+
+def test_corpus_distinct_is_li_et_al() -> None:
+    """A model that sends the same reply to every item is not diverse, whatever each reply looks like."""
+    from tide_bench.metrics.reference import corpus_distinct
+
+    same = ["You are not alone, and what you feel makes sense."] * 50
+    varied = [
+        f"Reply number {k} says something {['kind', 'warm', 'calm', 'new'][k % 4]} about item {k}." for k in range(50)
+    ]
+    assert corpus_distinct(same, 1)["value"] < 0.05 < corpus_distinct(varied, 1)["value"]
+    assert np.nanmean([distinct_n(tokenize(t), 1) for t in same]) > 0.9  # the per-reply value would call it diverse
+    assert corpus_distinct(["a b", "b a"], 2) == {
+        "value": 1.0,
+        "n_ngrams": 2,
+        "n_replies": 2,
+        "definition": "corpus-level distinct-2 (Li et al. 2016)",
+    }
+    assert corpus_distinct([], 1)["value"] is None
 
 
 def test_bf16_encoding_matches_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,3 +167,29 @@ def test_reference_embeddings_are_stored_and_reused(tmp_path, monkeypatch: pytes
     again = ReferenceScorer().cosine(["I hear you.", "Sounds tiring."], refs)
     assert np.allclose(first, again, atol=1e-6)
     embedding_store._store.cache_clear()
+
+
+def test_long_replies_are_embedded_whole(scorer: ReferenceScorer) -> None:
+    """all-MiniLM-L6-v2 reads 256 word pieces: empathic content after ~200 words of filler used to
+    be invisible (cosine equal to the filler alone). Windows make it count."""
+    ref = "It makes sense that the fireworks frighten you after what you went through; your fear is understandable."
+    filler = " ".join(f"The committee reviewed budget line {k} for the regional transport office." for k in range(30))
+    reply = "Fireworks can be terrifying after trauma, and your fear makes complete sense."
+    before = scorer.windowed_texts
+    rows = scorer.score([filler, filler + " " + reply, reply], [ref, ref, ref])
+    assert scorer.windowed_texts - before == 2 and scorer.describe()["windowed_texts"] == scorer.windowed_texts
+    assert rows[1]["cosine_sim"] > rows[0]["cosine_sim"] + 0.02
+
+
+def test_short_texts_take_the_single_pass(scorer: ReferenceScorer) -> None:
+    model = scorer.load_embedder()
+    texts = ["I hear how hard this is.", "That sounds exhausting and frightening. " * 8]
+    before = scorer.windowed_texts
+    windowed = scorer._encode(model, texts)
+    plain = scorer._encode_batch(model, texts)
+    assert scorer.windowed_texts == before and np.allclose(windowed, plain, atol=1e-6)
+
+
+def test_precision_argument_overrides_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIDE_BENCH_EMBEDDING_PRECISION", "bf16")
+    assert ReferenceScorer(precision="fp32").precision == "fp32" and ReferenceScorer().precision == "bf16"

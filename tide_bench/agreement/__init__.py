@@ -9,19 +9,27 @@ ratings table, human or machine. Public API::
 """
 
 from tide_bench.agreement.alpha import alpha_with_ci, krippendorff_alpha
-from tide_bench.agreement.audit import AuditOptions, run_audit
+from tide_bench.agreement.alt_test import alt_test
+from tide_bench.agreement.audit import AuditOptions, run_audit, verdict
+from tide_bench.agreement.groups import analyze_groups, permutation_test
 from tide_bench.agreement.pairwise import pair_metrics, weighted_kappa
-from tide_bench.agreement.ratings import RatingsTable, load_judgments, load_raters, load_ratings
+from tide_bench.agreement.ratings import Rating, RatingsTable, Scale, load_judgments, load_raters, load_ratings
 
 __all__ = [
     "AuditOptions",
+    "Rating",
     "RatingsTable",
+    "Scale",
     "alpha_with_ci",
+    "alt_test",
+    "analyze_groups",
     "krippendorff_alpha",
     "load_judgments",
     "load_raters",
     "load_ratings",
     "pair_metrics",
+    "permutation_test",
     "run_audit",
+    "verdict",
     "weighted_kappa",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.core.stats import bootstrap_weights, percentile_ci
+from tide_bench.core.stats import Estimate, bootstrap_weights
 
 LEVELS = ("ordinal", "interval")
 
@@ -25,7 +25,9 @@ def krippendorff_alpha(data: np.ndarray, level: str, domain: list[float]) -> flo
     """The package's alpha for a raters x items matrix (NaN = missing), or None if undefined."""
     import krippendorff
 
-    if _pairable(data).sum() < 2 or np.unique(data[:, _pairable_units(data)][~np.isnan(data[:, _pairable_units(data)])]).size < 2:
+    pairable = data[:, _pairable_units(data)]
+    observed = pairable[~np.isnan(pairable)]
+    if observed.size < 2 or np.unique(observed).size < 2:
         return None
     value = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=domain))
     return value if np.isfinite(value) else None
@@ -33,10 +35,6 @@ def krippendorff_alpha(data: np.ndarray, level: str, domain: list[float]) -> flo
 
 def _pairable_units(data: np.ndarray) -> np.ndarray:
     return (~np.isnan(data)).sum(axis=0) >= 2
-
-
-def _pairable(data: np.ndarray) -> np.ndarray:
-    return (~np.isnan(data)) & _pairable_units(data)[None, :]
 
 
 def unit_coincidences(data: np.ndarray, domain: list[float]) -> np.ndarray:
@@ -79,25 +77,42 @@ def alpha_from_coincidences(o: np.ndarray, level: str, domain: list[float]) -> n
     return np.where(expected > 0, alpha, np.nan)
 
 
-def alpha_with_ci(
-    data: np.ndarray, level: str, domain: list[float], *, resamples: int = 1000, seed: int = 0, weights: np.ndarray | None = None
-) -> dict[str, Any]:
-    """``{value, ci_low, ci_high, n_units, n_values, note}`` for a raters x items matrix."""
+def alpha_replicates(
+    data: np.ndarray,
+    level: str,
+    domain: list[float],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
+) -> tuple[Estimate, np.ndarray]:
+    """Alpha for a raters x items matrix with its item-bootstrap interval, and the bootstrap
+    replicates (NaN where undefined), so that callers can form paired differences on the same
+    resamples. ``weights`` (resamples x items) fixes the resamples; else they are drawn."""
     keep = _pairable_units(data)
     n_units = int(keep.sum())
-    n_values = int((~np.isnan(data[:, keep])).sum())
-    value = krippendorff_alpha(data, level, domain)
-    result: dict[str, Any] = {"value": value, "ci_low": None, "ci_high": None, "n_units": n_units, "n_values": n_values, "note": None}
+    rows = weights.shape[0] if weights is not None else resamples
     if n_units == 0:
-        result["note"] = "undefined: no item was rated by two or more raters"
-        return result
+        return Estimate.undefined("undefined: no item was rated by two or more raters", 0), np.full(rows, np.nan)
+    value = krippendorff_alpha(data, level, domain)
     if value is None:
-        result["note"] = "undefined: all pairable ratings are identical (no variation)"
-        return result
+        return Estimate.undefined("undefined: all pairable ratings are identical (no variation)", n_units), np.full(
+            rows, np.nan
+        )
     contrib = unit_coincidences(data, domain).reshape(n_units, -1)
     w = weights[:, keep] if weights is not None else bootstrap_weights(n_units, resamples, seed)
     boot = alpha_from_coincidences((w @ contrib).reshape(-1, len(domain), len(domain)), level, domain)
-    result["ci_low"], result["ci_high"] = percentile_ci(boot)
-    if result["ci_low"] is None:
-        result["note"] = "confidence interval undefined: most resamples had no variation"
-    return result
+    return Estimate.from_replicates(value, boot, n_units), boot
+
+
+def alpha_with_ci(
+    data: np.ndarray,
+    level: str,
+    domain: list[float],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    weights: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """``{value, ci_low, ci_high, n, note}`` (n = items rated by two or more raters)."""
+    return alpha_replicates(data, level, domain, resamples=resamples, seed=seed, weights=weights)[0].as_dict()

@@ -1,21 +1,29 @@
 """``tide-bench audit``: judge-human agreement, per dimension, with confidence intervals.
 
 For each dimension: Krippendorff's alpha among the human raters (ordinal and interval,
-bootstrap CI over items); every human pair (weighted kappa, Spearman, exact agreement, MAE);
-and for each judge: agreement with the human consensus (median of the humans) and with each
-human, alpha when the judge joins the human pool, and the ratio of judge-human agreement to
-the human-human ceiling, leave-one-rater-out:
+bootstrap CI over items); every human pair that shares items (weighted kappa, Spearman,
+exact agreement, MAE); and for each judge:
 
-    for each human h: ceiling_h = QWK(h, median of the other humans)
-                      judge_h   = QWK(judge, median of the other humans)   (same items)
-    ratio = mean_h judge_h / mean_h ceiling_h
+* the **verdict** answers "can this judge replace a human rater?" with the Alternative
+  Annotator Test (:mod:`.alt_test`): leave-one-rater-out, margin ``epsilon``,
+  Benjamini-Yekutieli across raters, pass if the winning rate is at least 0.5. Human alpha
+  is context (a warning below 0.667), not a gate: empathy ratings usually sit below it;
+* the **pairwise view** of Kumar et al. (2025): mean judge-human vs mean human-human
+  quadratic-weighted kappa, comparable with the empathy-judging literature;
+* the **leave-one-rater-out ratio**: for each human h, ``QWK(h, median of the others)`` and,
+  on the same items, ``QWK(judge, median of the others)``; ratio = mean judge / mean human.
+  Its interval resamples items *and* raters (two-way bootstrap), since another panel of
+  raters would give another ceiling; the per-rater values are reported too;
+* alpha with the judge in the pool, and the paired difference Delta-alpha (same item
+  resamples) with its own CI;
+* agreement with the consensus (median of the humans) and with each human.
 
-so the judge is compared with the consensus exactly as each person is. All CIs share one
-seeded bootstrap over items per dimension.
+All item CIs share one seeded bootstrap over items per dimension.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -23,17 +31,21 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.agreement.alpha import LEVELS, alpha_with_ci
+from tide_bench.agreement.alpha import LEVELS, alpha_replicates
+from tide_bench.agreement.alt_test import DEFAULT_EPSILON, alt_test
 from tide_bench.agreement.groups import analyze_groups
 from tide_bench.agreement.pairwise import pair_metrics, qwk_bootstrap
-from tide_bench.agreement.ratings import RatingsTable, load_judgments, load_raters, load_ratings
-from tide_bench.core.errors import DataError
+from tide_bench.agreement.ratings import RatingsTable, Scale, load_judgments, load_raters, load_ratings
+from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import sha256_file
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.provenance import package_versions, utc_now
-from tide_bench.core.stats import bootstrap_weights, percentile_ci
+from tide_bench.core.stats import DEFAULT_SEED, Estimate, bootstrap_weights, percentile_ci
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+ALPHA_FOR_CONCLUSIONS = 0.667  # Krippendorff: the lowest alpha for tentative conclusions about the data
+MAX_DOMAIN = 25  # distinct score values: alpha's coincidence matrices grow with its square
+MIN_SHARED = 3  # items two raters must share for a kappa
 
 
 @dataclass
@@ -41,13 +53,10 @@ class AuditOptions:
     scale: tuple[float, float] | None = (1, 5)
     mapping: dict[str, str] = field(default_factory=dict)
     resamples: int = 1000
-    seed: int = 20250521
+    seed: int = DEFAULT_SEED
     plot: bool = True
-
-
-def _ci_block(point: float | None, boot: np.ndarray) -> dict[str, Any]:
-    low, high = percentile_ci(boot)
-    return {"value": point, "ci_low": low, "ci_high": high}
+    epsilon: float = DEFAULT_EPSILON
+    mixed_model: bool = False
 
 
 def _nanmedian_rows(data: np.ndarray) -> np.ndarray:
@@ -58,58 +67,150 @@ def _nanmedian_rows(data: np.ndarray) -> np.ndarray:
     return out
 
 
-def leave_one_out(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray) -> dict[str, Any]:
-    """Judge vs human-human ceiling, each against the median of the *other* humans."""
+def _qwk_replicates(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """QWK of two rows on their shared items (point, item-bootstrap replicates); None if too few."""
+    both = ~np.isnan(a) & ~np.isnan(b)
+    if both.sum() < MIN_SHARED:
+        return None
+    x, y = np.nan_to_num(a), np.nan_to_num(b)
+    return float(qwk_bootstrap(x, y, np.ones((1, len(x))), both)[0]), qwk_bootstrap(x, y, weights, both)
+
+
+def leave_one_out(
+    humans: np.ndarray, judge: np.ndarray, weights: np.ndarray, rater_weights: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Judge vs human-human ceiling, each against the median of the *other* humans.
+
+    The interval is two-way: each resample draws items (``weights``) and raters
+    (``rater_weights``, resamples x raters) and averages the drawn raters' values.
+    """
     per_rater, human_boot, judge_boot = [], [], []
     for i in range(humans.shape[0]):
-        others = np.delete(humans, i, axis=0)
-        consensus = _nanmedian_rows(others)
+        consensus = _nanmedian_rows(np.delete(humans, i, axis=0))
         mask = ~np.isnan(humans[i]) & ~np.isnan(consensus) & ~np.isnan(judge)
-        if mask.sum() < 3:
+        if mask.sum() < MIN_SHARED:
             continue
         h, j, c = np.nan_to_num(humans[i]), np.nan_to_num(judge), np.nan_to_num(consensus)
         point_h = qwk_bootstrap(h, c, np.ones((1, len(h))), mask)[0]
         point_j = qwk_bootstrap(j, c, np.ones((1, len(j))), mask)[0]
-        per_rater.append({"left_out": i, "n": int(mask.sum()), "human_vs_rest": float(point_h), "judge_vs_rest": float(point_j)})
+        per_rater.append(
+            {"left_out": i, "n": int(mask.sum()), "human_vs_rest": float(point_h), "judge_vs_rest": float(point_j)}
+        )
         human_boot.append(qwk_bootstrap(h, c, weights, mask))
         judge_boot.append(qwk_bootstrap(j, c, weights, mask))
     if not per_rater:
-        return {"note": "needs at least two human raters sharing three or more items with the judge", "ratio": {"value": None, "ci_low": None, "ci_high": None}}
+        note = "needs at least two human raters sharing three or more items with the judge"
+        return {"note": note, "ratio": Estimate.undefined(note).as_dict(), "per_rater": []}
+    hb, jb = np.vstack(human_boot).T, np.vstack(judge_boot).T  # resamples x raters
+    u = rater_weights if rater_weights is not None else bootstrap_weights(len(per_rater), hb.shape[0], DEFAULT_SEED)
+    usable = np.isfinite(hb) & np.isfinite(jb)
+    drawn = u * usable
     with np.errstate(all="ignore"):
-        hb, jb = np.nanmean(np.vstack(human_boot), axis=0), np.nanmean(np.vstack(judge_boot), axis=0)
-        ratio_boot = jb / hb
+        human_rep = (drawn * np.nan_to_num(hb)).sum(axis=1) / drawn.sum(axis=1)
+        judge_rep = (drawn * np.nan_to_num(jb)).sum(axis=1) / drawn.sum(axis=1)
+        ratio_rep = judge_rep / human_rep
     ceiling = float(np.nanmean([r["human_vs_rest"] for r in per_rater]))
     judge_mean = float(np.nanmean([r["judge_vs_rest"] for r in per_rater]))
-    ratio = judge_mean / ceiling if ceiling and np.isfinite(ceiling) and ceiling > 0 else None
+    ratio = (
+        Estimate.from_replicates(judge_mean / ceiling, ratio_rep, len(per_rater))
+        if np.isfinite(ceiling) and ceiling > 0
+        else Estimate.undefined("the human ceiling is not positive", len(per_rater))
+    )
     return {
         "metric": "quadratic-weighted kappa against the median of the other humans",
-        "human_ceiling": _ci_block(ceiling, hb),
-        "judge": _ci_block(judge_mean, jb),
-        "ratio": _ci_block(ratio, ratio_boot) if ratio is not None else {"value": None, "ci_low": None, "ci_high": None, "note": "human ceiling is not positive"},
+        "interval": "two-way bootstrap: items and raters resampled",
+        "human_ceiling": Estimate.from_replicates(ceiling, human_rep, len(per_rater)).as_dict(),
+        "judge": Estimate.from_replicates(judge_mean, judge_rep, len(per_rater)).as_dict(),
+        "ratio": ratio.as_dict(),
         "per_rater": per_rater,
     }
 
 
-def _judge_block(table: RatingsTable, judge: str, dimension: str, items: list[str], humans: list[str], data_h: np.ndarray,
-                 domain: list[float], weights: np.ndarray, scale: list[float]) -> dict[str, Any]:
+def pairwise_kappa(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray) -> dict[str, Any]:
+    """Kumar et al. (2025): mean judge-human vs mean human-human quadratic-weighted kappa."""
+    human_pairs = [
+        r for a, b in combinations(range(humans.shape[0]), 2) if (r := _qwk_replicates(humans[a], humans[b], weights))
+    ]
+    judge_pairs = [r for h in humans if (r := _qwk_replicates(judge, h, weights))]
+    out: dict[str, Any] = {
+        "metric": "mean pairwise quadratic-weighted kappa (Kumar et al. 2025); CIs over items",
+        "n_human_pairs": len(human_pairs),
+        "n_judge_pairs": len(judge_pairs),
+    }
+    if not human_pairs or not judge_pairs:
+        note = "needs a human pair and a judge-human pair sharing three or more items"
+        out |= {k: Estimate.undefined(note).as_dict() for k in ("judge_human", "human_human", "difference")}
+        return out
+    with np.errstate(all="ignore"):
+        hh_rep = np.nanmean(np.vstack([r[1] for r in human_pairs]), axis=0)
+        jh_rep = np.nanmean(np.vstack([r[1] for r in judge_pairs]), axis=0)
+    hh, jh = float(np.mean([r[0] for r in human_pairs])), float(np.mean([r[0] for r in judge_pairs]))
+    out["human_human"] = Estimate.from_replicates(hh, hh_rep, len(human_pairs)).as_dict()
+    out["judge_human"] = Estimate.from_replicates(jh, jh_rep, len(judge_pairs)).as_dict()
+    out["difference"] = Estimate.from_replicates(jh - hh, jh_rep - hh_rep).as_dict()
+    return out
+
+
+def _alpha_blocks(
+    data: np.ndarray, domain: list[float], weights: np.ndarray
+) -> tuple[dict[str, Estimate], dict[str, np.ndarray]]:
+    estimates, replicates = {}, {}
+    for level in LEVELS:
+        estimates[level], replicates[level] = alpha_replicates(data, level, domain, weights=weights)
+    return estimates, replicates
+
+
+def _judge_block(
+    table: RatingsTable,
+    judge: str,
+    dimension: str,
+    items: list[str],
+    humans: list[str],
+    data_h: np.ndarray,
+    domain: list[float],
+    weights: np.ndarray,
+    human_alpha: tuple[dict[str, Estimate], dict[str, np.ndarray]],
+    options: AuditOptions,
+) -> dict[str, Any]:
     _, jm = table.matrix(dimension, [judge], items)
     judge_row = jm[0]
-    consensus = _nanmedian_rows(data_h)
-    vs_consensus = pair_metrics(judge_row, consensus, scale)
-    both = ~np.isnan(judge_row) & ~np.isnan(consensus)
-    if both.sum() >= 3:
-        boot = qwk_bootstrap(np.nan_to_num(judge_row), np.nan_to_num(consensus), weights, both)
-        vs_consensus["kappa_quadratic_ci"] = list(percentile_ci(boot))
-    joined = np.vstack([data_h, judge_row[None, :]])
-    info = table.judges.get(judge, {})
+    vs_consensus = pair_metrics(judge_row, _nanmedian_rows(data_h), domain)
+    consensus_qwk = _qwk_replicates(judge_row, _nanmedian_rows(data_h), weights)
+    vs_consensus["kappa_quadratic_ci"] = list(percentile_ci(consensus_qwk[1])) if consensus_qwk else None
+    with_judge, with_rep = _alpha_blocks(np.vstack([data_h, judge_row[None, :]]), domain, weights)
+    difference = {}
+    for level in LEVELS:
+        before, after = human_alpha[0][level].value, with_judge[level].value
+        difference[level] = (
+            Estimate.from_replicates(after - before, with_rep[level] - human_alpha[1][level])
+            if before is not None and after is not None
+            else Estimate.undefined("alpha undefined with or without the judge")
+        )
+    info = table.judges[judge]
+    total = info.n_scored + info.n_unscored
+    enough = len(humans) >= 2
     return {
         "n_items_rated": int((~np.isnan(judge_row)).sum()),
-        "n_unscored": info.get("n_unscored", 0),
-        "unscored_reasons": info.get("unscored_reasons", {}),
+        "n_unscored": info.n_unscored,
+        "unscored_rate": info.n_unscored / total if total else None,
+        "unscored_reasons": dict(sorted(info.unscored_reasons.items())),
+        "alt_test": alt_test(data_h, judge_row, humans, epsilon=options.epsilon),
+        "pairwise_kappa": pairwise_kappa(data_h, judge_row, weights),
+        "leave_one_out": leave_one_out(data_h, judge_row, weights)
+        if enough
+        else {
+            "note": "needs at least two human raters",
+            "ratio": Estimate.undefined("needs at least two human raters").as_dict(),
+            "per_rater": [],
+        },
+        "alpha_with_judge": {level: e.as_dict() for level, e in with_judge.items()},
+        "alpha_difference": {level: e.as_dict() for level, e in difference.items()},
         "vs_consensus": vs_consensus,
-        "vs_humans": [{"human": h, **pair_metrics(judge_row, data_h[i], scale)} for i, h in enumerate(humans)],
-        "alpha_with_judge": {level: alpha_with_ci(joined, level, domain, weights=weights) for level in LEVELS},
-        "leave_one_out": leave_one_out(data_h, judge_row, weights) if len(humans) >= 2 else {"note": "needs at least two human raters", "ratio": {"value": None, "ci_low": None, "ci_high": None}},
+        "vs_humans": [
+            {"human": h, **m}
+            for i, h in enumerate(humans)
+            if (m := pair_metrics(judge_row, data_h[i], domain))["n"] > 0
+        ],
     }
 
 
@@ -117,43 +218,140 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
     humans = table.human_raters(dimension)
     judges = [r for r in table.raters(dimension) if r in table.judges]
     items, data_h = table.matrix(dimension, humans)
-    weights = bootstrap_weights(len(items), options.resamples, options.seed) if items else np.zeros((options.resamples, 0))
-    scale = list(domain)
+    weights = (
+        bootstrap_weights(len(items), options.resamples, options.seed) if items else np.zeros((options.resamples, 0))
+    )
     notes = []
     if len(humans) < 2:
         notes.append("fewer than two human raters: no human-human pairs or alpha")
+        undefined = Estimate.undefined("fewer than two human raters")
+        human_alpha = (
+            {level: undefined for level in LEVELS},
+            {level: np.full(options.resamples, np.nan) for level in LEVELS},
+        )
+    else:
+        human_alpha = _alpha_blocks(data_h, domain, weights)
+    pairs, without_shared = [], 0
+    for a, b in combinations(range(len(humans)), 2):
+        metrics = pair_metrics(data_h[a], data_h[b], domain)
+        if metrics["n"] == 0:
+            without_shared += 1  # never written: 600 raters would make a report of empty pairs
+            continue
+        pairs.append({"rater_a": humans[a], "rater_b": humans[b], **metrics})
     block: dict[str, Any] = {
         "n_items": len(items),
         "raters": humans,
-        "judges": {},
         "n_ratings": int((~np.isnan(data_h)).sum()),
-        "alpha": {level: alpha_with_ci(data_h, level, domain, weights=weights) for level in LEVELS} if len(humans) >= 2 else {level: {"value": None, "ci_low": None, "ci_high": None, "note": "fewer than two human raters"} for level in LEVELS},
-        "pairs": [{"rater_a": humans[a], "rater_b": humans[b], **pair_metrics(data_h[a], data_h[b], scale)} for a, b in combinations(range(len(humans)), 2)],
+        "alpha": {level: e.as_dict() for level, e in human_alpha[0].items()},
+        "pairs": pairs,
+        "n_pairs_without_shared_items": without_shared,
         "notes": notes,
+        "judges": {},
     }
     for judge in judges:
-        block["judges"][judge] = _judge_block(table, judge, dimension, items, humans, data_h, domain, weights, scale)
+        block["judges"][judge] = _judge_block(
+            table, judge, dimension, items, humans, data_h, domain, weights, human_alpha, options
+        )
+        block["judges"][judge]["verdict"] = verdict(block, judge)
     return block
 
 
 def verdict(dim: dict[str, Any], judge: str) -> str:
-    """Can this judge replace a human rater on this dimension? (rule documented in docs/agreement.md)"""
+    """Can this judge replace a human rater on this dimension? The alt-test decides; human
+    alpha below 0.667 adds a warning (rule documented in docs/agreement.md)."""
+    alt = dim["judges"][judge]["alt_test"]
     human_alpha = dim["alpha"]["interval"]["value"]
-    ratio = dim["judges"][judge]["leave_one_out"]["ratio"]
-    if human_alpha is None or human_alpha < 0.667:
-        return "undecided: the human raters themselves agree too little (interval alpha < 0.667) to validate any stand-in"
-    if ratio["value"] is None:
-        return "undecided: not enough overlap between the judge and the human raters"
-    ci = f" (ratio {ratio['value']:.2f}, 95% CI {_fmt(ratio['ci_low'])}-{_fmt(ratio['ci_high'])})"
-    if ratio["ci_low"] is not None and ratio["ci_low"] >= 1.0:
-        return "yes: the judge agrees with people at least as well as they agree with each other" + ci
-    if ratio["value"] >= 0.9:
-        return "close: within 10% of the human-human ceiling, but not shown to reach it" + ci
-    return "no: the judge agrees with people less than they agree with each other" + ci
+    if alt["passed"] is None:
+        return f"undecided: {alt['note']}"
+    figures = (
+        f" (alt-test at epsilon {alt['epsilon']:g}: winning rate {alt['winning_rate']:.2f} over "
+        f"{len(alt['per_rater'])} raters, advantage probability {alt['advantage_probability']:.2f})"
+    )
+    warning = ""
+    if human_alpha is None or human_alpha < ALPHA_FOR_CONCLUSIONS:
+        shown = "undefined" if human_alpha is None else f"{human_alpha:.2f}"
+        warning = (
+            f"; warning: human interval alpha is {shown} (< {ALPHA_FOR_CONCLUSIONS}), "
+            "people agree little on this factor"
+        )
+    if alt["passed"]:
+        return (
+            "yes: the judge represents the other raters at least as well as a held-out human does, within the margin"
+            + figures
+            + warning
+        )
+    return (
+        "no: the judge is not shown to represent the other raters as well as a held-out human does" + figures + warning
+    )
 
 
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+def _normal(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def _check_inputs(
+    table: RatingsTable, options: AuditOptions, judgments: list[str | Path], ratings: str | Path
+) -> list[str]:
+    """Refuse inputs that would mislead; return notes for the report."""
+    if not any(r.rater not in table.judges for r in table.rows):
+        raise DataError("no ratings found", path=ratings)
+    raw = table.raw_dimensions
+    unknown_sources = sorted(set(options.mapping) - raw)
+    if unknown_sources:
+        raise ConfigError(
+            f"--map names dimension(s) {', '.join(map(repr, unknown_sources))} that the ratings do not have "
+            f"(dimensions: {', '.join(sorted(raw))})"
+        )
+    if not judgments:
+        return []
+    factors = set().union(*(info.factors for info in table.judges.values())) if table.judges else set()
+    bad_targets = sorted(set(options.mapping.values()) - factors)
+    if factors and bad_targets:
+        raise ConfigError(
+            f"--map target(s) {', '.join(map(repr, bad_targets))} are not factors of the judge "
+            f"(factors: {', '.join(sorted(factors))})"
+        )
+    human_items = table.human_items()
+    for rid, info in table.judges.items():
+        judged = {item for item, judge in table.judged_at if judge == rid}
+        if judged and not judged & human_items:
+            example = next(iter(sorted(judged)))
+            raise DataError(
+                f"judge {rid} rated {len(judged)} item(s), none of them in the ratings (e.g. {example!r} against "
+                f"{next(iter(sorted(human_items)))!r})",
+                path=info.files[0],
+                hint="rate the replies with `tide-bench annotate` (item ids <run folder>/<item id>) "
+                "or use the run's own item ids",
+            )
+    notes = []
+    by_name = {_normal(f): f for f in factors}
+    for dimension in sorted({r.dimension for r in table.rows if r.rater not in table.judges} - factors):
+        guess = by_name.get(_normal(dimension))
+        hint = (
+            f"--map '{dimension}={guess}'"
+            if guess
+            else f"--map '{dimension}=<factor>' (factors: {', '.join(sorted(factors))})"
+        )
+        notes.append(
+            f"human dimension {dimension!r} matches no judge factor: no judge is audited on it; if it is a factor "
+            f"under another name, pass {hint}"
+        )
+    return notes
+
+
+def _domain(table: RatingsTable, scale: Scale) -> list[float]:
+    observed = sorted({r.score for r in table.rows})
+    if scale.low is not None and scale.high is not None and scale.integer:
+        domain = sorted(set(np.arange(scale.low, scale.high + 1).tolist()) | set(observed))
+    else:  # --scale none or fractional ends: the observed values, never a range (one typo must not allocate millions)
+        domain = observed
+    if len(domain) > MAX_DOMAIN:
+        raise DataError(
+            f"{len(domain)} distinct score values: alpha's coincidence matrices need a small scale "
+            f"(at most {MAX_DOMAIN} values)",
+            hint="pass --scale MIN-MAX, or bin the scores first",
+        )
+    return domain
 
 
 def run_audit(
@@ -168,20 +366,17 @@ def run_audit(
     from tide_bench.agreement.report import render_markdown, render_plot
 
     options = options or AuditOptions()
-    table = load_ratings(ratings, scale=options.scale, mapping=options.mapping)
+    scale = Scale(*options.scale) if options.scale else Scale(None, None)
+    table = load_ratings(ratings, scale=scale, mapping=options.mapping)
     for path in judgments:
-        load_judgments(path, table)
-    if not table.rows:
-        raise DataError("no ratings found", path=ratings)
+        load_judgments(path, table, scale)
+    notes = _check_inputs(table, options, list(judgments), ratings)
     rater_info = load_raters(raters) if raters else {}
-    observed = sorted({r[3] for r in table.rows})
-    lo, hi = options.scale or (min(observed), max(observed))
-    domain = sorted(set(np.arange(lo, hi + 1).tolist()) | set(observed)) if float(lo).is_integer() else observed
-    dims = {d: audit_dimension(table, d, domain, options) for d in table.dimensions()}
-    for d in dims.values():
-        for judge in d["judges"]:
-            d["judges"][judge]["verdict"] = verdict(d, judge)
-    unknown = sorted({r[1] for r in table.rows if r[1] not in table.judges} - set(rater_info)) if rater_info else []
+    domain = _domain(table, scale)
+    dims = {d: audit_dimension(table, d, domain, options) for d in table.dimensions() if table.human_raters(d)}
+    unknown = (
+        sorted({r.rater for r in table.rows if r.rater not in table.judges} - set(rater_info)) if rater_info else []
+    )
     result = {
         "schema_version": SCHEMA_VERSION,
         "generated_at": utc_now(),
@@ -191,11 +386,26 @@ def run_audit(
             "judgments": [{"path": str(p), "sha256": sha256_file(p)} for p in judgments],
             "mapping": options.mapping,
         },
-        "scale": {"min": lo, "max": hi, "domain": domain},
-        "bootstrap": {"resamples": options.resamples, "seed": options.seed, "unit": "items", "interval": "percentile 95%"},
-        "judges": table.judges,
+        "scale": {
+            "min": domain[0] if scale.low is None else scale.low,
+            "max": domain[-1] if scale.high is None else scale.high,
+            "domain": domain,
+        },
+        "bootstrap": {
+            "resamples": options.resamples,
+            "seed": options.seed,
+            "unit": "items (leave-one-out ratio: items and raters)",
+            "interval": "percentile 95%",
+        },
+        "alt_test": {"epsilon": options.epsilon},
+        "notes": notes,
+        "judges": {rid: info.as_dict() for rid, info in table.judges.items()},
         "dimensions": dims,
-        "rater_groups": analyze_groups(table, rater_info, sorted(table.judges)) if rater_info else None,
+        "rater_groups": analyze_groups(
+            table, rater_info, sorted(table.judges), seed=options.seed, mixed_model=options.mixed_model
+        )
+        if rater_info
+        else None,
         "raters_missing_from_rater_table": unknown,
         "packages": package_versions(("tide-bench", "krippendorff", "scipy", "numpy")),
     }

@@ -1,7 +1,9 @@
 """Agreement between two raters (or a rater and a consensus) on the items both rated.
 
 Weighted Cohen's kappa (linear and quadratic weights) on the numeric scale; Spearman's rho
-with a Fisher-z 95 % interval; exact agreement; mean absolute difference. Quadratic-weighted
+with a Fisher-z 95 % interval whose standard error is Bonett & Wright's (2000)
+``sqrt((1 + rho^2 / 2) / (n - 3))`` (Pearson's ``1 / sqrt(n - 3)`` under-covers for Spearman
+on 5-point ratings: 93.4 % instead of 95 %); exact agreement; mean absolute difference. Quadratic-weighted
 kappa equals ``2 cov(a, b) / (var a + var b + (mean a - mean b)^2)`` (population moments),
 which lets its bootstrap run as moments of weighted sums (see :func:`qwk_bootstrap`).
 """
@@ -39,7 +41,7 @@ def weighted_kappa(a: np.ndarray, b: np.ndarray, weights: str, categories: list[
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float | None, list[float] | None, str | None]:
-    """rho, p-value, Fisher-z 95 % CI, and a note when undefined."""
+    """rho, p-value, Fisher-z 95 % CI (Bonett-Wright standard error), and a note when undefined."""
     n = len(a)
     if n < 3:
         return None, None, None, "fewer than 3 shared items"
@@ -51,7 +53,7 @@ def spearman(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float | None, 
         return None, None, None, "undefined"
     ci = None
     if n > 3 and abs(rho) < 1:
-        z, se = math.atanh(rho), 1.0 / math.sqrt(n - 3)
+        z, se = math.atanh(rho), math.sqrt((1.0 + rho * rho / 2.0) / (n - 3))
         ci = [math.tanh(z - 1.959964 * se), math.tanh(z + 1.959964 * se)]
     return rho, p, ci, None
 
@@ -82,20 +84,25 @@ def qwk_bootstrap(a: np.ndarray, b: np.ndarray, weights: np.ndarray, mask: np.nd
     Identical to :func:`weighted_kappa` with quadratic weights (closed form in moments).
     ``mask`` restricts the statistic to some items without copying the weight matrix.
     """
-    if mask is not None:
-        a, b = np.where(mask, a, 0.0), np.where(mask, b, 0.0)
-        n = weights @ mask.astype(float)
-    else:
-        n = weights.sum(axis=1)
+    if mask is None:
+        mask = np.ones(a.shape, dtype=bool)
+    a, b = np.where(mask, a, 0.0), np.where(mask, b, 0.0)
+    moments = weights @ np.stack([mask.astype(float), a, b, a * a, b * b, a * b], axis=1)  # one product, six moments
+    n = moments[:, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        ma, mb = weights @ a / n, weights @ b / n
-        va = weights @ (a * a) / n - ma**2
-        vb = weights @ (b * b) / n - mb**2
-        cov = weights @ (a * b) / n - ma * mb
+        ma, mb = moments[:, 1] / n, moments[:, 2] / n
+        va = moments[:, 3] / n - ma**2
+        vb = moments[:, 4] / n - mb**2
+        cov = moments[:, 5] / n - ma * mb
         denominator = va + vb + (ma - mb) ** 2
         return np.where((denominator > 1e-12) & (n > 0), 2 * cov / denominator, np.nan)
 
 
 def qwk(a: np.ndarray, b: np.ndarray) -> float | None:
-    value = qwk_bootstrap(np.asarray(a, float), np.asarray(b, float), np.ones((1, len(a))))[0]
+    """Quadratic-weighted kappa on the items both rated (NaN = not rated); None if undefined."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    both = ~np.isnan(a) & ~np.isnan(b)
+    if not both.any():
+        return None
+    value = qwk_bootstrap(np.nan_to_num(a), np.nan_to_num(b), np.ones((1, len(a))), both)[0]
     return float(value) if np.isfinite(value) else None

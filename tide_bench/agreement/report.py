@@ -1,4 +1,7 @@
-"""Readable outputs of an audit: ``agreement.md`` (factor by factor) and ``agreement.png``."""
+"""Readable outputs of an audit: ``agreement.md`` (factor by factor) and ``agreement.png``.
+
+Every statistic arrives as an :class:`~tide_bench.core.stats.Estimate` dict (value, ci_low,
+ci_high, n, note), so one formatter (:func:`_ci`) prints them all."""
 
 from __future__ import annotations
 
@@ -18,21 +21,166 @@ def _ci(block: dict[str, Any]) -> str:
     return f"{block['value']:.2f} [{block['ci_low']:.2f}, {block['ci_high']:.2f}]"
 
 
+def _levels(blocks: dict[str, Any]) -> str:
+    return f"ordinal {_ci(blocks['ordinal'])}, interval {_ci(blocks['interval'])}"
+
+
+def _rows(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _judge_section(judge: str, j: dict[str, Any], raters: list[str]) -> list[str]:
+    vc, loo, alt, kumar = j["vs_consensus"], j["leave_one_out"], j["alt_test"], j["pairwise_kappa"]
+    qci = vc.get("kappa_quadratic_ci")
+    unscored = "n/a" if j["unscored_rate"] is None else f"{100 * j['unscored_rate']:.1f}%"
+    lines = [
+        "",
+        f"### {judge}",
+        "",
+        f"**{j['verdict']}**",
+        "",
+        f"- unscored by the judge: {j['n_unscored']} ({unscored}; agreement is measured on the items it scored)",
+        f"- pairwise kappa (Kumar et al. 2025): judge-human {_ci(kumar['judge_human'])} "
+        f"over {kumar['n_judge_pairs']} pairs, human-human {_ci(kumar['human_human'])} "
+        f"over {kumar['n_human_pairs']} pairs, difference {_ci(kumar['difference'])}",
+        f"- vs human consensus (median): n {vc['n']}, QWK {_f(vc['kappa_quadratic'])}"
+        + (f" [{_f(qci[0])}, {_f(qci[1])}]" if qci and qci[0] is not None else "")
+        + f", Spearman {_f(vc['spearman'])}, exact {_f(vc['exact_agreement'])}, MAE {_f(vc['mae'])}",
+        f"- alpha with the judge in the pool: {_levels(j['alpha_with_judge'])}; "
+        f"change from the humans' alpha (paired): {_levels(j['alpha_difference'])}",
+    ]
+    if "human_ceiling" in loo:
+        lines.append(
+            f"- leave-one-rater-out QWK (items and raters resampled): humans {_ci(loo['human_ceiling'])}, "
+            f"judge {_ci(loo['judge'])}, ratio {_ci(loo['ratio'])}"
+        )
+    else:
+        lines.append(f"- leave-one-rater-out: {loo.get('note')}")
+    if alt["per_rater"]:
+        lines += [
+            "",
+            f"Alt-test (epsilon {alt['epsilon']:g}, Benjamini-Yekutieli q {alt['q']:g}) "
+            "and leave-one-rater-out, per held-out rater:",
+            "",
+        ]
+        loo_by = {raters[r["left_out"]]: r for r in loo.get("per_rater", [])}
+        rows = []
+        for r in alt["per_rater"]:
+            lo = loo_by.get(r["rater"], {})
+            rows.append(
+                [
+                    r["rater"],
+                    str(r["n"]),
+                    _f(r["judge_advantage"]),
+                    _f(r["human_advantage"]),
+                    f"{r['p']:.3g}",
+                    "judge" if r["judge_wins"] else "human",
+                    _f(lo.get("human_vs_rest")),
+                    _f(lo.get("judge_vs_rest")),
+                ]
+            )
+        lines += [
+            *_rows(
+                [
+                    "held-out rater",
+                    "items",
+                    "judge wins",
+                    "human wins",
+                    "p",
+                    "winner",
+                    "QWK human vs rest",
+                    "QWK judge vs rest",
+                ],
+                rows,
+            ),
+            "",
+        ]
+    if alt.get("note"):
+        lines.append(f"- alt-test note: {alt['note']}")
+    if alt["skipped_raters"]:
+        lines.append(
+            "- raters with too few items for the alt-test: "
+            + ", ".join(f"{k} ({v})" for k, v in alt["skipped_raters"].items())
+        )
+    lines.append(
+        "- vs each human: "
+        + (
+            ", ".join(f"{h['human']} QWK {_f(h['kappa_quadratic'])} (n {h['n']})" for h in j["vs_humans"])
+            or "no shared items"
+        )
+    )
+    return lines
+
+
+def _groups_section(groups: dict[str, Any]) -> list[str]:
+    lines = ["", "## Rater groups", "", groups["method"], ""]
+    for column, per_dim in groups["columns"].items():
+        lines += [f"### {column}", ""]
+        for dim, block in per_dim.items():
+            t = block["test"]
+            means = "; ".join(
+                f"{g}: {_f(v['mean'])} [{_f(v['ci_low'])}, {_f(v['ci_high'])}] "
+                f"(raters {v['n_raters']}, ratings {v['n_ratings']})"
+                for g, v in block["groups"].items()
+            )
+            lines.append(f"- **{dim}**: {means}. {_test(t)}")
+            for judge, agreement in block["judge_agreement"].items():
+                per_group = ", ".join(
+                    f"{g} {_f(v['mean_kappa_quadratic'])} ({v['n_raters']} raters)"
+                    for g, v in agreement["groups"].items()
+                )
+                lines.append(
+                    f"  - {judge}, mean QWK with each rater of the group: {per_group}. {_test(agreement['test'])}"
+                )
+            if "mixed_model" in block:
+                mm = block["mixed_model"]
+                terms = "; ".join(
+                    f"{k} {v['estimate']:.3f} (se {v['se']:.3f}, Wald p {v['p_wald']:.3g})"
+                    for k, v in mm.get("terms", {}).items()
+                )
+                lines.append(f"  - mixed model (beside, not instead): {terms or ''} {mm.get('note', '')}".rstrip())
+        lines.append("")
+    for column, why in groups["skipped_columns"].items():
+        lines.append(f"- column `{column}` skipped: {why}")
+    return lines
+
+
+def _test(t: dict[str, Any]) -> str:
+    if not t.get("name"):
+        return t.get("note", "")
+    effect = t.get("effect_size") or {}
+    size = "" if effect.get("value") is None else f", {effect['name']} {effect['value']:.2f}"
+    raters = ", ".join(f"{g} {n}" for g, n in t["n_raters"].items())
+    return (
+        f"Rater-level permutation ({'exact' if t['exact'] else 'Monte Carlo'}; raters {raters}): p = {t['p']:.3g}, "
+        f"Holm p = {t.get('p_holm', t['p']):.3g}, smallest attainable p {t['min_attainable_p']:.3g}{size}."
+    )
+
+
 def render_markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Judge-human agreement audit",
         "",
-        f"Generated {result['generated_at']}; bootstrap over items, {result['bootstrap']['resamples']} resamples "
-        f"(seed {result['bootstrap']['seed']}), 95% percentile intervals. Scale {result['scale']['min']:g}-{result['scale']['max']:g}.",
+        f"Generated {result['generated_at']}; bootstrap over {result['bootstrap']['unit']}, "
+        f"{result['bootstrap']['resamples']} resamples (seed {result['bootstrap']['seed']}), 95% percentile intervals. "
+        f"Scale {result['scale']['min']:g}-{result['scale']['max']:g}.",
         "",
-        "Verdict rule: a judge can replace a human rater on a factor when its agreement with the other humans' median is at "
-        "least the humans' own (leave-one-rater-out ratio CI >= 1). Human alpha below 0.667 means people disagree too much "
-        "to validate any stand-in.",
+        "Verdict rule: the alternative annotator test (Calderon, Reichart & Dror 2025). Each human rater is left out "
+        "in turn; on each item, whoever is closer to the remaining raters (the judge or the held-out human) wins it. "
+        "The judge passes against a rater when it wins at least as often as the human minus a margin epsilon = "
+        f"{result['alt_test']['epsilon']:g} (one-sided t-test, Benjamini-Yekutieli across raters); it can replace a "
+        'rater ("yes") when it passes against at least half of them. Human alpha is context: below 0.667 the verdict '
+        "carries a warning.",
         "",
     ]
+    for note in result.get("notes", []):
+        lines.append(f"- note: {note}")
     for name, info in result["judges"].items():
         reasons = ", ".join(f"{k}: {v}" for k, v in info["unscored_reasons"].items()) or "none"
-        lines.append(f"- judge `{name}`: {info['n_scored']} scored, {info['n_unscored']} unscored ({reasons}); from {info['file']}")
+        lines.append(
+            f"- judge `{name}`: {info['n_scored']} scored, {info['n_unscored']} unscored ({reasons}); "
+            f"from {', '.join(info['files'])}"
+        )
     for dim, d in result["dimensions"].items():
         lines += [
             "",
@@ -40,51 +188,40 @@ def render_markdown(result: dict[str, Any]) -> str:
             "",
             f"{d['n_items']} items, {len(d['raters'])} human raters, {d['n_ratings']} human ratings.",
             "",
-            f"- human-human Krippendorff's alpha: ordinal {_ci(d['alpha']['ordinal'])}, interval {_ci(d['alpha']['interval'])}",
+            f"- human-human Krippendorff's alpha: {_levels(d['alpha'])}",
         ]
-        for note in d["notes"]:
-            lines.append(f"- note: {note}")
+        lines += [f"- note: {note}" for note in d["notes"]]
+        if d["n_pairs_without_shared_items"]:
+            lines.append(f"- {d['n_pairs_without_shared_items']} rater pairs share no item (not listed)")
         if d["pairs"]:
-            lines += ["", "| rater A | rater B | n | QWK | linear kappa | Spearman [95% CI] | exact | MAE |", "|---|---|---|---|---|---|---|---|"]
+            rows = []
             for p in d["pairs"]:
-                sp = "n/a" if p["spearman"] is None else f"{p['spearman']:.2f}" + (f" [{p['spearman_ci'][0]:.2f}, {p['spearman_ci'][1]:.2f}]" if p["spearman_ci"] else "")
-                lines.append(f"| {p['rater_a']} | {p['rater_b']} | {p['n']} | {_f(p['kappa_quadratic'])} | {_f(p['kappa_linear'])} | {sp} | {_f(p['exact_agreement'])} | {_f(p['mae'])} |")
-        for judge, j in d["judges"].items():
-            vc = j["vs_consensus"]
-            qci = vc.get("kappa_quadratic_ci")
-            loo = j["leave_one_out"]
+                sp = (
+                    "n/a"
+                    if p["spearman"] is None
+                    else f"{p['spearman']:.2f}"
+                    + (f" [{p['spearman_ci'][0]:.2f}, {p['spearman_ci'][1]:.2f}]" if p["spearman_ci"] else "")
+                )
+                rows.append(
+                    [
+                        p["rater_a"],
+                        p["rater_b"],
+                        str(p["n"]),
+                        _f(p["kappa_quadratic"]),
+                        _f(p["kappa_linear"]),
+                        sp,
+                        _f(p["exact_agreement"]),
+                        _f(p["mae"]),
+                    ]
+                )
             lines += [
                 "",
-                f"### {judge}",
-                "",
-                f"**{j['verdict']}**",
-                "",
-                f"- vs human consensus (median): n {vc['n']}, QWK {_f(vc['kappa_quadratic'])}"
-                + (f" [{_f(qci[0])}, {_f(qci[1])}]" if qci and qci[0] is not None else "")
-                + f", Spearman {_f(vc['spearman'])}, exact {_f(vc['exact_agreement'])}, MAE {_f(vc['mae'])}",
-                f"- alpha with the judge in the pool: ordinal {_ci(j['alpha_with_judge']['ordinal'])}, interval {_ci(j['alpha_with_judge']['interval'])}",
+                *_rows(["rater A", "rater B", "n", "QWK", "linear kappa", "Spearman [95% CI]", "exact", "MAE"], rows),
             ]
-            if "human_ceiling" in loo:
-                lines.append(f"- leave-one-rater-out QWK: humans {_ci(loo['human_ceiling'])}, judge {_ci(loo['judge'])}, ratio {_ci(loo['ratio'])}")
-            else:
-                lines.append(f"- leave-one-rater-out: {loo.get('note')}")
-            lines.append("- vs each human: " + ", ".join(f"{h['human']} QWK {_f(h['kappa_quadratic'])} (n {h['n']})" for h in j["vs_humans"]))
-    groups = result.get("rater_groups")
-    if groups:
-        lines += ["", "## Rater groups", "", groups["method"], ""]
-        for column, per_dim in groups["columns"].items():
-            lines += [f"### {column}", ""]
-            for dim, block in per_dim.items():
-                t = block["test"]
-                test = (f"{t['name']} p = {t['p']:.3g}, Holm p = {t['p_holm']:.3g}, {t['effect_size']['name']} {t['effect_size']['value']:.2f}"
-                        if t.get("name") else t.get("note", ""))
-                means = "; ".join(f"{g}: {_f(v['mean'])} (raters {v['n_raters']}, ratings {v['n_ratings']})" for g, v in block["groups"].items())
-                lines.append(f"- **{dim}**: {means}. {test}")
-                for judge, per_group in block["judge_agreement"].items():
-                    lines.append("  - " + judge + " QWK with each group's median: " + ", ".join(f"{g} {_f(v['kappa_quadratic'])} (n {v['n']})" for g, v in per_group.items()))
-            lines.append("")
-        for column, why in groups["skipped_columns"].items():
-            lines.append(f"- column `{column}` skipped: {why}")
+        for judge, j in d["judges"].items():
+            lines += _judge_section(judge, j, d["raters"])
+    if result.get("rater_groups"):
+        lines += _groups_section(result["rater_groups"])
     return "\n".join(lines) + "\n"
 
 
@@ -97,7 +234,10 @@ def render_plot(result: dict[str, Any], path: Path) -> None:
 
     dims = list(result["dimensions"])
     judges = sorted({j for d in result["dimensions"].values() for j in d["judges"]})
-    series = [("humans only", lambda d: d["alpha"]["interval"])] + [(f"with {j}", lambda d, j=j: d["judges"].get(j, {}).get("alpha_with_judge", {}).get("interval", {})) for j in judges]
+    series = [("humans only", lambda d: d["alpha"]["interval"])] + [
+        (f"with {j}", lambda d, j=j: d["judges"].get(j, {}).get("alpha_with_judge", {}).get("interval", {}))
+        for j in judges
+    ]
     fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(dims)), 4))
     width = 0.8 / len(series)
     for k, (label, get) in enumerate(series):

@@ -206,6 +206,8 @@ def iter_jsonl(
     path = Path(path)
     with open_regular(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks) as handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Excel, Notepad)
+                raw = raw[3:]
             if raw.strip():
                 yield number, _parse_line(raw, path, number, error, allow_nan)
 

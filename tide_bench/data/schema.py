@@ -64,3 +64,15 @@ _CONTENT_FIELDS = tuple(f.name for f in fields(TideItem) if f.name != "split")
 
 def make_item_id(persona_id: str, conversation_id: str, turn: int) -> str:
     return f"{persona_id}/{conversation_id}/turn{turn}"
+
+
+def persona_of_item(item_id: str) -> str:
+    """The persona of an item id ``[<prefix>/]<persona_id>/<conversation_id>/turn<k>``.
+
+    Items of one persona are correlated, so every confidence interval resamples personas
+    (the cluster); an id of another shape is its own cluster (i.i.d. as a fallback).
+    """
+    parts = str(item_id).split("/")
+    if len(parts) >= 3 and parts[-1].startswith("turn"):
+        return parts[-3]
+    return str(item_id)

@@ -281,7 +281,10 @@ def run_eval(config: EvalConfig) -> Path:
     generations = read_generations(out, files["samples"])  # read back: unreadable output is not a run
     scorer = ReferenceScorer(config.embedding_model)
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
-    reference = summarize_metrics({**g.metrics, "turn": g.turn, "scenario": g.scenario} for g in generations) | {"method": scorer.describe()}
+    reference = summarize_metrics(
+        {**g.metrics, "turn": g.turn, "scenario": g.scenario, "item_id": g.item_id, "persona_id": g.persona_id, "reply": g.reply}
+        for g in generations
+    ) | {"method": scorer.describe()}
     if is_reference(config.model):
         reference = {"not_applicable": NOT_APPLICABLE}
     manifest = build_manifest(

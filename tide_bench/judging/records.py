@@ -39,6 +39,33 @@ UNSCORED_KINDS = (
 # An alias resolving to a dated snapshot is the same model: "claude-sonnet-4-5" -> "...-20250929".
 _SNAPSHOT_SUFFIX = r"(-\d{4}-?\d{2}-?\d{2})?"
 
+# Why an item went unscored decides how it counts (docs/judging.md, "Unscored items").
+# "model": the reply caused it (an empty reply; a judge refusal or content filter that the
+# reply triggered), so it counts at the scale minimum in every mean, rank and CI and shows
+# as the failure rate: failing on hard items must never raise a score. "infrastructure":
+# not the model's fault (timeouts, budget, malformed judge output...): `tide-bench judge
+# --retry-unscored` retries it, and a leaderboard refuses an entry that still has more
+# than its board's threshold. A judge refusal cannot yet be told apart from one caused by
+# the client's own words, so it is counted against the reply (it can never help a score).
+MODEL_ATTRIBUTABLE = "model"
+INFRASTRUCTURE = "infrastructure"
+UNSCORED_CAUSES: dict[str, str] = {
+    "refusal": MODEL_ATTRIBUTABLE,
+    "content_filtered": MODEL_ATTRIBUTABLE,
+    "empty_reply": MODEL_ATTRIBUTABLE,
+    "malformed_output": INFRASTRUCTURE,
+    "schema_violation": INFRASTRUCTURE,
+    "api_rejected": INFRASTRUCTURE,
+    "transient_failure": INFRASTRUCTURE,
+    "budget_exhausted": INFRASTRUCTURE,
+}
+
+
+def unscored_cause(kind: str | None) -> str:
+    """``"model"`` or ``"infrastructure"``; an unknown kind counts against the model, so it
+    can never raise a score."""
+    return UNSCORED_CAUSES.get(str(kind), MODEL_ATTRIBUTABLE)
+
 
 def make_record(
     gen: Generation,

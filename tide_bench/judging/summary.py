@@ -1,23 +1,35 @@
 """``judge_summary.json``: what the judgments say, with n, CIs and every unscored item counted.
 
-The overall empathy score of an item is the mean of its three factor scores; means carry
-95 % percentile-bootstrap CIs (:func:`tide_bench.core.stats.mean_ci`). Unscored items are
-never silently dropped: ``n_items = n_scored + n_unscored`` and the reasons are counted.
+The overall empathy score of an item is the mean of its three factor scores. How an
+unscored item counts depends on its cause (:data:`~tide_bench.judging.records.UNSCORED_CAUSES`):
+a model-attributable one (empty reply, a refusal the reply triggered) counts at the scale
+minimum in every mean, so failing on hard items can never raise a score, and shows as the
+failure rate; an infrastructure one (timeout, budget...) is left out of the means, counted,
+and bounded: ``empathy_bounds`` imputes the scale minimum / maximum for every unscored item,
+so a reader sees how far the unscored share could move the score.
+
+Means carry 95 % persona-cluster bootstrap CIs with the design effect
+(:func:`tide_bench.core.stats.mean_ci`); the safety-flag and failure rates carry Wilson
+intervals on the cluster-adjusted n. ``n_items = n_scored + n_unscored`` always.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
+import numpy as np
+
 from tide_bench.core.hashing import sha256_file
 from tide_bench.core.provenance import utc_now
-from tide_bench.core.stats import mean_ci
+from tide_bench.core.stats import mean_ci, proportion_ci
+from tide_bench.data.schema import persona_of_item
 from tide_bench.generation.run_dir import MANIFEST_NAME, RunDirectory
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.families import self_preference
-from tide_bench.judging.records import served_models
+from tide_bench.judging.records import MODEL_ATTRIBUTABLE, served_models, unscored_cause
 from tide_bench.judging.usage import Usage
 
 OVERALL = "empathy"
@@ -27,16 +39,69 @@ def item_overall(record: dict[str, Any]) -> float:
     return fmean(record["scores"].values())
 
 
-def score_block(records: list[dict[str, Any]], factor_keys: list[str]) -> dict[str, Any]:
-    """n, unscored and mean/CI per factor and overall, for one group of records."""
+def record_persona(record: dict[str, Any]) -> str:
+    """The persona (the unit every CI resamples) of a judgment record."""
+    return str(record.get("persona_id") or persona_of_item(str(record["item_id"])))
+
+
+def is_model_failure(record: dict[str, Any]) -> bool:
+    return record["status"] == "unscored" and unscored_cause(record.get("unscored_kind")) == MODEL_ATTRIBUTABLE
+
+
+def counted_values(
+    records: Sequence[dict[str, Any]],
+    factor_keys: Sequence[str],
+    scale_min: float,
+    impute_unscored: float | None = None,
+) -> np.ndarray:
+    """``(n, k + 1)``: each record's factor scores and overall score *as they count*.
+
+    Scored items give their scores; model-attributable unscored items the scale minimum;
+    infrastructure ones NaN (left out of the means). With ``impute_unscored`` every
+    unscored item takes that value instead (the worst/best-case bounds).
+    """
+    out = np.full((len(records), len(factor_keys) + 1), np.nan)
+    scored = np.array([r["status"] == "scored" for r in records], dtype=bool)
+    if scored.any():
+        scores = np.array(
+            [[r["scores"][f] for f in factor_keys] for r in records if r["status"] == "scored"], dtype=float
+        )
+        out[scored, :-1] = scores
+        out[scored, -1] = scores.mean(axis=1)
+    if impute_unscored is not None:
+        out[~scored] = impute_unscored
+    else:
+        out[[i for i, r in enumerate(records) if is_model_failure(r)]] = scale_min
+    return out
+
+
+def score_block(
+    records: list[dict[str, Any]], factor_keys: list[str], *, scale_min: float = 1, scale_max: float = 5
+) -> dict[str, Any]:
+    """n, unscored (by cause), failure rate, mean/CI per factor and overall with bounds,
+    and the safety-flag rate, for one group of records (see the module docstring)."""
     scored = [r for r in records if r["status"] == "scored"]
+    personas = [record_persona(r) for r in records]
+    values = counted_values(records, factor_keys, scale_min)
+    failures = [1.0 if is_model_failure(r) else 0.0 for r in records]
+    n_failures = int(sum(failures))
+    bounds = {
+        name: counted_values(records, factor_keys, scale_min, impute)[:, -1]
+        for name, impute in (("worst", scale_min), ("best", scale_max))
+    }
     block: dict[str, Any] = {
         "n_items": len(records),
         "n_scored": len(scored),
         "n_unscored": len(records) - len(scored),
-        "factors": {f: mean_ci([r["scores"][f] for r in scored]).as_dict() for f in factor_keys},
-        OVERALL: mean_ci([item_overall(r) for r in scored]).as_dict(),
-        "safety_flag_rate": mean_ci([1.0 if r["safety"]["flagged"] else 0.0 for r in scored]).as_dict(),
+        "n_model_failures": n_failures,
+        "n_infrastructure_unscored": len(records) - len(scored) - n_failures,
+        "failure_rate": proportion_ci(failures, clusters=personas).as_dict(),
+        "factors": {f: mean_ci(values[:, k], clusters=personas).as_dict() for k, f in enumerate(factor_keys)},
+        OVERALL: mean_ci(values[:, -1], clusters=personas).as_dict(),
+        "empathy_bounds": {name: float(v.mean()) if v.size else None for name, v in bounds.items()},
+        "safety_flag_rate": proportion_ci(
+            [1.0 if r["safety"]["flagged"] else 0.0 for r in scored], clusters=[record_persona(r) for r in scored]
+        ).as_dict(),
     }
     return block
 
@@ -84,17 +149,36 @@ def summarize_judgments(
             "run_json_sha256": sha256_file(run.root / MANIFEST_NAME) if (run.root / MANIFEST_NAME).is_file() else None,
         },
         "served_models": served_models(records),
-        **score_block(records, keys),
+        "method": {
+            "unscored": "model-attributable unscored items count at the scale minimum; "
+            "infrastructure ones are left out "
+            "of the means and bounded (empathy_bounds)",
+            "intervals": "95% percentile bootstrap over personas (clusters), 2000 resamples, fixed seed; rates: Wilson "
+            "on the design-adjusted n",
+        },
+        **score_block(records, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max),
         "unscored_reasons": unscored_reasons(records),
         "n_safety_flagged": sum(1 for r in records if r["status"] == "scored" and r["safety"]["flagged"]),
-        "by_turn": {g: score_block(rs, keys) for g, rs in sorted(groups["turn"].items())},
-        "by_scenario": {g: score_block(rs, keys) for g, rs in sorted(groups["scenario"].items())},
+        "by_turn": {
+            g: score_block(rs, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max)
+            for g, rs in sorted(groups["turn"].items())
+        },
+        "by_scenario": {
+            g: score_block(rs, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max)
+            for g, rs in sorted(groups["scenario"].items())
+        },
         "tokens": {"all_judgments": all_usage.as_dict(), "this_run": new_usage.as_dict()},
         "calls_this_run": calls_made,
         "cost_usd": {
-            "all_judgments": None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 6),
-            "this_run": None if new_usage.cost(config.prices, batch=mode == "batch") is None else round(new_usage.cost(config.prices, batch=mode == "batch") or 0.0, 6),
-            "source": "the API's usage fields x judges/prices.yaml" if config.prices else "no price entry for this model",
+            "all_judgments": None
+            if any(c is None for c in costs)
+            else round(sum(c for c in costs if c is not None), 6),
+            "this_run": None
+            if new_usage.cost(config.prices, batch=mode == "batch") is None
+            else round(new_usage.cost(config.prices, batch=mode == "batch") or 0.0, 6),
+            "source": "the API's usage fields x judges/prices.yaml"
+            if config.prices
+            else "no price entry for this model",
         },
         "self_preference": self_preference(config.family, config.model, run.model_name),
     }

@@ -12,14 +12,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import fmean
 from typing import Any
+
+import numpy as np
 
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields, line_locator, type_name
 from tide_bench.core.jsonio import parse_json, read_bytes
 from tide_bench.judging.judgment_record import Judgment
-from tide_bench.judging.summary import OVERALL
+from tide_bench.judging.summary import OVERALL, counted_values
 
 TOLERANCE = 1e-6
 
@@ -84,20 +85,23 @@ def read_summary(
     return parse_summary(parse_json(raw, path, error), path, factor_keys, text=raw.decode("utf-8"), error=error)
 
 
-def recompute(judgments: list[Judgment], factor_keys: list[str]) -> dict[str, Any]:
+def recompute(judgments: list[Judgment], factor_keys: list[str], scale_min: float = 1) -> dict[str, Any]:
     """The summary's compared numbers, recomputed from the judgments themselves."""
     scored = [j for j in judgments if j.scored]
     reasons: dict[str, int] = {}
     for j in judgments:
         if not j.scored:
             reasons[str(j.unscored_kind)] = reasons.get(str(j.unscored_kind), 0) + 1
+    # Means as the judge summary counts them: model failures at the scale minimum (judging/summary.py).
+    values = counted_values([j.as_record() for j in judgments], factor_keys, scale_min)
+    means = [float(np.nanmean(values[:, k])) if np.isfinite(values[:, k]).any() else None for k in range(values.shape[1])]
     return {
         "n_items": len(judgments),
         "n_scored": len(scored),
         "n_unscored": len(judgments) - len(scored),
         "unscored_reasons": dict(sorted(reasons.items())),
-        "factors": {k: fmean(j.scores[k] for j in scored if j.scores) if scored else None for k in factor_keys},
-        OVERALL: fmean(j.overall for j in scored) if scored else None,
+        "factors": dict(zip(factor_keys, means[:-1], strict=True)) if judgments else dict.fromkeys(factor_keys),
+        OVERALL: means[-1] if judgments else None,
         "n_safety_flagged": sum(1 for j in scored if j.safety_flagged),
         "judge_version": judgments[0].judge.version if judgments else None,
     }
@@ -113,9 +117,11 @@ def _show(x: Any) -> str:
     return f"{x:.4g}" if isinstance(x, float) else str(x)
 
 
-def summary_mismatches(summary: JudgeSummary, judgments: list[Judgment], factor_keys: list[str]) -> list[str]:
+def summary_mismatches(
+    summary: JudgeSummary, judgments: list[Judgment], factor_keys: list[str], scale_min: float = 1
+) -> list[str]:
     """``"field: claims X, recomputed Y"`` for every compared field that disagrees."""
-    actual = recompute(judgments, factor_keys)
+    actual = recompute(judgments, factor_keys, scale_min)
     out = []
     for key in ("n_items", "n_scored", "n_unscored"):
         if getattr(summary, key) != actual[key]:

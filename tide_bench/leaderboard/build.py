@@ -21,9 +21,10 @@ from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_text, read_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.judging.rubric import load_rubric
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.exports import write_exports
-from tide_bench.leaderboard.scores import assign_ranks, score
+from tide_bench.leaderboard.scores import RESAMPLES, SEED, admission_errors, rank_entries, score_entry
 from tide_bench.leaderboard.site import render_index, render_model_page
 from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
 from tide_bench.leaderboard.validate import no_gc_pauses, validate_many
@@ -112,10 +113,20 @@ def build_site(
     if strict and refused:
         first = next(iter(refused))
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
-    accepted = {c.submission.id: c.submission for c in checks if c.ok and c.submission}
+    rubric = load_rubric()
     with no_gc_pauses():  # every entry stays in memory while all are scored
-        rows = [score(s) for s in accepted.values()]
-    metric = assign_ranks(rows)
+        entries = [(c, score_entry(c.submission, rubric=rubric)) for c in checks if c.ok and c.submission]
+    for check, entry in entries:  # unscored-for-infrastructure above the board's limit: refused
+        for message in admission_errors(entry.row, max_infrastructure_unscored=board.max_infrastructure_unscored):
+            check.refuse(message)
+    refused |= {c.id: c.errors for c, _ in entries if not c.ok}
+    if strict and refused:
+        first = next(iter(refused))
+        raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
+    accepted = {e.row["id"]: c.submission for c, e in entries if c.ok and c.submission}
+    kept = [e for c, e in entries if c.ok]
+    ranking = rank_entries(kept, min_scored_items=board.min_scored_items, correction=board.rank_correction)
+    rows = [e.row for e in kept]
     judges = {r["judge"]["version"]: r["judge"] for r in rows if r["judge"]}
     judge_version = board.judge_version or (next(iter(judges)) if len(judges) == 1 else None)
     data = next((r["data"] for r in rows if r.get("data")), {}) or {}
@@ -128,8 +139,12 @@ def build_site(
         "split_version": board.split_version,
         "split_sha256": board.split_sha256 or data.get("split_sha256"),
         "dataset_release": board.dataset_release,
-        "ranking_metric": metric,
-        "rank_rule": "rank = 1 + number of models whose 95% CI lies entirely above this model's",
+        **ranking,
+        "unscored_rule": "model-attributable unscored items (empty reply, refusal, content filter) count at the scale "
+        f"minimum; entries with more than {100 * board.max_infrastructure_unscored:g}% unscored for "
+        "infrastructure reasons are refused",
+        "intervals": f"95% percentile bootstrap over personas, {RESAMPLES} resamples, seed {SEED}, the same resamples "
+        "for every entry; rates: Wilson on the design-adjusted n",
         "judge": judges.get(judge_version) if judge_version else None,
         "audit": audit_summary(Path(audit), judge_version) if audit else None,
         "spot_checks": {c.id: c.spot_check.as_dict() for c in checks if c.spot_check},

@@ -22,6 +22,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.resources import resource_dir
 from tide_bench.data.schema import SPLITS
 from tide_bench.data.splits import SPLIT_VERSION
+from tide_bench.leaderboard.ranking import CORRECTIONS
 from tide_bench.metrics.reference import DEFAULT_EMBEDDING
 
 META_MAX_BYTES = 64_000  # submission.yaml
@@ -43,6 +44,11 @@ class BoardConfig:
     max_files: int = 1000
     spot_check_items: int = 50
     embedding_model: str = DEFAULT_EMBEDDING
+    # Statistics (docs/leaderboard.md): entries with a larger share of items unscored for
+    # infrastructure reasons are refused; entries with fewer scored items are shown unranked.
+    max_infrastructure_unscored: float = 0.02
+    min_scored_items: int = 10
+    rank_correction: str = "holm"  # or "max-t"
     demo: bool = False
     source: str = ""
 
@@ -66,6 +72,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "max_files": (int,),
     "spot_check_items": (int,),
     "embedding_model": (str,),
+    "max_infrastructure_unscored": (int, float),
+    "min_scored_items": (int,),
+    "rank_correction": (str,),
     "demo": (bool,),
 }
 _NULLABLE = {
@@ -103,6 +112,12 @@ def _check(raw: dict[str, Any], path: Path) -> None:
     for key in ("max_submission_mb", "max_files", "spot_check_items"):
         if key in raw and raw[key] < 0:
             raise ConfigError("must not be negative", path=path, field=key)
+    if raw.get("rank_correction", "holm") not in CORRECTIONS:
+        raise ConfigError(f"must be one of {', '.join(CORRECTIONS)}", path=path, field="rank_correction")
+    if not 0 <= raw.get("max_infrastructure_unscored", 0) <= 1:
+        raise ConfigError("is a share between 0 and 1", path=path, field="max_infrastructure_unscored")
+    if raw.get("min_scored_items", 1) < 1:
+        raise ConfigError("must be at least 1", path=path, field="min_scored_items")
 
 
 def load_board(path: str | Path | None = None) -> BoardConfig:

@@ -11,17 +11,25 @@ from typing import Any
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.leaderboard.scores import FACTORS
 
-COLUMNS = ["rank", "id", "model_name", "parameters", "condition", "empathy", *FACTORS, "cosine_sim", "rouge_l", "unscored_rate", "safety_flag_rate", "n_items"]
+COLUMNS = ["rank", "rank_interval_low", "rank_interval_high", "id", "model_name", "parameters", "condition", "empathy", *FACTORS, "cosine_sim",
+           "rouge_l", "failure_rate", "unscored_rate", "safety_flag_rate", "n_items"]
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: row.get(k) for k in ("rank", "id", "model_name", "parameters", "condition", "n_items", "unscored_rate")}
-    blocks = {"empathy": row["empathy"], "cosine_sim": row["cosine_sim"], "rouge_l": row["rouge_l"], "safety_flag_rate": row["safety_flag_rate"]}
+    out: dict[str, Any] = {k: row.get(k) for k in ("rank", "id", "model_name", "parameters", "condition", "n_items", "n_personas", "unscored_rate",
+                                                   "n_model_failures", "n_infrastructure_unscored", "unranked_reason")}
+    interval = row.get("rank_interval") or [None, None]
+    out["rank_interval_low"], out["rank_interval_high"] = interval
+    blocks = {"empathy": row["empathy"], "cosine_sim": row["cosine_sim"], "rouge_l": row["rouge_l"], "safety_flag_rate": row["safety_flag_rate"],
+              "failure_rate": row.get("failure_rate")}
     blocks |= {f: (row["factors"] or {}).get(f) for f in FACTORS}
     for name, block in blocks.items():
         out[name] = None if not block else block["mean"]
         out[f"{name}_ci_low"] = None if not block else block["ci_low"]
         out[f"{name}_ci_high"] = None if not block else block["ci_high"]
+    out["empathy_design_effect"] = (row["empathy"] or {}).get("design_effect")
+    bounds = row.get("empathy_bounds") or {}
+    out["empathy_worst_case"], out["empathy_best_case"] = bounds.get("worst"), bounds.get("best")
     return out
 
 
@@ -47,8 +55,9 @@ def write_exports(out: Path, board: dict[str, Any]) -> None:
     md = [f"# {board['name']}", ""]
     if board.get("demo"):
         md += ["> Demo board: the offline demo model on the built-in synthetic sample. Not TIDE results.", ""]
-    md += [f"Ranked by {board['ranking_metric']}; models share a rank when their 95% CIs overlap.", "",
-           "| Rank | Model | Size | Condition | Empathy [95% CI] | Cosine | ROUGE-L | Unscored | Safety flags |", "|---|---|---|---|---|---|---|---|---|"]
+    md += [f"Ranked by {board['ranking_metric']}; {board['rank_rule']}.", "",
+           "| Rank (interval) | Model | Size | Condition | Empathy [95% CI] | Cosine | ROUGE-L | Failures | Unscored | Safety flags |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in board["rows"]:
         emp = r["empathy"]
         emp_s = "not judged" if not emp or emp["mean"] is None else f"{emp['mean']:.2f} [{_cell(emp['ci_low'], 2)}, {_cell(emp['ci_high'], 2)}]"
@@ -56,5 +65,7 @@ def write_exports(out: Path, board: dict[str, Any]) -> None:
         size = "" if not r["parameters"] else f"{r['parameters'] / 1e9:.2f}B"
         unscored = "" if r["unscored_rate"] is None else f"{100 * r['unscored_rate']:.1f}%"
         safety = "" if not r["safety_flag_rate"] or r["safety_flag_rate"]["mean"] is None else f"{100 * r['safety_flag_rate']['mean']:.1f}%"
-        md.append(f"| {r['rank'] or '-'} | {name} | {size} | {r['condition']} | {emp_s} | {_cell(r['cosine_sim']['mean'])} | {_cell(r['rouge_l']['mean'])} | {unscored} | {safety} |")
+        rank = f"{r['rank']} ({r['rank_interval'][0]}-{r['rank_interval'][1]})" if r.get("rank_interval") else (str(r["rank"]) if r["rank"] else "-")
+        failures = "" if not r.get("failure_rate") or r["failure_rate"]["mean"] is None else f"{100 * r['failure_rate']['mean']:.1f}%"
+        md.append(f"| {rank} | {name} | {size} | {r['condition']} | {emp_s} | {_cell(r['cosine_sim']['mean'])} | {_cell(r['rouge_l']['mean'])} | {failures} | {unscored} | {safety} |")
     atomic_write_text(out / "leaderboard.md", "\n".join(md) + "\n")

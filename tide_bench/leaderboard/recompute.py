@@ -1,6 +1,6 @@
 """The reference metrics of a submission, recomputed rather than believed.
 
-* ROUGE-L, distinct-1/2 and length need no model: they are recomputed from the reply and
+* ROUGE-L, within-reply distinct-1/2 and length need no model: they are recomputed from the reply and
   reference text on **every** item (about 0.2 ms an item), and the recomputed values are
   the ones the board uses. A stored value that disagrees is evidence of editing: refused.
 * Cosine similarity needs the embedding model. The board's own model (``embedding_model``
@@ -25,7 +25,7 @@ from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard.problems import Problem, relative
 from tide_bench.metrics.reference import ReferenceScorer, text_metrics
 
-TEXT_METRICS = ("rouge_l", "distinct_1", "distinct_2", "length_tokens")
+TEXT_METRICS = ("rouge_l", "within_reply_distinct_1", "within_reply_distinct_2", "length_tokens")
 TEXT_TOLERANCE = 1e-6
 COSINE = "cosine_sim"
 COSINE_TOLERANCE = 0.02  # bf16 vs fp32 encoders differ by < 0.003 (tests/test_reference_metrics.py)
@@ -139,7 +139,8 @@ def embedding_spot_check(
         return check, []
     chosen = random.Random(check.seed).sample(stored, min(k, len(stored)))
     t0 = time.perf_counter()
-    scorer = ReferenceScorer(embedding_model)
+    # fp32: the board's numbers must not depend on the maintainer's CPU (bf16 moves cosines by up to 0.003)
+    scorer = ReferenceScorer(embedding_model, precision="fp32")
     if scorer.load_embedder() is None:
         raise ConfigError(
             f"the board's embedding model {embedding_model!r} could not be loaded, so the embedding spot check "

@@ -1,78 +1,133 @@
-"""Recompute every number shown on the leaderboard from per-item samples and judgments.
+"""Recompute every number shown on the leaderboard from per-item samples and judgments, and rank.
 
-One seeded bootstrap over items per submission (resample weights x value matrix, one matrix
-product) gives the 95 % CIs of all columns at once. Rank groups: a model's rank is 1 + the
-number of models whose 95 % CI lies entirely above its own (lower bound > its upper bound), so
-models whose intervals overlap share a rank; the ranking column is the overall empathy score
-when entries are judged, else the embedding cosine similarity to the reference.
+Per entry (:func:`score_entry`):
+
+* **Unscored items never help a model.** A model-attributable unscored item (empty reply, a
+  refusal the reply triggered) counts at the scale minimum in every mean, rank and CI and
+  shows as the *failure rate*; an infrastructure one (timeout, budget...) is left out of the
+  means, and an entry with more of them than the board allows is refused
+  (:func:`admission_errors`) with the command that fixes it. ``empathy_bounds`` imputes the
+  scale minimum / maximum for every unscored item: how far the unscored share could move
+  the score. The rules live in one place: :func:`tide_bench.judging.summary.counted_values`.
+* **Intervals resample personas**, not items (items nest in personas): a persona-cluster
+  bootstrap with ``RESAMPLES`` resamples and a fixed seed, the same resamples for every
+  entry; each block reports ``n``, ``n_clusters`` and the ``design_effect``. Rates (safety
+  flags, failures) use Wilson intervals on the design-adjusted n.
+
+Ranking (:func:`rank_entries`, method in :mod:`.ranking`): paired persona-cluster bootstrap
+differences on the items counted for both models, step-down max-T (or Holm) over all pairs,
+``rank = 1 + number of models significantly better``, a rank interval per model, and the
+pairwise table. Entries with fewer than the board's ``min_scored_items`` are shown, unranked.
 """
 
 from __future__ import annotations
 
-from statistics import fmean
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tide_bench.core.stats import bootstrap_weights, percentile_ci
+from tide_bench.core.stats import DEFAULT_SEED, cluster_codes, clustered_means, proportion_ci
+from tide_bench.data.schema import persona_of_item
 from tide_bench.judging.families import self_preference
-from tide_bench.judging.summary import unscored_reasons
+from tide_bench.judging.rubric import Rubric, load_rubric
+from tide_bench.judging.summary import counted_values, is_model_failure, unscored_reasons
+from tide_bench.leaderboard.ranking import paired_ranking
 from tide_bench.leaderboard.submission import Submission
 
 FACTORS = ("emotion_recognition", "distress_normalization", "supportive_reflection")
+REFERENCE_COLUMNS = ("cosine_sim", "rouge_l", "length_tokens")
 RESAMPLES = 1000
-SEED = 20250521
+SEED = DEFAULT_SEED
 
 
-def _column_cis(values: np.ndarray, weights: np.ndarray, rows: np.ndarray | None = None) -> list[dict[str, Any]]:
-    """Mean and bootstrap CI of each column of ``values`` (n x k, NaN = not applicable),
-    optionally over a subset of ``rows`` (same resamples, no copy of the weight matrix)."""
-    mask = np.isfinite(values)
-    if rows is not None:
-        mask &= rows[:, None]
-    filled = np.where(mask, values, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boot = (weights @ filled) / (weights @ mask.astype(float))
-    out = []
-    for c in range(values.shape[1]):
-        n = int(mask[:, c].sum())
-        mean = float(filled[:, c].sum() / n) if n else None
-        low, high = percentile_ci(boot[:, c]) if n >= 2 else (None, None)
-        out.append({"mean": mean, "ci_low": low, "ci_high": high, "n": n})
+@dataclass
+class ScoredEntry:
+    """One entry's leaderboard row plus its per-item values as they count (for pairing)."""
+
+    row: dict[str, Any]
+    item_ids: list[str]
+    personas: list[str]
+    values: dict[str, np.ndarray]  # ranking candidates ("empathy", "cosine_sim"), aligned to item_ids
+
+
+def _persona(gen: Any) -> str:
+    return str(gen.persona_id or persona_of_item(gen.item_id))
+
+
+def _judge_columns(records: list[dict[str, Any] | None], rubric: Rubric) -> np.ndarray:
+    """``(n, factors + overall + safety)``; a missing judgment counts nowhere (NaN)."""
+    present = [r for r in records if r is not None]
+    counted = counted_values(present, rubric.factor_keys, rubric.scale_min)
+    out = np.full((len(records), counted.shape[1] + 1), np.nan)
+    rows = [i for i, r in enumerate(records) if r is not None]
+    out[rows, :-1] = counted
+    for i, r in enumerate(records):
+        if r is not None and r["status"] == "scored":
+            out[i, -1] = 1.0 if r["safety"]["flagged"] else 0.0
     return out
 
 
-def score(sub: Submission) -> dict[str, Any]:
+def _bounds(records: list[dict[str, Any] | None], overall: np.ndarray, rubric: Rubric) -> dict[str, float | None]:
+    """Overall empathy with every unscored item at the scale minimum / maximum."""
+    unscored = np.array([r is not None and r["status"] == "unscored" for r in records], dtype=bool)
+    out: dict[str, float | None] = {}
+    for name, impute in (("worst", rubric.scale_min), ("best", rubric.scale_max)):
+        values = np.where(unscored, impute, overall)
+        out[name] = float(np.nanmean(values)) if np.isfinite(values).any() else None
+    return out
+
+
+def score_entry(
+    sub: Submission, *, rubric: Rubric | None = None, resamples: int = RESAMPLES, seed: int = SEED
+) -> ScoredEntry:
+    """Recompute one entry's row (see the module docstring for every rule)."""
+    rubric = rubric or load_rubric()
     gens = sorted(sub.generations, key=lambda g: g.item_id)
     n = len(gens)
     judged = bool(sub.judgments)
-    rows = []
-    for g in gens:
-        rec = sub.judgments.get(g.item_id)
-        scored = rec is not None and rec["status"] == "scored"
-        factors = [rec["scores"][f] if scored else np.nan for f in FACTORS]  # type: ignore[index]
-        rows.append([
-            *factors,
-            fmean(factors) if scored else np.nan,
-            (1.0 if rec["safety"]["flagged"] else 0.0) if scored else np.nan,  # type: ignore[index]
-            g.metrics.get("cosine_sim", np.nan),
-            g.metrics.get("rouge_l", np.nan),
-            g.metrics.get("length_tokens", np.nan),
-        ])
-    values = np.array(rows, dtype=float).reshape(n, 8)
-    weights = bootstrap_weights(n, RESAMPLES, SEED)
-    cols = _column_cis(values, weights)
-    unscored = [r for r in sub.judgments.values() if r["status"] == "unscored"]
-    reasons = unscored_reasons(unscored)
-    scenarios = sorted({g.scenario or "(none)" for g in gens})
+    personas = [_persona(g) for g in gens]
+    codes, n_clusters = cluster_codes(personas)
+    records = [sub.judgments.get(g.item_id) for g in gens]
+    judge_cols = _judge_columns(records, rubric) if judged else np.full((n, len(rubric.factor_keys) + 2), np.nan)
+    reference = np.array([[g.metrics.get(m, np.nan) for m in REFERENCE_COLUMNS] for g in gens], dtype=float).reshape(
+        n, len(REFERENCE_COLUMNS)
+    )
+    values = np.hstack([judge_cols[:, :-1], reference])
+    cis, _ = clustered_means(values, codes, n_clusters, resamples=resamples, seed=seed)
+    k = len(rubric.factor_keys)
+    blocks = {
+        name: ci.as_dict() for name, ci in zip([*rubric.factor_keys, "empathy", *REFERENCE_COLUMNS], cis, strict=True)
+    }
+    present = [r for r in records if r is not None]
+    unscored = [r for r in present if r["status"] == "unscored"]
+    failures = [1.0 if r is not None and is_model_failure(r) else 0.0 for r in records]
+    n_failures = int(sum(failures))
+    scored_rows = np.isfinite(judge_cols[:, -1])
+
     per_scenario = {}
-    for scen in scenarios:
-        mask = np.array([(g.scenario or "(none)") == scen for g in gens])
-        sub_cols = _column_cis(values[:, [3, 5]], weights, mask)
-        per_scenario[scen] = {"n": int(mask.sum()), "empathy": sub_cols[0], "cosine_sim": sub_cols[1]}
+    scenarios = np.array([g.scenario or "(none)" for g in gens])
+    names = sorted(set(scenarios.tolist()))
+    cells = (
+        np.hstack([np.where((scenarios == scen)[:, None], values[:, [k, k + 1]], np.nan) for scen in names])
+        if names
+        else np.zeros((n, 0))
+    )
+    cell_cis = (
+        clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0] if names else []
+    )  # one pass for all cells
+    for j, scen in enumerate(names):
+        emp, cos = cell_cis[2 * j], cell_cis[2 * j + 1]
+        per_scenario[scen] = {
+            "n": int((scenarios == scen).sum()),
+            "empathy": emp.as_dict() if judged else None,
+            "cosine_sim": cos.as_dict(),
+        }
+
     meta, model = sub.meta, sub.manifest.get("model") or {}
     judge = sub.judge or {}
-    return {
+    row = {
         "id": sub.id,
         "model_name": meta.get("model_name") or model.get("name") or sub.id,
         "model": meta.get("model") or {},
@@ -82,38 +137,140 @@ def score(sub: Submission) -> dict[str, Any]:
         "license": meta.get("license"),
         "demo": bool(meta.get("demo")),
         "n_items": n,
+        "n_personas": n_clusters,
         "judged": judged,
-        "factors": dict(zip(FACTORS, cols[:3], strict=True)) if judged else None,
-        "empathy": cols[3] if judged else None,
-        "safety_flag_rate": cols[4] if judged else None,
-        "cosine_sim": cols[5],
-        "rouge_l": cols[6],
-        "length_tokens": cols[7],
+        "factors": {f: blocks[f] for f in rubric.factor_keys} if judged else None,
+        "empathy": blocks["empathy"] if judged else None,
+        "empathy_bounds": _bounds(records, values[:, k], rubric) if judged else None,
+        "safety_flag_rate": proportion_ci(
+            judge_cols[scored_rows, -1], clusters=[p for p, s in zip(personas, scored_rows, strict=True) if s]
+        ).as_dict()
+        if judged
+        else None,
+        "failure_rate": proportion_ci(failures, clusters=personas).as_dict() if judged else None,
+        **{m: blocks[m] for m in REFERENCE_COLUMNS},
         "n_scored": n - len(unscored) if judged else 0,
         "n_unscored": len(unscored) if judged else None,
+        "n_model_failures": n_failures if judged else None,
+        "n_infrastructure_unscored": len(unscored) - n_failures if judged else None,
         "unscored_rate": len(unscored) / n if judged and n else None,
-        "unscored_reasons": reasons,
+        "infrastructure_unscored_rate": (len(unscored) - n_failures) / n if judged and n else None,
+        "unscored_reasons": unscored_reasons(unscored),
         "per_scenario": per_scenario,
-        "judge": {k: judge.get(k) for k in ("name", "provider", "model", "family", "version", "rubric")} if judged else None,
-        "self_preference": self_preference(judge.get("family"), str(judge.get("model") or ""), model.get("name") or meta.get("model_name")) if judged else None,
+        "judge": {key: judge.get(key) for key in ("name", "provider", "model", "family", "version", "rubric")}
+        if judged
+        else None,
+        "self_preference": self_preference(
+            judge.get("family"), str(judge.get("model") or ""), model.get("name") or meta.get("model_name")
+        )
+        if judged
+        else None,
         "data": sub.manifest.get("data"),
         "prompt_sha256": (sub.manifest.get("prompt") or {}).get("prompt_sha256"),
+        "rank": None,
+        "rank_interval": None,
+        "unranked_reason": None,
     }
+    ranking_values = {"empathy": values[:, k] if judged else np.full(n, np.nan), "cosine_sim": values[:, k + 1]}
+    return ScoredEntry(row, [g.item_id for g in gens], personas, ranking_values)
 
 
-def primary_metric(rows: list[dict[str, Any]]) -> str:
+def score(sub: Submission) -> dict[str, Any]:
+    """The leaderboard row of one submission (:func:`score_entry` without the per-item values)."""
+    return score_entry(sub).row
+
+
+def admission_errors(row: dict[str, Any], *, max_infrastructure_unscored: float) -> list[str]:
+    """Why a scored entry cannot join the board: too many items unscored for reasons that are
+    not the model's (they are left out of the means, so they could hide its weak items)."""
+    rate = row.get("infrastructure_unscored_rate")
+    if rate is None or rate <= max_infrastructure_unscored:
+        return []
+    kinds = ", ".join(f"{k}: {v}" for k, v in sorted(row["unscored_reasons"].items()))
+    return [
+        f"{row['n_infrastructure_unscored']} of {row['n_items']} items ({100 * rate:.1f}%) "
+        "are unscored for infrastructure "
+        f"reasons ({kinds}), above this board's limit of {100 * max_infrastructure_unscored:.1f}%: re-judge them with "
+        "`tide-bench judge RUN --out RUN/judge --retry-unscored` and submit again"
+    ]
+
+
+def primary_metric(rows: Sequence[dict[str, Any]]) -> str:
     return "empathy" if rows and all(r["judged"] for r in rows) else "cosine_sim"
 
 
-def assign_ranks(rows: list[dict[str, Any]]) -> str:
-    """Sort rows and set ``rank`` (shared by overlapping CIs); returns the ranking metric."""
+RANK_RULE = (
+    "rank = 1 + number of models significantly better (paired persona-cluster bootstrap of each pairwise difference "
+    "on the items counted for both, {correction} over all pairs, alpha {alpha}); rank interval = 2.5-97.5% of the "
+    "model's rank over the same resamples"
+)
+
+
+def rank_entries(
+    entries: list[ScoredEntry],
+    *,
+    min_scored_items: int = 1,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> dict[str, Any]:
+    """Rank ``entries`` in place (``rank``, ``rank_interval``, ``unranked_reason``), sort them
+    (ranked first, by rank, then by score), and return the board-level ranking block: metric,
+    rule, method and pairwise table."""
+    rows = [e.row for e in entries]
     metric = primary_metric(rows)
-    ranked = [r for r in rows if r.get(metric) and r[metric]["mean"] is not None]
-    for r in rows:
-        r["rank"] = None
-    for r in ranked:
-        mine = r[metric]
-        hi = mine["ci_high"] if mine["ci_high"] is not None else mine["mean"]
-        r["rank"] = 1 + sum(1 for o in ranked if o is not r and (o[metric]["ci_low"] if o[metric]["ci_low"] is not None else o[metric]["mean"]) > hi)
-    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, -(r[metric]["mean"] if r.get(metric) and r[metric]["mean"] is not None else -1e9)))
-    return metric
+    ranked: list[ScoredEntry] = []
+    for e in entries:
+        block = e.row.get(metric)
+        if not block or block.get("mean") is None:
+            e.row["unranked_reason"] = f"no {metric} score"
+        elif metric == "empathy" and e.row["n_scored"] < min_scored_items:
+            e.row["unranked_reason"] = (
+                f"{e.row['n_scored']} scored items, fewer than this board's minimum of {min_scored_items}"
+            )
+        else:
+            ranked.append(e)
+    pairwise: list[dict[str, Any]] = []
+    if ranked:
+        ids = sorted({i for e in ranked for i in e.item_ids})
+        index = {item: j for j, item in enumerate(ids)}
+        persona = dict(
+            zip((i for e in ranked for i in e.item_ids), (p for e in ranked for p in e.personas), strict=True)
+        )
+        matrix = np.full((len(ids), len(ranked)), np.nan)
+        for c, e in enumerate(ranked):
+            matrix[[index[i] for i in e.item_ids], c] = e.values[metric]
+        result = paired_ranking(
+            matrix, [persona[i] for i in ids], correction=correction, alpha=alpha, resamples=resamples, seed=seed
+        )
+        for c, e in enumerate(ranked):
+            e.row["rank"] = result.rank[c]
+            e.row["rank_interval"] = list(result.rank_interval[c])
+        for p in result.pairs:
+            a, b = ranked[p["a"]].row["id"], ranked[p["b"]].row["id"]
+            pairwise.append({**p, "a": a, "b": b})
+    order = _sort_key(metric)
+    entries.sort(key=lambda e: order(e.row))
+    return {
+        "ranking_metric": metric,
+        "rank_rule": RANK_RULE.format(correction="step-down max-T" if correction == "max-t" else "Holm", alpha=alpha),
+        "rank_method": {
+            "unit": "persona",
+            "resamples": resamples,
+            "seed": seed,
+            "correction": correction,
+            "alpha": alpha,
+            "min_scored_items": min_scored_items,
+        },
+        "pairwise": pairwise,
+    }
+
+
+def _sort_key(metric: str) -> Any:
+    def key(row: dict[str, Any]) -> tuple[bool, int, float]:
+        block = row.get(metric) or {}
+        mean = block.get("mean")
+        return row["rank"] is None, row["rank"] or 0, -(mean if mean is not None else -1e9)
+
+    return key

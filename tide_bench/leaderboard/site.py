@@ -128,6 +128,22 @@ def _judge_stamp(board: dict[str, Any]) -> str:
     return '<div class="stamp">' + " ".join(parts) + "</div>"
 
 
+def _stats_note(r: dict[str, Any], metric: str) -> str:
+    """Details row: bounds, design effect, failures and why an entry is unranked."""
+    parts = []
+    block = r.get(metric) or {}
+    if block.get("design_effect") is not None:
+        parts.append(f"{esc(metric)}: n {block['n']} items in {block['n_clusters']} personas, design effect {block['design_effect']:.2f}")
+    bounds = r.get("empathy_bounds")
+    if bounds and bounds.get("worst") is not None:
+        parts.append(f"empathy if every unscored item scored lowest / highest: {bounds['worst']:.2f} / {bounds['best']:.2f}")
+    if r.get("n_model_failures") is not None:
+        parts.append(f"{r['n_model_failures']} model failures (counted at the lowest score), {r['n_infrastructure_unscored']} unscored for infrastructure reasons")
+    if r.get("unranked_reason"):
+        parts.append(f"not ranked: {esc(r['unranked_reason'])}")
+    return f"<p>{'; '.join(parts)}.</p>" if parts else ""
+
+
 def _fmt(x: Any) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
@@ -181,15 +197,22 @@ def render_index(board: dict[str, Any]) -> str:
                 + (f', dataset <code>{esc((board.get("split_sha256") or "")[:16])}</code>' if board.get("split_sha256") else "") + ".</p>")
     body.append(_judge_stamp(board))
     body.append(f"<h2>Ranking</h2><p>Ranked by <b>{esc('overall empathy (mean of the three factors, 1-5)' if metric == 'empathy' else 'cosine similarity to the reference reply')}</b>. "
-                "Models share a rank when their 95% confidence intervals overlap: a model's rank is 1 + the number of models whose interval lies entirely above its own. "
-                "Click a column header to sort.</p>")
+                "A model's rank is 1 + the number of models significantly better in a paired comparison on the same items "
+                "(persona-cluster bootstrap, corrected for testing every pair); models not shown to differ share a rank. "
+                "The range under the rank is where the rank falls in 95% of resamples. "
+                "Empty replies and refusals count as the lowest score (failure rate). Click a column header to sort. "
+                "Every pairwise difference with its interval is in <code>leaderboard.json</code> (<code>pairwise</code>).</p>")
     head = [("rank", "Rank", False), ("model", "Model", True), ("size", "Size", False), ("condition", "Condition", True), ("empathy", "Empathy", False)]
     head += [(f, FACTOR_LABELS[f], False) for f in FACTORS]
-    head += [("cosine", "Cosine", False), ("rouge", "ROUGE-L", False), ("unscored", "Unscored", False), ("safety", "Safety flags", False), ("n", "Items", False)]
+    head += [("cosine", "Cosine", False), ("rouge", "ROUGE-L", False), ("failures", "Failures", False), ("unscored", "Unscored", False),
+             ("safety", "Safety flags", False), ("n", "Items", False)]
     body.append('<table id="board"><thead><tr>' + "".join(f'<th scope="col" data-key="{k}" class="{"l" if left else ""}">{esc(label)}</th>' for k, label, left in head) + '<th scope="col">More</th></tr></thead>')
     for r in rows:
         cells: dict[str, tuple[str, str]] = {}
-        cells["rank"] = (str(r["rank"]) if r["rank"] else '<span class="muted">-</span>', str(r["rank"] or ""))
+        interval = r.get("rank_interval")
+        rank_range = f'<div class="ci">{interval[0]}-{interval[1]}</div>' if interval else ""
+        cells["rank"] = ((str(r["rank"]) + rank_range) if r["rank"] else f'<span class="muted" title="{esc(r.get("unranked_reason") or "")}">-</span>',
+                         str(r["rank"] or ""))
         tag = f'<span class="tag{" ft" if r["condition"] == "fine-tuned" else ""}">{esc(r["condition"])}</span>'
         warn = ""
         if r.get("self_preference") and r["self_preference"].get("risk"):
@@ -203,6 +226,7 @@ def render_index(board: dict[str, Any]) -> str:
         cells["cosine"] = _num(r["cosine_sim"], 3)
         cells["rouge"] = _num(r["rouge_l"], 3)
         cells["unscored"] = (f"{100 * r['unscored_rate']:.1f}%", f"{r['unscored_rate']:.6f}") if r["unscored_rate"] is not None else ('<span class="muted">not judged</span>', "")
+        cells["failures"] = _pct(r.get("failure_rate"))
         cells["safety"] = _pct(r["safety_flag_rate"])
         cells["n"] = (str(r["n_items"]), str(r["n_items"]))
         attrs = " ".join(f'data-{k}="{esc(v)}"' for k, (_, v) in cells.items())
@@ -213,9 +237,10 @@ def render_index(board: dict[str, Any]) -> str:
             for s, v in r["per_scenario"].items()
         )
         reasons = ", ".join(f"{esc(k)}: {v}" for k, v in sorted(r["unscored_reasons"].items())) or "none"
+        stats_note = _stats_note(r, metric)
         details = (f'<tr class="details" id="{detail_id}" hidden><td colspan="{len(head) + 1}">'
                    f"<p><b>{esc(r['model_name'])}</b>: {esc(r['model'].get('hub_id') or r['model'].get('api_model_id') or '')} "
-                   f"{esc(r['model'].get('revision') or '')}; licence {esc(r['license'])}; unscored reasons: {reasons}.</p>"
+                   f"{esc(r['model'].get('revision') or '')}; licence {esc(r['license'])}; unscored reasons: {reasons}.</p>{stats_note}"
                    f'<table><thead><tr><th class="l">Scenario</th><th>Items</th><th>Empathy</th><th>Cosine</th></tr></thead><tbody>{scen}</tbody></table>'
                    f'<p><a href="models/{esc(r["id"])}.html">Sample dialogues, replies and the judge\'s rationales</a></p></td></tr>')
         body.append(f'<tbody class="entry" {attrs}><tr>{tds}<td><button type="button" class="more" aria-expanded="false" aria-controls="{detail_id}">details</button></td></tr>{details}</tbody>')
@@ -233,7 +258,7 @@ def render_index(board: dict[str, Any]) -> str:
     if board.get("refused"):
         body.append("<h2>Refused submissions</h2><ul>" + "".join(f"<li><code>{esc(i)}</code>: {esc('; '.join(e))}</li>" for i, e in board["refused"].items()) + "</ul>")
     body.append("<footer>Every number is recomputed from the per-item samples and judgments of each submission; numbers written by submitters are not used. "
-                "Intervals: 95% percentile bootstrap over items (1,000 resamples, fixed seed). Unscored items (judge refusals, malformed output...) are counted, never dropped. "
+                f"Intervals: {esc(board.get('intervals') or '')}. Unscored items are counted, never dropped: {esc(board.get('unscored_rule') or '')}. "
                 "Data: <code>leaderboard.json</code>, <code>leaderboard.csv</code>, <code>leaderboard.md</code>. Built with tide-bench.</footer>")
     body.append(f"<script>{SORT_JS}</script>")
     return _page(board["name"], "\n".join(body))

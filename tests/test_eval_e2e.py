@@ -223,12 +223,15 @@ def test_the_whole_pipeline_runs_on_both_data_shapes(
     assignment = build_annotation([run_dir], tmp_path / "annotation", AssignmentOptions(per_rater=2, raters=2, overlap=2, repeats=0))
     assert len(assignment["units"]) == 2 and (tmp_path / "annotation" / "rater-1.html").is_file()
 
-    meta = {"schema_version": 1, "id": "pipeline-model", "model_name": "Demo pipeline model", "parameters": 135_000_000,
-            "model": {"hub_id": "org/demo", "revision": "abc123"}, "condition": "zero-shot", "license": "apache-2.0",
+    meta = {"schema_version": 1, "id": "pipeline-model", "model_name": "Demo pipeline model",
+            "model": {"hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "main"},  # a local folder: tolerated on a demo board
+            "parameters": run.manifest["model"]["num_parameters"], "condition": "zero-shot", "license": "apache-2.0",
             "contact": "dev@example.org"}
     (tmp_path / "meta.yaml").write_text(json.dumps(meta))
-    create_submission(run_dir, tmp_path / "meta.yaml", tmp_path / "submissions")
-    site = build_site(tmp_path / "submissions", tmp_path / "site", BoardConfig(split="validation", spot_check_items=0))
+    # a demo board on the validation split: the sample's items (and copies of them) join demo boards only
+    board = BoardConfig(split="validation", demo=True, spot_check_items=0, conversations_per_persona=None)
+    create_submission(run_dir, tmp_path / "meta.yaml", tmp_path / "submissions", board=board)
+    site = build_site(tmp_path / "submissions", tmp_path / "site", board)
     assert site.accepted == ["pipeline-model"], site.refused
     rows = json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]
     assert rows[0]["n_items"] == len(run.generations)

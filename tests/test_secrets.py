@@ -132,7 +132,7 @@ def test_planted_secrets_never_reach_a_file_from_eval_to_submission(tmp_path: Pa
     try:
         runner = CliRunner()
         run = tmp_path / "runs" / "demo"
-        result = runner.invoke(cli, ["eval", "--data", "sample", "--model", "hf", "--device", "cpu", "--limit", "1",
+        result = runner.invoke(cli, ["eval", "--data", "sample", "--split", "validation", "--model", "hf", "--device", "cpu",
                                      "--model-args", f"pretrained={demo_model_dir},dtype=float32,token={HF_TOKEN}",
                                      "--gen-kwargs", "max_gen_toks=8", "--output-dir", str(run)])
         assert result.exit_code == 0, result.output
@@ -147,11 +147,16 @@ def test_planted_secrets_never_reach_a_file_from_eval_to_submission(tmp_path: Pa
         outputs.append(result.output)
         meta = tmp_path / "submission.yaml"
         meta.write_text("schema_version: 1\nid: demo-secret\nmodel_name: Demo\nmodel: {hub_id: org/demo, revision: abc123}\n"
-                        "parameters: 135000000\ncondition: zero-shot\nlicense: apache-2.0\ncontact: dev@example.org\n")
-        result = runner.invoke(cli, ["submit", str(run), "--meta", str(meta), "--out", str(tmp_path / "submissions")])
+                        f"parameters: {manifest['model']['num_parameters']}\ncondition: zero-shot\nlicense: apache-2.0\n"
+                        "contact: dev@example.org\n")
+        board = tmp_path / "board.yaml"  # the sample joins demo boards only
+        board.write_text("split: validation\ndemo: true\nspot_check_items: 0\n")
+        result = runner.invoke(cli, ["submit", str(run), "--meta", str(meta), "--out", str(tmp_path / "submissions"),
+                                     "--board", str(board)])
         outputs.append(result.output)
+        assert result.exit_code == 0, result.output
         copied = [p.name for p in (tmp_path / "submissions" / "demo-secret").rglob("*") if p.is_file()]
-        assert "run.json" in copied and "judgments.jsonl" in copied, result.output  # (refused for --limit, but written)
+        assert "run.json" in copied and "judgments.jsonl" in copied, result.output
     finally:
         srv.stop()
     assert_nothing_leaked(tmp_path, *outputs)

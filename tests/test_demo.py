@@ -1,7 +1,8 @@
-"""`tide-bench demo` end to end: generation, metrics, and the judge stage when configured."""
+"""`tide-bench demo`: the study in miniature (zero-shot, fine-tuned, reference), judged when configured."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from tide_bench.demo.pipeline import configured_judge, run_demo
 pytestmark = pytest.mark.slow
 
 
-def test_demo_runs_every_configured_stage(tmp_path: Path, demo_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_runs_every_configured_stage_and_resumes(tmp_path: Path, demo_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     server = FakeLLMServer().start()
     try:
         for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
@@ -22,16 +23,22 @@ def test_demo_runs_every_configured_stage(tmp_path: Path, demo_model_dir: Path, 
         lines: list[str] = []
         produced = run_demo(tmp_path / "demo", max_gen_toks=8, batch_size=6, finetune_steps=2, echo=lines.append)
         text = "\n".join(lines)
-        assert (tmp_path / "demo" / "runs" / "demo-smollm2-chat" / "run.json").is_file()
-        assert "cosine_sim" in text and "not benchmark results" in text
-        assert "[judge] demo-smollm2-chat: rating the replies with local (fake-judge)" in text
-        assert Path(produced["judge"], "judgments.jsonl").is_file() and server.total_calls == 36
+        cells = tmp_path / "demo" / "cells"
+        assert {p.parent.parent.name for p in cells.glob("*/run/run.json")} == {
+            "smollm2-135m-zero-shot", "smollm2-135m-fine-tuned", "reference"}
+        assert "not benchmark results" in text and produced["failed"] == {}
+        assert len(produced["judge"]) == 3 and server.total_calls == 3 * 12  # every cell judged, once
         site = Path(produced["site"])
-        assert site.is_file() and "Demo board" in site.read_text() and "refused" not in text
-        rows = __import__("json").loads((site.parent / "leaderboard.json").read_text())["rows"]
+        rows = json.loads((site.parent / "leaderboard.json").read_text())["rows"]
         assert len(rows) == 3 and all(r["judged"] for r in rows)
-        assert [r["condition"] for r in rows].count("fine-tuned") == 1
-        assert "[finetune]" in text
+        assert sorted(r["condition"] for r in rows) == ["fine-tuned", "reference", "zero-shot"]
+        report = json.loads((tmp_path / "demo" / "report" / "report.json").read_text())
+        empathy = report["models"][0]["empathy"]
+        assert empathy["gain"]["n"] == 12 and "reference_minus" in empathy and report["reference"]["empathy"]["n"] == 12
+        assert (tmp_path / "demo" / "report" / "gain_empathy.png").is_file()
+        again: list[str] = []
+        run_demo(tmp_path / "demo", max_gen_toks=8, batch_size=6, finetune_steps=2, echo=again.append)
+        assert server.total_calls == 36 and not any(": running" in line for line in again)  # nothing redone
     finally:
         server.stop()
 

@@ -1,7 +1,7 @@
 """Data flows one way: each stage imports only the stages before it.
 
 core -> data -> metrics -> tasks -> generation -> judging -> agreement -> leaderboard
--> (finetune, annotation, demo, cli). A reader can trust a module's package to tell what
+-> (finetune, annotation) -> study -> (demo, cli). A reader can trust a module's package to tell what
 it may depend on; this test keeps that true.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import tide_bench
 
-ORDER = ["core", "data", "metrics", "tasks", "generation", "judging", "agreement", "leaderboard", "finetune", "annotation", "demo", "cli"]
+ORDER = ["core", "data", "metrics", "tasks", "generation", "judging", "agreement", "leaderboard", "finetune", "annotation", "study", "demo", "cli"]
 PACKAGE = Path(tide_bench.__file__).parent
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import iter_jsonl
+from tide_bench.generation.run_dir import run_label
 
 REQUIRED = ("item_id", "rater_id", "dimension", "score")
 
@@ -226,8 +227,7 @@ def judge_rater_id(judge: dict[str, Any]) -> str:
 def annotation_prefix(path: Path, table: RatingsTable) -> str:
     """Ratings collected with ``tide-bench annotate`` name items ``<run folder>/<item id>``;
     a judge's items match them through the run folder its judge directory sits in."""
-    run_name = path.resolve().parent.parent.name
-    prefix = f"{run_name}/"
+    prefix = f"{run_label(path.resolve().parent.parent)}/"
     return prefix if any(r.item.startswith(prefix) for r in table.rows) else ""
 
 

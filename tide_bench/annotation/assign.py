@@ -29,7 +29,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.provenance import utc_now
-from tide_bench.generation.run_dir import load_run
+from tide_bench.generation.run_dir import load_run, run_label
 from tide_bench.judging.rubric import load_rubric
 
 ASSIGNMENT = "assignment.json"
@@ -147,9 +147,9 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
         run = load_run(path)
         for gen in run.generations:
             if gen.reply.strip():
-                pool.append({"run": run.root.name, "model": run.model_name, "item_id": gen.item_id, "scenario": gen.scenario, "turn": gen.turn,
+                pool.append({"run": run_label(run.root), "model": run.model_name, "item_id": gen.item_id, "scenario": gen.scenario, "turn": gen.turn,
                              "history": gen.history, "client": gen.client_utterance, "reply": gen.reply})
-    names = [Path(p).name for p in runs]
+    names = [run_label(p) for p in runs]
     if len(set(names)) != len(names):
         raise ConfigError("run folders must have distinct names: the name identifies the model in the ratings table")
     n_units = (options.per_rater * options.raters) // options.overlap

@@ -30,16 +30,19 @@ def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int,
 
     Every item gets --overlap raters and every pair of raters shares items where the plan is
     large enough (assignment.json reports the design; a warning says when it is not).
+    RUNS are run directories, or a study's output folder (`tide-bench study --out`), meaning
+    every generated run of its cells (models x conditions, and the reference if it has one).
     Send each rater their rater-N.html: it works offline and nothing leaves their machine;
     they download a ratings file at the end. Keep assignment.json: it maps items to models.
 
     \b
     Example:
       tide-bench annotate build runs/model-a runs/model-b --per-rater 40 --raters 5 --out annotation/
+      tide-bench annotate build studies-out/demo --out annotation/
     """
     from tide_bench.annotation import AssignmentOptions, build_annotation
 
-    a = build_annotation(list(runs), out, AssignmentOptions(per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed, title=title))
+    a = build_annotation(_expand_study_folders(runs), out, AssignmentOptions(per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed, title=title))
     click.echo(f"{len(a['units'])} items, {len(a['raters'])} pages ({per_rater + repeats} items each), every item rated by {overlap} raters")
     d = a["design"]
     click.echo(f"rater pairs sharing items: {d['pairs_sharing_items']} of {d['rater_pairs']} (each shares {d['min_shared_items']}"
@@ -47,6 +50,19 @@ def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int,
     if d["warning"]:
         click.secho(f"warning: {d['warning']}", fg="yellow", err=True)
     click.echo(f"written: {out / 'assignment.json'} and {', '.join(p['file'] for p in a['pages'].values())}")
+
+
+def _expand_study_folders(paths: tuple[Path, ...]) -> list[Path]:
+    """Each study folder becomes its cells' runs; other paths pass through unchanged."""
+    from tide_bench.study import study_run_dirs
+
+    expanded: list[Path] = []
+    for path in paths:
+        runs = study_run_dirs(path)
+        if runs == []:
+            raise click.UsageError(f"{path} is a study folder without generated runs yet: run `tide-bench study` first")
+        expanded.extend(runs if runs is not None else [path])
+    return expanded
 
 
 @annotate.command("collect")

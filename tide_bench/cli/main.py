@@ -22,6 +22,7 @@ from tide_bench.cli.finetune_cmd import finetune_cmd
 from tide_bench.cli.judge_cmd import judge_cmd
 from tide_bench.cli.leaderboard_cmd import leaderboard, submit_cmd
 from tide_bench.cli.spellings import SpellingGroup
+from tide_bench.cli.study_cmd import study_cmd
 from tide_bench.core.errors import TideBenchError
 
 USER_ERROR_EXIT = 2
@@ -55,6 +56,7 @@ def cli() -> None:
       tide-bench annotate build|collect       offline, blinded rating pages for people; merge returns
       tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
       tide-bench leaderboard validate|build   check submissions; build the static site
+      tide-bench study STUDY.yaml             the paper's grid (models x zero-shot/fine-tuned + reference), resumable
       tide-bench demo                         the whole pipeline offline on the built-in sample
 
     Options also take lm-eval's spellings: --model_args, --batch_size, --output_path, ...
@@ -74,6 +76,7 @@ cli.add_command(audit_cmd)
 cli.add_command(annotate)
 cli.add_command(submit_cmd)
 cli.add_command(leaderboard)
+cli.add_command(study_cmd)
 cli.add_command(demo)
 
 

@@ -73,3 +73,11 @@ def prepare_demo_model(target: Path | None = None) -> Path:
 def demo_model_args() -> str:
     """lm-eval ``--model_args`` for the demo model on CPU."""
     return f"pretrained={prepare_demo_model()},dtype=float32"
+
+
+DEMO_MODEL_ALIAS = "demo"
+
+
+def resolve_model(name: str) -> str:
+    """A study's ``model:`` with the ``demo`` alias resolved to the demo model's folder."""
+    return str(prepare_demo_model()) if name == DEMO_MODEL_ALIAS else name

@@ -57,3 +57,13 @@ def load_run(root: str | Path) -> RunDirectory:
     if not generations:
         raise DataError("the run holds no generations", path=manifest_path)
     return RunDirectory(root, info.raw, generations, info)
+
+
+def run_label(root: str | Path) -> str:
+    """The name that identifies a run folder to people (rating tables, audit item ids): the folder's
+    own name, except a study cell's ``<study>/cells/<cell>/run``, which every cell names ``run``
+    and which is therefore called by its cell id."""
+    path = Path(root).resolve()
+    if path.name == "run" and path.parent.parent.name == "cells":
+        return path.parent.name
+    return path.name

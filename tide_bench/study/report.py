@@ -1,0 +1,283 @@
+"""The paper's figures from a study's outputs, with paired, persona-clustered intervals.
+
+The TIDE paper's findings are comparative: fine-tuning helps, gains vary by scenario, the
+smallest models hit a "knowledge transfer ceiling", the frontier reference stays on top. Every
+comparison here is therefore *paired*: both arms answered the same items, so the difference
+is taken item by item (on the items counted in both) and its 95 % interval comes from the
+persona-cluster bootstrap of those differences (``core.stats.mean_ci`` with the persona as
+cluster: TIDE items nest in personas). Four views:
+
+* gain per model: fine-tuned minus zero-shot, on empathy (judge) and on cosine similarity;
+* gain versus model size (the knowledge-transfer-ceiling plot), sizes read from each run;
+* gain per emotional scenario, as a heatmap of paired gains with their intervals;
+* distance to the reference row (reference minus model) on judged empathy.
+
+Judged empathy counts each item as the judge summary does (model failures at the scale
+minimum, infrastructure failures left out). Without a judge only cosine is reported; cosine
+of the reference row against itself is not a result (1 by construction) and is never shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tide_bench.core.jsonio import atomic_write_text, write_json
+from tide_bench.core.stats import mean_ci
+from tide_bench.data.schema import persona_of_item
+from tide_bench.generation import load_run
+from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.summary import counted_values
+from tide_bench.study.plan import REFERENCE_CELL, StudyPlan
+from tide_bench.study.spec import StudySpec
+
+REPORT_DIR = "report"
+METRICS = ("empathy", "cosine_sim")
+LABELS = {"empathy": "judged empathy (1-5)", "cosine_sim": "cosine similarity to the reference"}
+
+
+@dataclass
+class CellData:
+    """Per-item values of one cell, keyed by item id."""
+
+    cell: str
+    condition: str
+    model: str | None
+    parameters: int | None
+    values: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> item -> value
+    scenario: dict[str, str] = field(default_factory=dict)
+
+
+def _cell_data(plan: StudyPlan, out: Path) -> dict[str, CellData]:
+    rubric = load_rubric()
+    cells: dict[str, CellData] = {}
+    for cell in plan.cells:
+        eval_stage = next((s for s in plan.for_cell(cell.id) if s.stage == "eval"), None)
+        if eval_stage is None or not eval_stage.done or not eval_stage.record:
+            continue
+        run = load_run(out / eval_stage.record["outputs"]["run"])
+        data = CellData(cell.id, cell.condition, cell.model.id if cell.model else None,
+                        run.manifest.get("model", {}).get("num_parameters"))
+        data.scenario = {g.item_id: g.scenario or "(none)" for g in run.generations}
+        if cell.id != REFERENCE_CELL:  # similarity of the references to themselves is no result
+            data.values["cosine_sim"] = {
+                g.item_id: float(g.metrics["cosine_sim"]) for g in run.generations if np.isfinite(g.metrics.get("cosine_sim", np.nan))
+            }
+        judgments = run.root / "judge" / "judgments.jsonl"
+        if judgments.is_file():
+            records = [j.as_record() for j in read_judgments(judgments, rubric)]
+            overall = counted_values(records, rubric.factor_keys, rubric.scale_min)[:, -1]
+            data.values["empathy"] = {r["item_id"]: float(v) for r, v in zip(records, overall, strict=True) if np.isfinite(v)}
+        cells[cell.id] = data
+    return cells
+
+
+def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = None) -> dict[str, Any]:
+    """Mean of ``a - b`` over the items both count (optionally within ``items``), with its
+    persona-cluster bootstrap 95 % interval, n and the number of personas."""
+    common = sorted(set(a) & set(b) & (items if items is not None else set(a)))
+    diffs = np.array([a[i] - b[i] for i in common], dtype=float)
+    personas = [persona_of_item(i) for i in common]
+    est = mean_ci(diffs, clusters=personas) if common else None
+    if est is None or est.mean is None:
+        return {"difference": None, "ci_low": None, "ci_high": None, "n": 0, "n_personas": 0}
+    return {"difference": est.mean, "ci_low": est.ci_low, "ci_high": est.ci_high, "n": est.n,
+            "n_personas": est.n_clusters, "design_effect": est.design_effect}
+
+
+def _mean(values: dict[str, float]) -> dict[str, Any]:
+    items = sorted(values)
+    est = mean_ci(np.array([values[i] for i in items]), clusters=[persona_of_item(i) for i in items]) if items else None
+    return {"mean": None if est is None else est.mean, "ci_low": None if est is None else est.ci_low,
+            "ci_high": None if est is None else est.ci_high, "n": 0 if est is None else est.n}
+
+
+def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any]:
+    """All numbers of the report (also written as report.json)."""
+    cells = _cell_data(plan, out)
+    reference = cells.get(REFERENCE_CELL)
+    result: dict[str, Any] = {"study": spec.name, "data": spec.data, "split": spec.split, "prompt": spec.prompt,
+                              "synthetic_sample": spec.data == "sample", "models": []}
+    for model in spec.models:
+        zs, ft = cells.get(f"{model.id}-zero-shot"), cells.get(f"{model.id}-fine-tuned")
+        entry: dict[str, Any] = {"model": model.id, "name": model.model, "verified": model.verified,
+                                 "parameters": next((c.parameters for c in (zs, ft) if c and c.parameters), None)}
+        for metric in METRICS:
+            block: dict[str, Any] = {}
+            for label, cell in (("zero-shot", zs), ("fine-tuned", ft)):
+                if cell and metric in cell.values:
+                    block[label] = _mean(cell.values[metric])
+            if zs and ft and metric in zs.values and metric in ft.values:
+                block["gain"] = paired(ft.values[metric], zs.values[metric])
+                scenarios = sorted({s for s in zs.scenario.values()})
+                block["gain_by_scenario"] = {
+                    s: paired(ft.values[metric], zs.values[metric], {i for i, v in zs.scenario.items() if v == s})
+                    for s in scenarios
+                }
+            if metric == "empathy" and reference and "empathy" in reference.values:
+                block["reference_minus"] = {
+                    label: paired(reference.values["empathy"], cell.values["empathy"])
+                    for label, cell in (("zero-shot", zs), ("fine-tuned", ft)) if cell and "empathy" in cell.values
+                }
+            if block:
+                entry[metric] = block
+        result["models"].append(entry)
+    if reference and "empathy" in reference.values:
+        result["reference"] = {"empathy": _mean(reference.values["empathy"])}
+    return result
+
+
+def _fmt(block: dict[str, Any] | None, key: str = "difference") -> str:
+    if not block or block.get(key if key in block else "mean") is None:
+        return "n/a"
+    value = block.get(key, block.get("mean"))
+    interval = "" if block.get("ci_low") is None else f" [{block['ci_low']:.2f}, {block['ci_high']:.2f}]"
+    return f"{value:+.2f}{interval}" if key == "difference" else f"{value:.2f}{interval}"
+
+
+def _figures(result: dict[str, Any], folder: Path) -> list[str]:
+    """PNG figures for the report; returns their file names."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for metric in METRICS:
+        models = [m for m in result["models"] if (m.get(metric) or {}).get("gain")]
+        if not models:
+            continue
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]})
+        ys = np.arange(len(models))
+        for offset, label, color in ((-0.15, "zero-shot", "#7a869a"), (0.15, "fine-tuned", "#1f6feb")):
+            points = [(m[metric].get(label) or {}) for m in models]
+            x = [p.get("mean") if p.get("mean") is not None else np.nan for p in points]
+            err = [[(p["mean"] - p["ci_low"]) if p.get("ci_low") is not None else 0 for p in points],
+                   [(p["ci_high"] - p["mean"]) if p.get("ci_high") is not None else 0 for p in points]]
+            ax1.errorbar(x, ys + offset, xerr=err, fmt="o", color=color, label=label, capsize=3)
+        if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
+            ax1.axvline(result["reference"]["empathy"]["mean"], color="#b35900", linestyle="--", label="TIDE reference")
+        ax1.set_yticks(ys, [m["model"] for m in models])
+        ax1.set_xlabel(LABELS[metric])
+        ax1.legend(loc="best", fontsize=8)
+        ax1.set_title("zero-shot and fine-tuned (95% CI, personas resampled)", fontsize=9)
+        gains = [m[metric]["gain"] for m in models]
+        g = [x["difference"] if x["difference"] is not None else np.nan for x in gains]
+        gerr = [[(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gains],
+                [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gains]]
+        ax2.errorbar(g, ys, xerr=gerr, fmt="s", color="#2da44e", capsize=3)
+        ax2.axvline(0, color="black", linewidth=0.8)
+        ax2.set_yticks(ys, [""] * len(models))
+        ax2.set_xlabel("gain: fine-tuned minus zero-shot (paired)")
+        fig.tight_layout()
+        name = f"gain_{metric}.png"
+        fig.savefig(folder / name, dpi=110)
+        plt.close(fig)
+        written.append(name)
+
+        sized = [m for m in models if m.get("parameters")]
+        if sized:
+            fig, ax = plt.subplots(figsize=(6.5, 4))
+            xs = [m["parameters"] / 1e9 for m in sized]
+            gs = [m[metric]["gain"] for m in sized]
+            ax.errorbar(xs, [x["difference"] for x in gs], fmt="o", color="#2da44e", capsize=3,
+                        yerr=[[(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gs],
+                              [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gs]])
+            for x, m, gain in zip(xs, sized, gs, strict=True):
+                ax.annotate(m["model"], (x, gain["difference"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
+            ax.axhline(0, color="black", linewidth=0.8)
+            ax.set_xscale("log")
+            ax.set_xlabel("parameters (billions, log scale)")
+            ax.set_ylabel(f"gain in {LABELS[metric]}")
+            ax.set_title("fine-tuning gain vs size (knowledge-transfer ceiling)", fontsize=9)
+            fig.tight_layout()
+            name = f"gain_vs_size_{metric}.png"
+            fig.savefig(folder / name, dpi=110)
+            plt.close(fig)
+            written.append(name)
+
+        scenarios = sorted({s for m in models for s in m[metric].get("gain_by_scenario", {})})
+        if scenarios:
+            grid = np.array([[(m[metric]["gain_by_scenario"].get(s) or {}).get("difference") or np.nan for s in scenarios]
+                             for m in models], dtype=float)
+            fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(scenarios) + 2), 0.5 * len(models) + 2))
+            bound = np.nanmax(np.abs(grid)) if np.isfinite(grid).any() else 1.0
+            image = ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
+            for r, m in enumerate(models):
+                for c, s in enumerate(scenarios):
+                    cell = m[metric]["gain_by_scenario"].get(s) or {}
+                    if cell.get("difference") is None:
+                        continue
+                    sure = cell.get("ci_low") is not None and (cell["ci_low"] > 0 or cell["ci_high"] < 0)
+                    strong = abs(cell["difference"]) > 0.6 * bound
+                    ax.text(c, r, f"{cell['difference']:+.2f}{'*' if sure else ''}", ha="center", va="center", fontsize=7,
+                            color="white" if strong else "black")
+            ax.set_xticks(range(len(scenarios)), scenarios, rotation=45, ha="right", fontsize=8)
+            ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
+            ax.set_title(f"gain per scenario, {LABELS[metric]} (* 95% CI excludes 0)", fontsize=9)
+            fig.colorbar(image, ax=ax, shrink=0.8)
+            fig.tight_layout()
+            name = f"scenario_gains_{metric}.png"
+            fig.savefig(folder / name, dpi=110)
+            plt.close(fig)
+            written.append(name)
+    return written
+
+
+def markdown(result: dict[str, Any], figures: list[str]) -> str:
+    lines = [f"# Study {result['study']}", ""]
+    if result["synthetic_sample"]:
+        lines += ["> **Built-in synthetic sample and demo model: these numbers show the mechanism; they are not "
+                  "benchmark results.**", ""]
+    lines += [f"Data `{result['data']}`, split `{result['split']}`, prompt condition `{result['prompt']}`. Every "
+              "difference is paired (the same items in both arms) with a 95% persona-cluster bootstrap interval; "
+              "`n` counts items, personas are the resampled unit.", ""]
+    for metric in METRICS:
+        rows = [m for m in result["models"] if m.get(metric)]
+        if not rows:
+            continue
+        lines += [f"## {LABELS[metric].capitalize()}", "",
+                  "| model | size | zero-shot | fine-tuned | gain (FT - ZS) | n items | personas |",
+                  "|---|---|---|---|---|---|---|"]
+        for m in rows:
+            block = m[metric]
+            gain = block.get("gain") or {}
+            size = f"{m['parameters'] / 1e9:.2f}B" if m.get("parameters") else "?"
+            flag = "" if m["verified"] else " (unverified)"
+            lines.append(f"| {m['model']}{flag} | {size} | {_fmt(block.get('zero-shot'), 'mean')} | "
+                         f"{_fmt(block.get('fine-tuned'), 'mean')} | {_fmt(gain)} | {gain.get('n', '')} | "
+                         f"{gain.get('n_personas', '')} |")
+        lines.append("")
+        if metric == "empathy" and result.get("reference"):
+            lines += [f"TIDE reference (Claude 3.5 Sonnet): {_fmt(result['reference']['empathy'], 'mean')}.", "",
+                      "| model | reference minus zero-shot | reference minus fine-tuned |", "|---|---|---|"]
+            for m in rows:
+                dist = m[metric].get("reference_minus") or {}
+                lines.append(f"| {m['model']} | {_fmt(dist.get('zero-shot'))} | {_fmt(dist.get('fine-tuned'))} |")
+            lines.append("")
+        scenario_rows = [m for m in rows if m[metric].get("gain_by_scenario")]
+        if scenario_rows:
+            scenarios = sorted({s for m in scenario_rows for s in m[metric]["gain_by_scenario"]})
+            lines += ["Gain per scenario:", "", "| model | " + " | ".join(scenarios) + " |",
+                      "|---|" + "---|" * len(scenarios)]
+            for m in scenario_rows:
+                cells = [_fmt(m[metric]["gain_by_scenario"].get(s)) for s in scenarios]
+                lines.append(f"| {m['model']} | " + " | ".join(cells) + " |")
+            lines.append("")
+    lines += [f"![{name}]({name})" for name in figures]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(spec: StudySpec, out: Path, plan: StudyPlan) -> Path:
+    """``<out>/report/report.md`` with report.json and the PNG figures; returns the markdown path."""
+    folder = Path(out) / REPORT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    result = compute(spec, plan, Path(out))
+    figures = _figures(result, folder)
+    write_json(folder / "report.json", result | {"figures": figures})
+    atomic_write_text(folder / "report.md", markdown(result, figures))
+    return folder / "report.md"

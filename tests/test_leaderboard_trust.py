@@ -454,3 +454,11 @@ def test_pin_rewrites_only_the_pins_and_validation_holds_entries_to_them(subs: P
     assert any("the submitted items are not the board's dataset" in e for e in errors), errors
     refused = CliRunner().invoke(cli, ["leaderboard", "pin", "--data", "sample", "--board", str(board_file)])
     assert refused.exit_code == 2 and "synthetic sample cannot define a TIDE board" in refused.output
+
+
+def test_each_metadata_problem_is_reported_once() -> None:
+    from tide_bench.leaderboard.metadata import schema_problems
+
+    problems = schema_problems({"id": "x", "model_name": "X", "condition": "reference", "submitter": "me"})
+    assert len(problems) == len(set(problems)) and len(problems) >= 2
+    assert sum("(required)" in message for _, message in problems) == 1

@@ -193,3 +193,15 @@ def test_short_texts_take_the_single_pass(scorer: ReferenceScorer) -> None:
 def test_precision_argument_overrides_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TIDE_BENCH_EMBEDDING_PRECISION", "bf16")
     assert ReferenceScorer(precision="fp32").precision == "fp32" and ReferenceScorer().precision == "bf16"
+
+
+def test_loading_the_encoder_prints_no_weight_loading_bar() -> None:
+    """`submit` and `leaderboard validate` load the encoder for spot checks: no tqdm bar in their output."""
+    import subprocess
+    import sys
+
+    code = ("from tide_bench.metrics.reference import DEFAULT_EMBEDDING, _load_embedder; _load_embedder(DEFAULT_EMBEDDING);"
+            "from transformers.utils import logging; assert logging.is_progress_bar_enabled()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Loading weights" not in done.stderr + done.stdout

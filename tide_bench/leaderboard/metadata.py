@@ -70,10 +70,12 @@ def schema_problems(meta: Any) -> list[tuple[str, str]]:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema())
-    out = []
+    out: list[tuple[str, str]] = []
     for err in sorted(validator.iter_errors(meta), key=lambda e: [str(p) for p in e.absolute_path]):
         where = ".".join(str(p) for p in err.absolute_path) or "(top level)"
-        out.append((where, _schema_message(err)))
+        problem = (where, _schema_message(err))
+        if problem not in out:  # the schema's conditional branches repeat one violation (e.g. a missing key)
+            out.append(problem)
     return out
 
 

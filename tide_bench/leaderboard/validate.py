@@ -380,8 +380,8 @@ def _judgments(
         )
     elif stale:
         result.refuse(
-            f"{len(stale)} judgment(s) do not match the submitted reply or context (first: {stale[0].item_id}): the "
-            "reply changed after judging; re-judge",
+            f"{len(stale)} judgment(s) do not match the submitted reply or context (first: {stale[0].item_id}): these "
+            "judgments were made for other replies (another run, or replies changed after judging); re-judge this run",
             JUDGMENTS,
             stale[0].line,
             "key",

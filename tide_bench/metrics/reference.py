@@ -108,7 +108,23 @@ def _load_embedder(name: str) -> Any:
     from sentence_transformers import SentenceTransformer
 
     path = default_embedding_model_path() if name == DEFAULT_EMBEDDING else name
-    return SentenceTransformer(path, device="cpu" if not _cuda() else None)
+    with _quiet_weight_loading():
+        return SentenceTransformer(path, device="cpu" if not _cuda() else None)
+
+
+@contextlib.contextmanager
+def _quiet_weight_loading() -> Iterator[None]:
+    """Hide transformers' "Loading weights" bar: a 100-ms load of a small encoder inside
+    ``submit`` or ``leaderboard validate`` is not progress a user needs to watch."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _cpu_bf16_supported() -> bool:

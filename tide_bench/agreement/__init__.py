@@ -1,7 +1,7 @@
 """Agreement: can a judge stand in for human raters, on which factor, and for whom?
 
-Imports :mod:`tide_bench.core` (and reads judge outputs as plain files). Works on any
-ratings table, human or machine. Public API::
+Imports :mod:`tide_bench.core` and, for a run folder's name, :mod:`tide_bench.generation`
+(judge outputs are read as plain files). Works on any ratings table, human or machine. Public API::
 
     from tide_bench.agreement import run_audit
     report = run_audit(ratings="human_ratings.csv", raters="raters.csv",

@@ -9,10 +9,11 @@ from click.testing import CliRunner
 
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.hardware import cpu_has_native_bf16
 from tide_bench.finetune.config import FinetuneConfig, check_config, plan_steps
 from tide_bench.finetune.lora import ALL_LINEAR, check_quantization, linear_module_names, resolve_targets
 from tide_bench.finetune.outputs import CONFIG_FILE, check_output_folder, checkpoint_to_resume, start_output_folder
-from tide_bench.finetune.precision import DeviceFacts, choose_precision, cpu_has_native_bf16
+from tide_bench.finetune.precision import DeviceFacts, choose_precision
 from tide_bench.finetune.trainer import keep_reply_logits, report_targets
 
 

@@ -12,13 +12,10 @@ memory of bf16 weights. peft keeps the LoRA weights themselves in fp32.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from tide_bench.core.errors import ConfigError
-
-BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+from tide_bench.core.hardware import cpu_has_native_bf16
 
 
 @dataclass(frozen=True)
@@ -38,28 +35,6 @@ class Precision:
     @property
     def torch_dtype(self) -> str:
         return {"bf16": "bfloat16", "fp16": "float16"}.get(self.name, "float32")
-
-
-def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """True when the CPU executes bf16 natively (x86 AVX512-BF16/AMX, or Arm's bf16 extension)."""
-    try:
-        import torch
-
-        if torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported():
-            return True
-    except (ImportError, AttributeError, RuntimeError):  # pragma: no cover - older torch
-        pass
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        return False
-    flags = set(
-        re.findall(
-            r"[\w.]+",
-            " ".join(line.split(":", 1)[-1] for line in text.splitlines() if line.startswith(("flags", "Features"))),
-        )
-    )
-    return any(flag in flags for flag in BF16_CPU_FLAGS) or "bf16" in flags
 
 
 def device_facts() -> DeviceFacts:

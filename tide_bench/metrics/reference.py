@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from tide_bench.core.hardware import cpu_has_native_bf16
 from tide_bench.core.stats import mean_ci
 from tide_bench.data.schema import persona_of_item
 from tide_bench.metrics.embedding_store import EmbeddingStore
@@ -125,15 +126,6 @@ def _quiet_weight_loading() -> Iterator[None]:
     finally:
         if was_enabled:
             hf_logging.enable_progress_bar()
-
-
-def _cpu_bf16_supported() -> bool:
-    try:
-        import torch
-
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except Exception:  # pragma: no cover - older torch or no oneDNN
-        return False
 
 
 def _cuda() -> bool:
@@ -246,7 +238,7 @@ class ReferenceScorer:
         if requested not in ("auto", "fp32", "bf16"):
             requested = "auto"
         self.precision = (
-            "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and _cpu_bf16_supported()) else "fp32"
+            "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and cpu_has_native_bf16()) else "fp32"
         )
 
     def describe(self) -> dict[str, Any]:

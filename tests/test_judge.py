@@ -481,38 +481,6 @@ def test_interrupted_batch_is_resumed_not_resubmitted(tmp_path: Path) -> None:
         srv.stop()
 
 
-def test_probes_report(tmp_path: Path, server: FakeLLMServer) -> None:
-    result = CliRunner().invoke(cli, ["judge", "--probes", "--out", str(tmp_path / "probes"), "--base-url", server.url])
-    assert result.exit_code == 0, result.output
-    report = json.loads((tmp_path / "probes" / "probes_report.json").read_text())
-    kinds = {c["probe"] for c in report["checks"]}
-    assert kinds == {"formulaic", "generic", "padded", "injection", "dismissive", "harmful"}
-    assert "| context | probe |" in (tmp_path / "probes" / "probes_report.md").read_text()
-
-
-def _probe(kind: str, scores: tuple[int, int, int] | None, *, flagged: bool = False) -> dict:
-    keys = ("emotion_recognition", "distress_normalization", "supportive_reflection")
-    base = {"item_id": f"probe/{kind}/ctx", "status": "scored" if scores else "unscored", "unscored_kind": None if scores else "refusal"}
-    return base | {"scores": dict(zip(keys, scores, strict=True)) if scores else None,
-                   "safety": {"flagged": flagged, "reason": "x" if flagged else ""} if scores else None}
-
-
-def test_probe_verdicts_one_hand_made_case_per_branch() -> None:
-    from tide_bench.judging.probes import assess
-
-    good = _probe("good", (5, 5, 5))
-    verdicts = {c["probe"]: c["verdict"] for c in assess([
-        good,
-        _probe("generic", (2, 2, 2)),  # 3 points below the good reply: resisted
-        _probe("padded", (5, 4, 5)),  # within the margin: gamed
-        _probe("harmful", (1, 1, 1)),  # low but not flagged: gamed
-        _probe("dismissive", None),  # unscored: inconclusive
-    ])["checks"]}
-    assert verdicts == {"generic": "resisted", "padded": "gamed", "harmful": "gamed", "dismissive": "inconclusive"}
-    flagged = assess([good, _probe("harmful", (1, 1, 1), flagged=True)])
-    assert flagged["checks"][0]["verdict"] == "resisted" and flagged["trustworthy"] is True
-
-
 def test_self_preference_is_flagged(tmp_path: Path, server: FakeLLMServer) -> None:
     result = judge_run(make_run(tmp_path / "run", model_name="anthropic/claude-3-haiku"), tmp_path / "j", claude(server))
     assert result.summary["self_preference"]["risk"] is True

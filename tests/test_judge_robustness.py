@@ -260,9 +260,16 @@ def _template_tags(config: Any) -> int:
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 10**12) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
 SCORE = st.one_of(st.integers(-2, 8), JSON)
-RATING = st.one_of(JSON, st.fixed_dictionaries(
+RATING_V1 = st.fixed_dictionaries(
     {f: st.one_of(JSON, st.fixed_dictionaries({"score": SCORE, "rationale": st.one_of(st.text(max_size=10), JSON)})) for f in FACTORS}
-    | {"safety": st.one_of(JSON, st.fixed_dictionaries({"flagged": st.one_of(st.booleans(), JSON), "reason": st.one_of(st.text(max_size=10), JSON)}))}))
+    | {"safety": st.one_of(JSON, st.fixed_dictionaries({"flagged": st.one_of(st.booleans(), JSON), "reason": st.one_of(st.text(max_size=10), JSON)}))})
+CODE = st.sampled_from(["none", "risk_mishandled", "current_danger", "suicide_self_harm", "made_up"]) | JSON
+RATING_V2 = st.fixed_dictionaries(  # the default rubric's shape: risk cue, evidence, safety category, then the factors
+    {"risk_cue": st.one_of(JSON, st.fixed_dictionaries({"present": st.booleans() | JSON, "kind": CODE})),
+     "evidence": st.one_of(JSON, st.lists(st.text(max_size=8) | JSON, max_size=3)),
+     "safety": st.one_of(JSON, st.fixed_dictionaries({"category": CODE, "reason": st.text(max_size=10) | JSON, "flagged": st.booleans() | JSON}))}
+    | {f: st.one_of(JSON, st.fixed_dictionaries({"rationale": st.text(max_size=10) | JSON, "score": SCORE})) for f in FACTORS})
+RATING = st.one_of(JSON, RATING_V1, RATING_V2)
 USAGE = st.one_of(JSON, st.fixed_dictionaries({}, optional={"prompt_tokens": JSON | st.integers(0, 500), "completion_tokens": JSON | st.integers(0, 500),
                                                            "input_tokens": JSON | st.integers(0, 500), "output_tokens": JSON | st.integers(0, 500),
                                                            "prompt_tokens_details": JSON}))
@@ -319,6 +326,19 @@ def test_fuzz_any_anthropic_answer_is_scored_or_unscored_with_a_reason(server: F
 
 
 RUBRIC = load_judge("claude-sonnet").rubric
+
+
+@FUZZ_PURE
+@given(payload=RATING_V2)
+def test_fuzz_any_v2_rating_is_a_rating_or_a_schema_violation(payload: Any) -> None:
+    from tide_bench.judging.parse import SchemaViolation, parse_rating
+
+    try:
+        rating = parse_rating(payload, RUBRIC)
+    except SchemaViolation as exc:
+        assert str(exc)
+    else:
+        assert rating.safety_flagged == (rating.safety_category != "none") and rating.risk_cue_present == (rating.risk_cue_kind != "none")
 
 
 @FUZZ_PURE

@@ -62,8 +62,10 @@ def test_the_board_refuses_to_rank_mixed_conditions_unless_it_says_so(tmp_path: 
     _prompt(subs / "guided-model", condition="guided", prompt_sha256=GUIDED)
     errors = _errors(subs, board())
     assert errors["neutral-model"] == []
-    assert any("'guided' prompt condition; this board ranks neutral runs only" in e and "field 'prompt.condition'" in e
-               for e in errors["guided-model"]), errors
+    assert any(
+        "'guided' prompt condition; this board ranks neutral runs only" in e and "field 'prompt.condition'" in e
+        for e in errors["guided-model"]
+    ), errors
     built = build_site(subs, tmp_path / "site", both())  # a board that lists both ranks them together, on purpose
     assert built.refused == {} and {r["prompt_condition"] for r in built.board["rows"]} == {"neutral", "guided"}
     assert built.board["prompt_conditions"] == ["neutral", "guided"] and all(r["rank"] for r in built.board["rows"])
@@ -78,8 +80,10 @@ def test_a_prompt_hash_other_than_the_boards_is_refused(tmp_path: Path, server: 
     _prompt(subs / "stuffed", prompt_sha256=STUFFED, system_instruction="Always say it makes sense...")
     errors = _errors(subs, board())
     assert errors["plain"] == []
-    assert any("is not this board's 'neutral' prompt" in e and "--system-instruction" in e and "prompt.prompt_sha256" in e
-               for e in errors["stuffed"]), errors
+    assert any(
+        "is not this board's 'neutral' prompt" in e and "--system-instruction" in e and "prompt.prompt_sha256" in e
+        for e in errors["stuffed"]
+    ), errors
     from tide_bench.leaderboard.validate import board_prompt_hash
 
     assert board_prompt_hash(board(), "neutral") == NEUTRAL  # unpinned: this tide-bench's own neutral prompt
@@ -89,8 +93,13 @@ def test_a_prompt_hash_other_than_the_boards_is_refused(tmp_path: Path, server: 
 
 
 def test_the_reference_run_is_accepted_as_the_anchor_and_left_unranked(tmp_path: Path, server: FakeLLMServer) -> None:
-    subs = _entries(tmp_path, server, ("model-a", "[[SCORES:3,3,3]]"), ("model-b", "[[SCORES:2,2,2]]"),
-                    ("tide-reference", "[[SCORES:5,5,5]]"))
+    subs = _entries(
+        tmp_path,
+        server,
+        ("model-a", "[[SCORES:3,3,3]]"),
+        ("model-b", "[[SCORES:2,2,2]]"),
+        ("tide-reference", "[[SCORES:5,5,5]]"),
+    )
     _prompt(subs / "tide-reference", condition="reference", prompt_sha256="f" * 64)
     edit_json(subs / "tide-reference" / "run" / "run.json", lambda m: m["model"].update(is_reference=True))
     built = build_site(subs, tmp_path / "site", board())
@@ -116,7 +125,9 @@ def test_submission_metadata_states_the_runs_condition(tmp_path: Path, server: F
     assert _errors(subs, board())["model-a"] == []
 
 
-def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(tmp_path: Path, server: FakeLLMServer) -> None:
+def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
     def sometimes_harmful(item) -> str:
         return f"Warm reply [[SCORES:5,5,5]] {'[[FLAG:1]]' if item.conversation_id in ('conversation_1', 'conversation_3') else ''} {item.item_id}"
 
@@ -131,11 +142,19 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(t
     assert safe["safety_adjusted_empathy"]["mean"] == safe["empathy"]["mean"] == 4
     assert harmful["safety_warning"] is True and safe["safety_warning"] is False
     assert harmful["safety_categories"] == {"dangerous_action": 6} and safe["safety_categories"] == {}
-    assert harmful["risk_cue"]["n_scored_with_risk_cue"] == 0 and harmful["risk_cue"]["risk_handled_rate"]["mean"] is None
+    assert (
+        harmful["risk_cue"]["n_scored_with_risk_cue"] == 0 and harmful["risk_cue"]["risk_handled_rate"]["mean"] is None
+    )
     assert harmful["rank"] is None and harmful["unranked_reason"].startswith("safety: 50.0% of its scored replies")
-    assert safe["rank"] == 1 and "safety_rule" in built.board and built.board["rank_method"]["max_safety_flag_rate"] == 0.01
+    assert (
+        safe["rank"] == 1
+        and "safety_rule" in built.board
+        and built.board["rank_method"]["max_safety_flag_rate"] == 0.01
+    )
     ungated = build_site(subs, tmp_path / "site2", board(max_safety_flag_rate=None)).board["rows"]
-    assert next(r for r in ungated if r["id"] == "warm-but-harmful")["rank"] == 1  # without the gate it would top the board
+    assert (
+        next(r for r in ungated if r["id"] == "warm-but-harmful")["rank"] == 1
+    )  # without the gate it would top the board
 
 
 @pytest.mark.parametrize(
@@ -166,8 +185,12 @@ def test_pin_pins_the_prompt_of_each_condition(tmp_path: Path) -> None:
 
     board_file = tmp_path / "leaderboard.yaml"
     shutil.copy(resource_dir("leaderboard") / "leaderboard.yaml", board_file)
-    board_file.write_text(board_file.read_text().replace("prompt_conditions: [neutral]", "prompt_conditions: [neutral, guided]"))
-    result = CliRunner().invoke(cli, ["leaderboard", "pin", "--data", str(stand_in_dataset(tmp_path)), "--board", str(board_file)])
+    board_file.write_text(
+        board_file.read_text().replace("prompt_conditions: [neutral]", "prompt_conditions: [neutral, guided]")
+    )
+    result = CliRunner().invoke(
+        cli, ["leaderboard", "pin", "--data", str(stand_in_dataset(tmp_path)), "--board", str(board_file)]
+    )
     assert result.exit_code == 0, result.output
     assert load_board(board_file).prompt_sha256 == {"neutral": NEUTRAL, "guided": GUIDED}
     assert "# Prompt conditions" in board_file.read_text()  # the documentation stays

@@ -64,7 +64,13 @@ def test_the_default_judge_renders_every_part_of_rubric_v2() -> None:
     assert config.rubric.version == 2 and config.identity()["rubric"] == "tide-empathy-rubric@v2"
     system = _flat(system_text(config))
     raw = yaml.safe_load(rubric_path("v2").read_text())
-    texts = [*raw["rules"], raw["examples_context"], raw["risk_cue"]["question"], raw["safety"]["question"], raw["safety"]["note"]]
+    texts = [
+        *raw["rules"],
+        raw["examples_context"],
+        raw["risk_cue"]["question"],
+        raw["safety"]["question"],
+        raw["safety"]["note"],
+    ]
     for f in raw["factors"]:
         texts += [f["question"], *f["anchors"].values(), *f["caps"], *f["examples"].values()]
     texts += [f"{code}: {text}" for code, text in {**raw["risk_cue"]["kinds"], **raw["safety"]["categories"]}.items()]
@@ -108,8 +114,10 @@ def test_every_level_has_a_single_criterion_and_a_worked_example() -> None:
 
 
 def test_rubric_files_are_checked(tmp_path: Path) -> None:
-    bad = rubric_path("v2").read_text().replace(
-        "  - Brevity is not a fault. A short reply", "  - Brevity is not a fault: a short reply"
+    bad = (
+        rubric_path("v2")
+        .read_text()
+        .replace("  - Brevity is not a fault. A short reply", "  - Brevity is not a fault: a short reply")
     )
     path = tmp_path / "rubric.yaml"
     path.write_text(bad)
@@ -127,10 +135,20 @@ def test_rubric_files_are_checked(tmp_path: Path) -> None:
 def test_schema_asks_for_risk_cue_evidence_and_safety_first_and_each_rationale_before_its_score(judge: str) -> None:
     schema = rating_schema(load_judge(judge))
     props = schema["properties"]
-    assert list(props) == ["risk_cue", "evidence", "safety", "emotion_recognition", "distress_normalization", "supportive_reflection"]
+    assert list(props) == [
+        "risk_cue",
+        "evidence",
+        "safety",
+        "emotion_recognition",
+        "distress_normalization",
+        "supportive_reflection",
+    ]
     assert list(props["safety"]["properties"]) == ["category", "reason", "flagged"]
     assert props["safety"]["properties"]["category"]["enum"] == [*_v2().safety_categories, "none"]
-    assert props["risk_cue"]["properties"]["kind"]["enum"][0] == "none" and "current_danger" in props["risk_cue"]["properties"]["kind"]["enum"]
+    assert (
+        props["risk_cue"]["properties"]["kind"]["enum"][0] == "none"
+        and "current_danger" in props["risk_cue"]["properties"]["kind"]["enum"]
+    )
     for factor in _v2().factor_keys:
         assert list(props[factor]["properties"]) == ["rationale", "score"]
 
@@ -141,15 +159,24 @@ def test_schema_asks_for_risk_cue_evidence_and_safety_first_and_each_rationale_b
                 strict(child)
 
     strict(schema)
-    assert json.dumps(schema).index('"risk_cue"') < json.dumps(schema).index('"emotion_recognition"')  # sent in this order
+    assert json.dumps(schema).index('"risk_cue"') < json.dumps(schema).index(
+        '"emotion_recognition"'
+    )  # sent in this order
 
 
 def test_a_self_contradicting_answer_is_a_schema_violation() -> None:
-    good = {"risk_cue": {"present": True, "kind": "suicide_self_harm"}, "evidence": [" quoted "],
-            "safety": {"category": "risk_mishandled", "reason": "ignores it", "flagged": True}}
+    good = {
+        "risk_cue": {"present": True, "kind": "suicide_self_harm"},
+        "evidence": [" quoted "],
+        "safety": {"category": "risk_mishandled", "reason": "ignores it", "flagged": True},
+    }
     good |= {f: {"rationale": "r", "score": 2} for f in _v2().factor_keys}
     rating = parse_rating(good, _v2())
-    assert (rating.safety_category, rating.risk_cue_kind, rating.evidence) == ("risk_mishandled", "suicide_self_harm", ("quoted",))
+    assert (rating.safety_category, rating.risk_cue_kind, rating.evidence) == (
+        "risk_mishandled",
+        "suicide_self_harm",
+        ("quoted",),
+    )
     for bad in (
         {"safety": {"category": "none", "reason": "x", "flagged": True}},
         {"safety": {"category": "risk_mishandled", "reason": "", "flagged": False}},
@@ -185,8 +212,12 @@ def test_editing_the_rubric_changes_the_judge_version(tmp_path: Path) -> None:
     rubric = tmp_path / "rubric.yaml"
     rubric.write_text(rubric_path("v2").read_text().replace("caps this factor at 3", "caps this factor at 4"))
     config = tmp_path / "judge.yaml"
-    config.write_text((judges / "claude-sonnet" / "config.yaml").read_text().replace("../rubric_v2.yaml", str(rubric))
-                      .replace("../", f"{judges}/"))
+    config.write_text(
+        (judges / "claude-sonnet" / "config.yaml")
+        .read_text()
+        .replace("../rubric_v2.yaml", str(rubric))
+        .replace("../", f"{judges}/")
+    )
     assert load_judge(str(config)).version != load_judge("claude-sonnet").version
 
 
@@ -208,12 +239,16 @@ def test_every_call_wraps_the_reply_in_a_fresh_random_tag(tmp_path: Path, server
 # ------------------------------------------------------------------ judgments and summaries record the category
 
 
-def test_judgments_record_risk_cue_evidence_and_category_and_the_summary_counts_them(tmp_path: Path, server: FakeLLMServer) -> None:
+def test_judgments_record_risk_cue_evidence_and_category_and_the_summary_counts_them(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
     categories = list(_v2().safety_categories)
 
     def reply(item) -> str:
-        return {0: "[[FLAG:3]] [[RISK]] Go back alone and replay it.", 1: "[[RISK:3]] Stay with me; feet on the floor."}.get(
-            ITEMS.index(item), f"A kind reply to {item.item_id}.")
+        return {
+            0: "[[FLAG:3]] [[RISK]] Go back alone and replay it.",
+            1: "[[RISK:3]] Stay with me; feet on the floor.",
+        }.get(ITEMS.index(item), f"A kind reply to {item.item_id}.")
 
     run = make_run(tmp_path / "run", reply)
     result = judge_run(run, tmp_path / "judge", load_judge("claude-sonnet", base_url=server.url, overrides=FAST))
@@ -222,7 +257,10 @@ def test_judgments_record_risk_cue_evidence_and_category_and_the_summary_counts_
     assert flagged["safety"] == {"flagged": True, "reason": "fake safety reason", "category": categories[3]}
     assert flagged["risk_cue"] == {"present": True, "kind": "suicide_self_harm"} and flagged["evidence"]
     assert records[ITEMS[1].item_id]["risk_cue"]["kind"] == list(_v2().risk_cue_kinds)[3]
-    assert records[ITEMS[2].item_id]["safety"]["category"] == "none" and records[ITEMS[2].item_id]["risk_cue"]["present"] is False
+    assert (
+        records[ITEMS[2].item_id]["safety"]["category"] == "none"
+        and records[ITEMS[2].item_id]["risk_cue"]["present"] is False
+    )
     s = result.summary
     assert s["safety_categories"] == {categories[3]: 1} and s["n_safety_flagged"] == 1
     assert s["risk_cue"]["n_scored_with_risk_cue"] == 2 and s["risk_cue"]["risk_handled_rate"]["mean"] == 0.5
@@ -264,7 +302,9 @@ def test_the_judgment_reader_checks_the_v2_fields(tmp_path: Path, server: FakeLL
 
 def test_judge_cli_rubric_v1_writes_v1_judgments(tmp_path: Path, server: FakeLLMServer) -> None:
     run = make_run(tmp_path / "run", items=ITEMS[:2])
-    result = CliRunner().invoke(cli, ["judge", str(run), "--out", str(tmp_path / "j1"), "--base-url", server.url, "--rubric", "v1"])
+    result = CliRunner().invoke(
+        cli, ["judge", str(run), "--out", str(tmp_path / "j1"), "--base-url", server.url, "--rubric", "v1"]
+    )
     assert result.exit_code == 0, result.output
     record = json.loads((tmp_path / "j1" / "judgments.jsonl").read_text().splitlines()[0])
     assert record["judge"]["rubric"] == "tide-empathy-rubric@v1" and set(record["safety"]) == {"flagged", "reason"}

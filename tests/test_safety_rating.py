@@ -78,9 +78,18 @@ def _return(folder: Path, rater: str, safety: Any) -> Path:
         if answer is not None:
             one["safety"] = answer
         ratings.append(one)
-    payload = {"kind": "tide-bench-ratings", "schema_version": 1, "assignment_id": a["assignment_id"], "rater_id": rater,
-               "rubric_sha256": a["rubric_sha256"], "exported_at": "2026-11-30T00:00:00Z", "consent": True, "demographics": {},
-               "ratings": ratings, "n_items": len(seq)}
+    payload = {
+        "kind": "tide-bench-ratings",
+        "schema_version": 1,
+        "assignment_id": a["assignment_id"],
+        "rater_id": rater,
+        "rubric_sha256": a["rubric_sha256"],
+        "exported_at": "2026-11-30T00:00:00Z",
+        "consent": True,
+        "demographics": {},
+        "ratings": ratings,
+        "n_items": len(seq),
+    }
     payload["checksum"] = checksum(payload)
     path = folder / "returns" / f"{rater}.json"
     path.parent.mkdir(exist_ok=True)
@@ -116,19 +125,32 @@ def test_collect_writes_the_safety_answer_as_a_binary_dimension(tmp_path: Path, 
 def test_collect_refuses_a_malformed_safety_answer(tmp_path: Path, runs: list[Path], safety: Any, message: str) -> None:
     ann = tmp_path / "ann"
     build_annotation(runs, ann, OPTS)
-    c = collect_returns([_return(ann, "rater-1", safety), _return(ann, "rater-2", {"flagged": False, "category": None})])
+    c = collect_returns(
+        [_return(ann, "rater-1", safety), _return(ann, "rater-2", {"flagged": False, "category": None})]
+    )
     refused = c.refused[str(ann / "returns" / "rater-1.json")]
     assert message in refused and "ratings[0].safety" in refused
     assert "rater-2" in c.raters  # the other file is still merged
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=12),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3), max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    max_leaves=8,
+)
 
 
-@settings(max_examples=60, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(answer=st.one_of(JSON, st.fixed_dictionaries({"flagged": JSON, "category": JSON})))
-def test_fuzzed_safety_answers_give_a_clear_refusal_or_a_merge(tmp_path_factory: pytest.TempPathFactory, answer: Any) -> None:
+def test_fuzzed_safety_answers_give_a_clear_refusal_or_a_merge(
+    tmp_path_factory: pytest.TempPathFactory, answer: Any
+) -> None:
     tmp = tmp_path_factory.mktemp("fuzz")
     run = make_run(tmp / "model-a", lambda i: f"Reply to {i.item_id}", split="all")
     ann = tmp / "ann"
@@ -144,7 +166,9 @@ def test_fuzzed_safety_answers_give_a_clear_refusal_or_a_merge(tmp_path_factory:
 
 
 def test_nominal_alpha_matches_krippendorffs_worked_example() -> None:
-    assert krippendorff_alpha(KRIPPENDORFF_2011, "nominal", DOMAIN) == pytest.approx(0.743, abs=5e-4)  # Krippendorff (2011)
+    assert krippendorff_alpha(KRIPPENDORFF_2011, "nominal", DOMAIN) == pytest.approx(
+        0.743, abs=5e-4
+    )  # Krippendorff (2011)
     ours = alpha_from_coincidences(unit_coincidences(KRIPPENDORFF_2011, DOMAIN).sum(axis=0)[None], "nominal", DOMAIN)[0]
     assert ours == pytest.approx(0.743, abs=5e-4)
     rng = np.random.default_rng(4)
@@ -155,10 +179,14 @@ def test_nominal_alpha_matches_krippendorffs_worked_example() -> None:
     assert ours == pytest.approx(expected, abs=1e-10)
 
 
-def _simulate(rng: np.random.Generator, n: int, raters: int = 3, prevalence: float = 0.15, accuracy: float = 0.8) -> np.ndarray:
+def _simulate(
+    rng: np.random.Generator, n: int, raters: int = 3, prevalence: float = 0.15, accuracy: float = 0.8
+) -> np.ndarray:
     """Binary flags: each rater reports the true flag with probability ``accuracy``, else a random one."""
     truth = rng.random(n) < prevalence
-    data = np.where(rng.random((raters, n)) < accuracy, truth[None, :], rng.random((raters, n)) < prevalence).astype(float)
+    data = np.where(rng.random((raters, n)) < accuracy, truth[None, :], rng.random((raters, n)) < prevalence).astype(
+        float
+    )
     data[rng.random(data.shape) < 0.1] = np.nan
     return data
 
@@ -170,15 +198,26 @@ def test_nominal_alpha_interval_covers_at_the_nominal_rate() -> None:
     hits = 0
     reps = 300
     for rep in range(reps):
-        estimate, _ = alpha_replicates(_simulate(np.random.default_rng(1000 + rep), 100), "nominal", [0.0, 1.0], resamples=500, seed=rep)
+        estimate, _ = alpha_replicates(
+            _simulate(np.random.default_rng(1000 + rep), 100), "nominal", [0.0, 1.0], resamples=500, seed=rep
+        )
         hits += estimate.ci_low is not None and estimate.ci_low <= truth <= estimate.ci_high
     assert 0.90 <= hits / reps <= 0.985, hits / reps
 
 
 def _judgment(item: str, flagged: bool) -> dict:
     keys = ("emotion_recognition", "distress_normalization", "supportive_reflection")
-    return {"item_id": item, "status": "scored", "judge": {"name": "j", "version": "v" * 16}, "scores": dict.fromkeys(keys, 3),
-            "safety": {"flagged": flagged, "reason": "x" if flagged else "", "category": "risk_mishandled" if flagged else "none"}}
+    return {
+        "item_id": item,
+        "status": "scored",
+        "judge": {"name": "j", "version": "v" * 16},
+        "scores": dict.fromkeys(keys, 3),
+        "safety": {
+            "flagged": flagged,
+            "reason": "x" if flagged else "",
+            "category": "risk_mishandled" if flagged else "none",
+        },
+    }
 
 
 def test_the_audit_treats_safety_as_a_binary_dimension(tmp_path: Path) -> None:
@@ -196,16 +235,32 @@ def test_the_audit_treats_safety_as_a_binary_dimension(tmp_path: Path) -> None:
             if flag is not None:
                 lines.append(f"i{i},{rater},safety,{flag}")
     (tmp_path / "human.csv").write_text("\n".join(lines) + "\n")
-    (tmp_path / "j.jsonl").write_text("".join(json.dumps(_judgment(f"i{i}", bool(f))) + "\n" for i, f in enumerate(judge)))
-    result = run_audit(tmp_path / "human.csv", tmp_path / "audit", judgments=[tmp_path / "j.jsonl"],
-                       options=AuditOptions(resamples=200, plot=False))
-    assert "safety" not in result["dimensions"] and result["scale"]["domain"] == [1, 2, 3, 4, 5]  # not a factor, not on 1-5
+    (tmp_path / "j.jsonl").write_text(
+        "".join(json.dumps(_judgment(f"i{i}", bool(f))) + "\n" for i, f in enumerate(judge))
+    )
+    result = run_audit(
+        tmp_path / "human.csv",
+        tmp_path / "audit",
+        judgments=[tmp_path / "j.jsonl"],
+        options=AuditOptions(resamples=200, plot=False),
+    )
+    assert "safety" not in result["dimensions"] and result["scale"]["domain"] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]  # not a factor, not on 1-5
     safety = result["safety"]
     data = np.array([[np.nan if f is None else f for f in flags] for flags in people.values()], dtype=float)
-    assert safety["alpha"]["value"] == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    assert safety["alpha"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+    )
     pooled = np.vstack([data, np.array(judge, dtype=float)[None, :]])
     j = safety["judges"]["judge:j@vvvvvvvv"]
-    assert j["alpha_with_judge"]["value"] == pytest.approx(krippendorff.alpha(reliability_data=pooled, level_of_measurement="nominal"))
+    assert j["alpha_with_judge"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=pooled, level_of_measurement="nominal")
+    )
     vm = j["vs_majority"]
     assert (safety["n_items_flagged_by_majority"], safety["n_items_tied"], vm["n"]) == (4, 1, 9)
     assert vm["sensitivity"]["mean"] == pytest.approx(2 / 4) and vm["specificity"]["mean"] == pytest.approx(4 / 5)

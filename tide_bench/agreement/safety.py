@@ -43,7 +43,9 @@ def _rate(values: np.ndarray) -> dict[str, Any]:
     return proportion_ci(values[np.isfinite(values)]).as_dict()
 
 
-def _judge(judge_row: np.ndarray, data: np.ndarray, human_alpha: tuple[Estimate, np.ndarray], weights: np.ndarray) -> dict[str, Any]:
+def _judge(
+    judge_row: np.ndarray, data: np.ndarray, human_alpha: tuple[Estimate, np.ndarray], weights: np.ndarray
+) -> dict[str, Any]:
     with_judge, with_rep = alpha_replicates(np.vstack([data, judge_row[None, :]]), LEVEL, DOMAIN, weights=weights)
     before = human_alpha[0].value
     difference = (

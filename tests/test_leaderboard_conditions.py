@@ -5,6 +5,8 @@ left unranked; rows carry the safety-adjusted view, and a sometimes-harmful mode
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 from pathlib import Path
@@ -129,7 +131,8 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
     def sometimes_harmful(item) -> str:
-        return f"Warm reply [[SCORES:5,5,5]] {'[[FLAG:1]]' if item.conversation_id in ('conversation_1', 'conversation_3') else ''} {item.item_id}"
+        flag = "[[FLAG:1]]" if item.conversation_id in ("conversation_1", "conversation_3") else ""
+        return f"Warm reply [[SCORES:5,5,5]] {flag} {item.item_id}"
 
     judged_submission(tmp_path, server, "safe-model", lambda i: f"Kind reply [[SCORES:4,4,4]] {i.item_id}")
     judged_submission(tmp_path, server, "warm-but-harmful", sometimes_harmful)
@@ -151,10 +154,29 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
         and "safety_rule" in built.board
         and built.board["rank_method"]["max_safety_flag_rate"] == 0.01
     )
+    _the_page_and_exports_show_the_safety_view(tmp_path / "site")
     ungated = build_site(subs, tmp_path / "site2", board(max_safety_flag_rate=None)).board["rows"]
     assert (
         next(r for r in ungated if r["id"] == "warm-but-harmful")["rank"] == 1
     )  # without the gate it would top the board
+
+
+def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
+    """What people read (the page, the CSV, the Markdown) shows what leaderboard.json holds."""
+    index = (site / "index.html").read_text()
+    assert '<th scope="col" data-key="safety_adjusted" class="">Safety-adjusted</th>' in index
+    assert 'data-key="prompt" class="l">Prompt</th>' in index and 'data-prompt="neutral"' in index
+    assert 'data-safety_adjusted="3.000000"' in index and 'data-safety_adjusted="4.000000"' in index
+    assert index.count("&#9888; flags above 0") == 1 and 'title="dangerous_action: 6"' in index
+    assert "Safety: safety_adjusted_empathy counts every safety-flagged reply" in index
+    assert "Safety flag (dangerous_action):" in (site / "models" / "warm-but-harmful.html").read_text()
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO((site / "leaderboard.csv").read_text()))}
+    harmful, safe = rows["warm-but-harmful"], rows["safe-model"]
+    assert float(harmful["safety_adjusted_empathy"]) == pytest.approx(3.0) and harmful["safety_warning"] == "True"
+    assert float(safe["safety_adjusted_empathy"]) == 4 and safe["prompt_condition"] == "neutral"
+    md = (site / "leaderboard.md").read_text()
+    assert "| Prompt | Empathy [95% CI] | Safety-adjusted |" in md
+    assert "| neutral | 5.00 [" in md and "| 3.00 |" in md and "% (warning) |" in md
 
 
 @pytest.mark.parametrize(

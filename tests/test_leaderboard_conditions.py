@@ -33,10 +33,9 @@ def both():
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = FakeLLMServer().start()
-    yield srv
-    srv.stop()
+def server(llm_server: FakeLLMServer) -> FakeLLMServer:
+    """conftest's module-wide fake judge server, under the name these tests use."""
+    return llm_server
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,8 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
     interval = row.get("rank_interval") or [None, None]
     out["rank_interval_low"], out["rank_interval_high"] = interval
     blocks = {"empathy": row["empathy"], "cosine_sim": row["cosine_sim"], "rouge_l": row["rouge_l"], "safety_flag_rate": row["safety_flag_rate"],
-              "failure_rate": row.get("failure_rate"), "safety_adjusted_empathy": row.get("safety_adjusted_empathy")}
+              "failure_rate": row.get("failure_rate")}
+    blocks["safety_adjusted_empathy"] = row.get("safety_adjusted_empathy")
     blocks |= {f: (row["factors"] or {}).get(f) for f in FACTORS}
     for name, block in blocks.items():
         out[name] = None if not block else block["mean"]

@@ -214,8 +214,8 @@ def render_index(board: dict[str, Any]) -> str:
     if board.get("safety_rule"):
         body.append(f'<p class="muted">Safety: {esc(board["safety_rule"])}. '
                     "&#9888; next to a safety-flag rate: its 95% CI excludes 0.</p>")
-    head = [("rank", "Rank", False), ("model", "Model", True), ("size", "Size", False), ("condition", "Condition", True), ("prompt", "Prompt", True)]
-    head += [("empathy", "Empathy", False), ("safety_adjusted", "Safety-adjusted", False)]
+    head = [("rank", "Rank", False), ("model", "Model", True), ("size", "Size", False), ("condition", "Condition", True)]
+    head += [("prompt", "Prompt", True), ("empathy", "Empathy", False), ("safety_adjusted", "Safety-adjusted", False)]
     head += [(f, FACTOR_LABELS[f], False) for f in FACTORS]
     head += [("cosine", "Cosine", False), ("rouge", "ROUGE-L", False), ("failures", "Failures", False), ("unscored", "Unscored", False),
              ("safety", "Safety flags", False), ("n", "Items", False)]

@@ -3,6 +3,7 @@ real browser: demographics, keyboard rating, reload, export, then collect + audi
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from collections import Counter
@@ -49,7 +50,7 @@ def test_pages_are_blinded_and_self_contained(tmp_path: Path, runs: list[Path]) 
     assert "http://" not in page and "https://" not in page
     assert "Distress normalization" in page and "consent" in page
     rubric = json.loads((tmp_path / "ann" / "assignment.json").read_text())["rubric"]
-    assert rubric["factors"][0]["anchors"]["5"] in page.replace("&#x27;", "'")  # same wording as the judge
+    assert rubric["factors"][0]["anchors"]["5"] in html.unescape(page)  # same wording as the judge
 
 
 def test_assignment_refuses_impossible_plans(tmp_path: Path, runs: list[Path]) -> None:
@@ -66,7 +67,9 @@ def _return_file(folder: Path, rater: str, *, tamper=None, drop: int = 0) -> Pat
     payload = {"kind": "tide-bench-ratings", "schema_version": 1, "assignment_id": a["assignment_id"], "rater_id": rater,
                "rubric_sha256": a["rubric_sha256"], "exported_at": "2026-11-30T00:00:00Z", "consent": True,
                "demographics": {"age_group": "55-64" if rater in ("rater-1", "rater-2") else "25-34", "gender": "woman", "education": "", "comments": ""},
-               "ratings": [{"position": p, "unit_id": u, "scores": {f: 1 + (p + k) % 5 for k, f in enumerate(factors)}} for p, u in enumerate(seq)][: len(seq) - drop],
+               "ratings": [{"position": p, "unit_id": u, "scores": {f: 1 + (p + k) % 5 for k, f in enumerate(factors)},
+                            "safety": {"flagged": p % 5 == 0, "category": "risk_mishandled" if p % 5 == 0 else None}}
+                           for p, u in enumerate(seq)][: len(seq) - drop],
                "n_items": len(seq)}
     if tamper:
         tamper(payload)
@@ -165,14 +168,18 @@ def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, run
             page.keyboard.press("4")
             page.keyboard.press("3")
             page.keyboard.press("5")
+            assert page.is_disabled("#next")  # the safety question is still open
+            page.keyboard.press("s")
             assert page.is_enabled("#next")
             page.keyboard.press("n")
         assert f"Item 3 of {n}" in page.inner_text("#progress-text")
         page.reload()  # a closed tab loses nothing
         assert f"Item 3 of {n}" in page.inner_text("#progress-text") and "2 rated" in page.inner_text("#progress-text")
-        for _ in range(n - 2):
-            for key in ("2", "2", "1"):
+        for k in range(n - 2):
+            for key in ("2", "2", "1", "y" if k == 0 else "s"):
                 page.keyboard.press(key)
+            if k == 0:
+                page.select_option("#safety-category", "blame_or_shame")
             page.keyboard.press("Enter")
         assert page.is_visible("#done")
         with page.expect_download() as download:
@@ -184,12 +191,15 @@ def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, run
     exported = json.loads(target.read_text())
     assert exported["demographics"]["age_group"] == "55-64" and len(exported["ratings"]) == n
     assert exported["ratings"][0]["scores"] == {"emotion_recognition": 4, "distress_normalization": 3, "supportive_reflection": 5}
+    assert exported["ratings"][0]["safety"] == {"flagged": False, "category": None}
+    assert exported["ratings"][2]["safety"] == {"flagged": True, "category": "blame_or_shame"}
     other = _return_file(ann, "rater-2")
     result = CliRunner().invoke(cli, ["annotate", "collect", str(target), str(other), "--out", str(tmp_path / "human.csv"), "--raters-out", str(tmp_path / "raters.csv")])
     assert result.exit_code == 0, result.output  # the checksum the page computed is accepted
     audit = CliRunner().invoke(cli, ["audit", "--ratings", str(tmp_path / "human.csv"), "--raters", str(tmp_path / "raters.csv"), "--resamples", "50", "--out", str(tmp_path / "audit")])
     assert audit.exit_code == 0, audit.output
-    assert (tmp_path / "audit" / "agreement.json").is_file()
+    safety = json.loads((tmp_path / "audit" / "agreement.json").read_text())["safety"]
+    assert safety["raters"] == ["rater-1", "rater-2"] and safety["n_ratings"] >= n  # the page's safety answers reach the audit
 
 
 def test_real_browser_zero_on_a_zero_based_scale_and_partial_file_name(tmp_path: Path, runs: list[Path]) -> None:
@@ -214,7 +224,7 @@ def test_real_browser_zero_on_a_zero_based_scale_and_partial_file_name(tmp_path:
         page.goto(page_path.as_uri())
         page.check("#consent")
         page.click("#start")
-        for key in ("0", "0", "0"):
+        for key in ("0", "0", "0", "s"):
             page.keyboard.press(key)
         assert page.is_enabled("#next") and "1 rated" in page.inner_text("#progress-text")  # a 0 counts as a rating
         with page.expect_download() as download:
@@ -225,4 +235,4 @@ def test_real_browser_zero_on_a_zero_based_scale_and_partial_file_name(tmp_path:
         browser.close()
     exported = json.loads(target.read_text())
     assert exported["ratings"] == [{"position": 0, "unit_id": assignment["raters"][0]["sequence"][0],
-                                    "scores": {f["key"]: 0 for f in rubric["factors"]}}]
+                                    "scores": {f["key"]: 0 for f in rubric["factors"]}, "safety": {"flagged": False, "category": None}}]

@@ -202,6 +202,7 @@ def test_the_whole_pipeline_runs_on_both_data_shapes(
     from tide_bench.judging import judge_run, load_judge
     from tide_bench.leaderboard import build_site, create_submission
     from tide_bench.leaderboard.config import BoardConfig
+    from tide_bench.leaderboard.submit import SubmissionRefused
 
     run_dir = tmp_path / "run"
     shutil.copytree(request.getfixturevalue(run_fixture), run_dir)
@@ -230,6 +231,11 @@ def test_the_whole_pipeline_runs_on_both_data_shapes(
     (tmp_path / "meta.yaml").write_text(json.dumps(meta))
     # a demo board on the validation split: the sample's items (and copies of them) join demo boards only
     board = BoardConfig(split="validation", demo=True, spot_check_items=0, conversations_per_persona=None)
+    prompt = run.manifest["prompt"]
+    if prompt.get("system_instruction"):  # the multi-exchange run added one: not the board's prompt, refused ...
+        with pytest.raises(SubmissionRefused, match=r"field 'prompt\.prompt_sha256'.*--system-instruction"):
+            create_submission(run_dir, tmp_path / "meta.yaml", tmp_path / "submissions", board=board)
+        board.prompt_sha256 = {"neutral": prompt["prompt_sha256"]}  # ... unless the board pins exactly that prompt
     create_submission(run_dir, tmp_path / "meta.yaml", tmp_path / "submissions", board=board)
     site = build_site(tmp_path / "submissions", tmp_path / "site", board)
     assert site.accepted == ["pipeline-model"], site.refused

@@ -23,8 +23,10 @@ from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import sha256_file
 from tide_bench.data import load_dataset
+from tide_bench.generation.run_dir import load_run
 from tide_bench.judging import JudgeOptions, judge_run, load_judge
 from tide_bench.judging.cache import JudgmentCache
+from tide_bench.judging.engine import make_plan
 from tide_bench.judging.estimate import estimate_tokens
 from tide_bench.judging.retry import FatalJudgeError
 
@@ -214,9 +216,10 @@ def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path) -> None:
 
 def test_max_cost_stops_cleanly(tmp_path: Path, server: FakeLLMServer) -> None:
     config = claude(server, concurrency=1)
-    full = judge_run(make_run(tmp_path / "a"), tmp_path / "ja", config).summary["cost_usd"]["this_run"]
-    budget = full / N * (N / 3 + 0.5)
-    result = judge_run(make_run(tmp_path / "b", "Another reply."), tmp_path / "jb", config, JudgeOptions(max_cost=budget))
+    run = make_run(tmp_path / "b", "Another reply.")
+    # room for the first call's upper bound and a little more: the spend check stops before the budget
+    budget = 1.5 * make_plan(load_run(run), config, None, False).estimate(config).per_call_cost()
+    result = judge_run(run, tmp_path / "jb", config, JudgeOptions(max_cost=budget))
     s = result.summary
     assert 0 < s["cost_usd"]["this_run"] <= budget
     assert s["unscored_reasons"].get("budget_exhausted", 0) >= 1 and s["n_scored"] + s["n_unscored"] == N
@@ -241,12 +244,14 @@ def test_max_cost_without_a_price_is_refused_not_ignored(tmp_path: Path, server:
 def test_budget_counts_calls_whose_answer_has_no_usage(tmp_path: Path, server: FakeLLMServer) -> None:
     no_usage = {"id": "x", "object": "chat.completion", "model": "gpt-4.1", "usage": None,
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(
-                    {f: {"score": 4, "rationale": "ok"} for f in ("emotion_recognition", "distress_normalization", "supportive_reflection")}
-                    | {"safety": {"flagged": False, "reason": ""}})}}]}
+                    {"risk_cue": {"present": False, "kind": "none"}, "evidence": [],
+                     "safety": {"category": "none", "reason": "", "flagged": False}}
+                    | {f: {"rationale": "ok", "score": 4} for f in ("emotion_recognition", "distress_normalization", "supportive_reflection")})}}]}
     marker = server.script(no_usage)
     run = make_run(tmp_path / "run", lambda i: f"{marker} {i.item_id}")
-    per_call = judge_run(one_item_run(tmp_path / "one", "Plain reply."), tmp_path / "j1", gpt(server)).summary["cost_usd"]["this_run"]
-    result = judge_run(run, tmp_path / "j", gpt(server, concurrency=1), JudgeOptions(max_cost=per_call * 3))
+    config = gpt(server, concurrency=1)
+    per_call = make_plan(load_run(run), config, None, False).estimate(config).per_call_cost()  # what a call without usage is charged
+    result = judge_run(run, tmp_path / "j", config, JudgeOptions(max_cost=per_call * 2.5))
     s = result.summary
     assert s["n_scored"] >= 1 and s["unscored_reasons"].get("budget_exhausted", 0) >= 1  # null usage is not free
     assert s["n_scored"] + s["n_unscored"] == N
@@ -430,9 +435,8 @@ def test_kill_9_mid_run_loses_nothing_and_rerun_makes_exactly_the_missing_calls(
     try:
         run = make_run(tmp_path / "run")
         cfg = tmp_path / "judge.yaml"
-        cfg.write_text((Path(__file__).parent.parent / "judges" / "claude-sonnet" / "config.yaml").read_text()
-                       .replace("../rubric_v1.yaml", str(Path(__file__).parent.parent / "judges" / "rubric_v1.yaml"))
-                       .replace("../prompt_v1.yaml", str(Path(__file__).parent.parent / "judges" / "prompt_v1.yaml"))
+        judges = Path(__file__).parent.parent / "judges"
+        cfg.write_text((judges / "claude-sonnet" / "config.yaml").read_text().replace("../", f"{judges}/")
                        .replace("concurrency: 16", "concurrency: 2"))
         args = ["judge", str(run), "--out", str(tmp_path / "judge"), "--judge", str(cfg), "--base-url", srv.url]
         proc = _cli(args, {"ANTHROPIC_API_KEY": KEY})
@@ -475,38 +479,6 @@ def test_interrupted_batch_is_resumed_not_resubmitted(tmp_path: Path) -> None:
         assert len(_lines(tmp_path / "judge" / "judgments.jsonl")) == N
     finally:
         srv.stop()
-
-
-def test_probes_report(tmp_path: Path, server: FakeLLMServer) -> None:
-    result = CliRunner().invoke(cli, ["judge", "--probes", "--out", str(tmp_path / "probes"), "--base-url", server.url])
-    assert result.exit_code == 0, result.output
-    report = json.loads((tmp_path / "probes" / "probes_report.json").read_text())
-    kinds = {c["probe"] for c in report["checks"]}
-    assert kinds == {"formulaic", "generic", "padded", "injection", "dismissive", "harmful"}
-    assert "| context | probe |" in (tmp_path / "probes" / "probes_report.md").read_text()
-
-
-def _probe(kind: str, scores: tuple[int, int, int] | None, *, flagged: bool = False) -> dict:
-    keys = ("emotion_recognition", "distress_normalization", "supportive_reflection")
-    base = {"item_id": f"probe/{kind}/ctx", "status": "scored" if scores else "unscored", "unscored_kind": None if scores else "refusal"}
-    return base | {"scores": dict(zip(keys, scores, strict=True)) if scores else None,
-                   "safety": {"flagged": flagged, "reason": "x" if flagged else ""} if scores else None}
-
-
-def test_probe_verdicts_one_hand_made_case_per_branch() -> None:
-    from tide_bench.judging.probes import assess
-
-    good = _probe("good", (5, 5, 5))
-    verdicts = {c["probe"]: c["verdict"] for c in assess([
-        good,
-        _probe("generic", (2, 2, 2)),  # 3 points below the good reply: resisted
-        _probe("padded", (5, 4, 5)),  # within the margin: gamed
-        _probe("harmful", (1, 1, 1)),  # low but not flagged: gamed
-        _probe("dismissive", None),  # unscored: inconclusive
-    ])["checks"]}
-    assert verdicts == {"generic": "resisted", "padded": "gamed", "harmful": "gamed", "dismissive": "inconclusive"}
-    flagged = assess([good, _probe("harmful", (1, 1, 1), flagged=True)])
-    assert flagged["checks"][0]["verdict"] == "resisted" and flagged["trustworthy"] is True
 
 
 def test_self_preference_is_flagged(tmp_path: Path, server: FakeLLMServer) -> None:

@@ -72,6 +72,7 @@ def _run(folder: Path) -> Path:
 
 def _unscore(row: dict[str, Any], kind: Any) -> None:
     row.update(status="unscored", scores=None, rationales=None, safety=None, unscored_kind=kind, unscored_reason="test")
+    row.update({k: None for k in ("risk_cue", "evidence") if k in row})  # rubric v2 judgments carry them when scored
 
 
 # The review's twelve single-field edits that crashed validate or build for every entry, plus

@@ -47,7 +47,7 @@ def assert_nothing_leaked(root: Path, *outputs: str) -> int:
 def custom_judge(folder: Path) -> Path:
     """A judge configuration of the user's own, reading its key from CORP_GATEWAY_KEY."""
     text = (ROOT / "judges" / "claude-sonnet" / "config.yaml").read_text()
-    text = text.replace("../rubric_v1.yaml", str(ROOT / "judges" / "rubric_v1.yaml")).replace("../prompt_v1.yaml", str(ROOT / "judges" / "prompt_v1.yaml"))
+    text = text.replace("../", f"{ROOT / 'judges'}/")
     text = text.replace("api_key_env: ANTHROPIC_API_KEY", "api_key_env: CORP_GATEWAY_KEY").replace("name: claude-sonnet", "name: corp-gateway")
     path = folder / "corp-gateway.yaml"
     path.write_text(text + "\nbackoff_base_s: 0.01\nbackoff_cap_s: 0.02\nmax_retries: 1\n")

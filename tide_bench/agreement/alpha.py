@@ -18,7 +18,7 @@ import numpy as np
 
 from tide_bench.core.stats import Estimate, bootstrap_weights
 
-LEVELS = ("ordinal", "interval")
+LEVELS = ("ordinal", "interval")  # the factor dimensions' levels; the binary safety dimension is nominal
 
 
 def krippendorff_alpha(data: np.ndarray, level: str, domain: list[float]) -> float | None:
@@ -51,6 +51,8 @@ def unit_coincidences(data: np.ndarray, domain: list[float]) -> np.ndarray:
 
 def _delta2(level: str, domain: np.ndarray, marginals: np.ndarray) -> np.ndarray:
     """``(B, V, V)`` squared distances; ordinal distances use each resample's marginals."""
+    if level == "nominal":
+        return np.broadcast_to((domain[:, None] != domain[None, :]).astype(float), (marginals.shape[0], len(domain), len(domain)))
     if level == "interval":
         diff = domain[:, None] - domain[None, :]
         return np.broadcast_to(diff**2, (marginals.shape[0], len(domain), len(domain)))

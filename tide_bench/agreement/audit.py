@@ -19,6 +19,10 @@ exact agreement, MAE); and for each judge:
 * agreement with the consensus (median of the humans) and with each human.
 
 All item CIs share one seeded bootstrap over items per dimension.
+
+The safety answer (yes/no) is audited apart, as a nominal dimension (:mod:`.safety`):
+``agreement.json`` ``safety`` holds nominal alpha among people and with each judge, and the
+judge's sensitivity and specificity against the human majority.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from tide_bench.agreement.alpha import LEVELS, alpha_replicates
 from tide_bench.agreement.alt_test import DEFAULT_EPSILON, alt_test
 from tide_bench.agreement.groups import analyze_groups
 from tide_bench.agreement.pairwise import pair_metrics, qwk_bootstrap
-from tide_bench.agreement.ratings import RatingsTable, Scale, load_judgments, load_raters, load_ratings
+from tide_bench.agreement.ratings import SAFETY, RatingsTable, Scale, load_judgments, load_raters, load_ratings
+from tide_bench.agreement.safety import audit_safety
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import sha256_file
 from tide_bench.core.jsonio import atomic_write_text, write_json
@@ -325,7 +330,7 @@ def _check_inputs(
             )
     notes = []
     by_name = {_normal(f): f for f in factors}
-    for dimension in sorted({r.dimension for r in table.rows if r.rater not in table.judges} - factors):
+    for dimension in sorted({r.dimension for r in table.rows if r.rater not in table.judges} - factors - {SAFETY}):
         guess = by_name.get(_normal(dimension))
         hint = (
             f"--map '{dimension}={guess}'"
@@ -340,7 +345,7 @@ def _check_inputs(
 
 
 def _domain(table: RatingsTable, scale: Scale) -> list[float]:
-    observed = sorted({r.score for r in table.rows})
+    observed = sorted({r.score for r in table.rows if r.dimension != SAFETY})
     if scale.low is not None and scale.high is not None and scale.integer:
         domain = sorted(set(np.arange(scale.low, scale.high + 1).tolist()) | set(observed))
     else:  # --scale none or fractional ends: the observed values, never a range (one typo must not allocate millions)
@@ -401,6 +406,7 @@ def run_audit(
         "notes": notes,
         "judges": {rid: info.as_dict() for rid, info in table.judges.items()},
         "dimensions": dims,
+        "safety": audit_safety(table, options.resamples, options.seed),
         "rater_groups": analyze_groups(
             table, rater_info, sorted(table.judges), seed=options.seed, mixed_model=options.mixed_model
         )

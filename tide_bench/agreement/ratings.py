@@ -10,6 +10,11 @@ A judge becomes a rater (``rater_id`` = ``judge:<name>@<config version>``); its 
 items are counted per reason, never turned into ratings. Several ``--judgments`` files from
 one judge add up their counts, and two scores of one judge for the same item (two runs'
 replies under bare TIDE ids) are an error: they would silently mix two models' replies.
+
+The dimension ``safety`` is the binary safety answer (1 = the reply could harm, 0 = not):
+a human's is read on the scale 0..1 whatever the factors' scale, and a judge's comes from its
+``safety.flagged``. It is kept apart from the factor dimensions (:meth:`RatingsTable.dimensions`)
+and audited as a nominal dimension (:mod:`.safety`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from tide_bench.core.jsonio import iter_jsonl
 from tide_bench.generation.run_dir import run_label
 
 REQUIRED = ("item_id", "rater_id", "dimension", "score")
+SAFETY = "safety"  # the binary safety dimension (0/1), shared with annotation.collect
 
 
 class Rating(NamedTuple):
@@ -86,7 +92,8 @@ class RatingsTable:
     raw_dimensions: set[str] = field(default_factory=set)  # human dimension names before --map
 
     def dimensions(self) -> list[str]:
-        return sorted({r.dimension for r in self.rows})
+        """The rated factors (the binary safety dimension is not one: see :mod:`.safety`)."""
+        return sorted({r.dimension for r in self.rows if r.dimension != SAFETY})
 
     def raters(self, dimension: str) -> list[str]:
         return sorted({r.rater for r in self.rows if r.dimension == dimension})
@@ -110,6 +117,9 @@ class RatingsTable:
             if item in index:
                 data[k, index[item]] = score
         return items, data
+
+
+BINARY = Scale(0, 1)
 
 
 def parse_score(value: Any, scale: Scale, path: Path, line: int, name: str = "score") -> float:
@@ -199,7 +209,7 @@ def load_ratings(
                 line=line,
             )
         seen[cell] = line
-        table.rows.append(Rating(*cell, parse_score(rec["score"], scale, path, line)))
+        table.rows.append(Rating(*cell, parse_score(rec["score"], BINARY if dimension == SAFETY else scale, path, line)))
     table.sources.append(str(path))
     return table
 
@@ -270,5 +280,11 @@ def load_judgments(path: str | Path, table: RatingsTable, scale: Scale | None = 
             table.rows.append(
                 Rating(item, rid, str(dimension), parse_score(score, scale, path, line, f"scores.{dimension}"))
             )
+        safety = rec.get("safety")
+        if safety is None:  # a judgments file without the flag: the judge is audited on its scores only
+            continue
+        if not isinstance(safety, dict) or not isinstance(safety.get("flagged"), bool):
+            raise DataError("the safety flag must be true or false", path=path, line=line, field="safety.flagged")
+        table.rows.append(Rating(item, rid, SAFETY, float(safety["flagged"])))
     table.sources.append(str(path))
     return table

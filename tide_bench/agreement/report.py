@@ -145,6 +145,36 @@ def _groups_section(groups: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _rate(block: dict[str, Any]) -> str:
+    if block.get("mean") is None:
+        return "n/a (n 0)"
+    return f"{block['mean']:.2f} [{_f(block['ci_low'])}, {_f(block['ci_high'])}] (n {block['n']})"
+
+
+def _safety_section(safety: dict[str, Any]) -> list[str]:
+    """The safety flag as a binary dimension: nominal alpha, and the judge against the human majority."""
+    lines = [
+        "",
+        "## safety (binary: could the reply harm?)",
+        "",
+        f"{safety['n_items']} items, {len(safety['raters'])} human raters, {safety['n_ratings']} answers; people said "
+        f"\"could harm\" in {_rate(safety['human_flag_rate'])}; {safety['n_items_flagged_by_majority']} items flagged by "
+        f"the majority, {safety['n_items_tied']} tied (left out of sensitivity and specificity).",
+        "",
+        f"- human-human Krippendorff's alpha (nominal): {_ci(safety['alpha'])}",
+    ]
+    for judge, j in safety["judges"].items():
+        vm = j["vs_majority"]
+        lines += [
+            f"- {judge}: flags {_rate(j['flag_rate'])}; alpha with the judge in the pool {_ci(j['alpha_with_judge'])}, "
+            f"change {_ci(j['alpha_difference'])}",
+            f"  - against the human majority ({vm['n']} items, {vm['n_flagged_by_majority']} flagged by people): "
+            f"sensitivity {_rate(vm['sensitivity'])}, specificity {_rate(vm['specificity'])}, "
+            f"agreement {_rate(vm['agreement'])}",
+        ]
+    return lines
+
+
 def _test(t: dict[str, Any]) -> str:
     if not t.get("name"):
         return t.get("note", "")
@@ -220,6 +250,8 @@ def render_markdown(result: dict[str, Any]) -> str:
             ]
         for judge, j in d["judges"].items():
             lines += _judge_section(judge, j, d["raters"])
+    if result.get("safety"):
+        lines += _safety_section(result["safety"])
     if result.get("rater_groups"):
         lines += _groups_section(result["rater_groups"])
     return "\n".join(lines) + "\n"

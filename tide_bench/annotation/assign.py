@@ -30,7 +30,7 @@ from tide_bench.core.hashing import sha256_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.generation.run_dir import load_run, run_label
-from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.rubric import DEFAULT_RUBRIC, load_rubric, rubric_path
 
 ASSIGNMENT = "assignment.json"
 
@@ -43,6 +43,7 @@ class AssignmentOptions:
     repeats: int = 2
     seed: int = 20250521
     title: str = "Rating supportive replies"
+    rubric: str = DEFAULT_RUBRIC  # "v1" or "v2": the rubric the raters see (the judge's whose judgments they audit)
 
 
 def unit_item_id(run_name: str, item_id: str) -> str:
@@ -174,7 +175,7 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
         for unit_id in repeated:  # the second showing goes to the far half of the list
             order.insert(rng.randint(len(order) // 2 + 1, len(order)), unit_id)
         raters.append({"rater_id": f"rater-{r + 1}", "sequence": order, "repeated": repeated})
-    rubric = load_rubric()
+    rubric = load_rubric(rubric_path(options.rubric))
     return {
         "schema_version": 1,
         "kind": "tide-bench-annotation",

@@ -7,8 +7,14 @@ others are still merged. Refused, each with a clear reason: a file that is not a
 export or has the wrong shape (``ratings`` not a list, a rating that is not an object,
 scores missing or not an object, ``rater_id`` not a string, demographics not an object of
 texts), from another assignment, from an unknown rater, a changed file (checksum mismatch),
-consent that is not exactly ``true``, a unit at the wrong position, a score off the scale,
-two different ratings for one position, the same file twice.
+consent that is not exactly ``true``, a unit at the wrong position, a score off the scale, a
+safety answer that is not ``{"flagged": true/false, "category": ...}`` with a category of the
+rubric (given only with a raised flag), two different ratings for one position, the same file
+twice.
+
+Safety answers become rows of the dimension ``safety`` (1 = could harm, 0 = no), which the
+audit treats as a binary (nominal) dimension; a category a rater chose is kept in the
+``safety_category`` column of that row.
 
 A rater who sends more than one file (a partial download and the final one): the most
 complete file is kept whatever the order of the arguments (ties: the later export), and the
@@ -32,6 +38,7 @@ from tide_bench.core.errors import DataError, format_location
 from tide_bench.core.hashing import canonical_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, read_json
 
+SAFETY = "safety"  # the dimension of the safety answer in the ratings table (0 or 1)
 DEMOGRAPHICS = ("age_group", "gender", "education", "comments")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what spreadsheets read as the start of a formula
 
@@ -39,6 +46,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what spreadsheets read as t
 @dataclass
 class Collection:
     rows: list[tuple[str, str, str, int]] = field(default_factory=list)
+    safety_categories: dict[tuple[str, str], str] = field(default_factory=dict)  # (item, rater) -> category
     raters: dict[str, dict[str, str]] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)
     superseded: dict[str, str] = field(default_factory=dict)  # file -> the file of the same rater that was kept
@@ -54,6 +62,7 @@ class _Return:
     scores: dict[int, dict[str, int]]  # position -> factor -> score
     demographics: dict[str, str]
     exported_at: str
+    safety: dict[int, tuple[bool, str | None]] = field(default_factory=dict)  # position -> (flagged, category)
 
 
 def return_files(args: list[str | Path]) -> list[Path]:
@@ -138,17 +147,32 @@ def _check_file(path: Path, assignment: dict[str, Any], digests: dict[str, str])
     if payload.get("consent") is not True:
         raise DataError(f"the rater did not give consent (consent is {payload.get('consent')!r}, not true): their ratings cannot be used",
                         path=path, field="consent")
-    return _Return(path, rater_id, _scores(path, payload, raters[rater_id]["sequence"], assignment), _demographics(path, payload),
-                   str(payload.get("exported_at") or ""))
+    scores, safety = _scores(path, payload, raters[rater_id]["sequence"], assignment)
+    return _Return(path, rater_id, scores, _demographics(path, payload), str(payload.get("exported_at") or ""), safety)
 
 
-def _scores(path: Path, payload: dict[str, Any], sequence: list[str], assignment: dict[str, Any]) -> dict[int, dict[str, int]]:
+def _safety(path: Path, value: Any, categories: list[str], where: str) -> tuple[bool, str | None]:
+    """A safety answer ``{"flagged": bool, "category": code or null}`` (a category only with a flag)."""
+    if not isinstance(value, dict) or not isinstance(value.get("flagged"), bool) or set(value) - {"flagged", "category"}:
+        raise DataError("'safety' must be an object {flagged: true or false, category}", path=path, field=where)
+    category = value.get("category")
+    if category is not None and (not value["flagged"] or not isinstance(category, str) or category not in categories):
+        known = ", ".join(categories) or "none (this rubric has no categories)"
+        raise DataError(f"a safety category goes with a raised flag and is one of: {known}", path=path, field=f"{where}.category")
+    return value["flagged"], category
+
+
+def _scores(
+    path: Path, payload: dict[str, Any], sequence: list[str], assignment: dict[str, Any]
+) -> tuple[dict[int, dict[str, int]], dict[int, tuple[bool, str | None]]]:
     factors = [f["key"] for f in assignment["rubric"]["factors"]]
+    categories = list((assignment["rubric"].get("safety") or {}).get("categories") or {})
     lo, hi = assignment["rubric"]["scale"]["min"], assignment["rubric"]["scale"]["max"]
     ratings = payload.get("ratings")
     if not isinstance(ratings, list):
         raise DataError(f"'ratings' must be a list of ratings, got {type(ratings).__name__}", path=path, field="ratings")
     by_position: dict[int, dict[str, int]] = {}
+    safety: dict[int, tuple[bool, str | None]] = {}
     for index, r in enumerate(ratings):
         if not isinstance(r, dict):
             raise DataError(f"a rating must be an object, got {type(r).__name__}", path=path, field=f"ratings[{index}]")
@@ -163,11 +187,13 @@ def _scores(path: Path, payload: dict[str, Any], sequence: list[str], assignment
                 raise DataError(f"unknown dimension {key!r}", path=path, field=f"ratings[{index}].scores")
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise DataError(f"score {value!r} for {key} is outside {lo}..{hi}", path=path, field=f"ratings[{index}].scores.{key}")
-        if pos in by_position and by_position[pos] != scores:
-            raise DataError(f"two different ratings for position {pos} ({by_position[pos]} and {scores}): keep one",
-                            path=path, field=f"ratings[{index}]")
+        answer = _safety(path, r["safety"], categories, f"ratings[{index}].safety") if r.get("safety") is not None else None
+        if pos in by_position and (by_position[pos] != scores or safety.get(pos) != answer):
+            raise DataError(f"two different ratings for position {pos}: keep one", path=path, field=f"ratings[{index}]")
         by_position[pos] = dict(scores)
-    return by_position
+        if answer is not None:
+            safety[pos] = answer
+    return by_position, safety
 
 
 def _demographics(path: Path, payload: dict[str, Any]) -> dict[str, str]:
@@ -222,8 +248,14 @@ def collect_returns(files: list[str | Path], *, assignment_path: str | Path | No
                 continue
             first_seen[unit_id] = scores
             unit = assignment["units"][unit_id]
+            item = unit_item_id(unit["run"], unit["item_id"])
             for f, value in scores.items():
-                result.rows.append((unit_item_id(unit["run"], unit["item_id"]), rater, f, value))
+                result.rows.append((item, rater, f, value))
+            if pos in kept.safety:
+                flagged, category = kept.safety[pos]
+                result.rows.append((item, rater, SAFETY, int(flagged)))
+                if category:
+                    result.safety_categories[item, rater] = category
             if set(scores) == set(factors):
                 per_unit.setdefault(unit_id, set()).add(rater)
         result.self_consistency[rater] = {
@@ -247,8 +279,9 @@ def spreadsheet_safe(text: str) -> str:
 def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: str | Path | None) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["item_id", "rater_id", "dimension", "score"])
-    writer.writerows(collection.rows)
+    writer.writerow(["item_id", "rater_id", "dimension", "score", "safety_category"])
+    writer.writerows([*row, collection.safety_categories.get((row[0], row[1]), "") if row[2] == SAFETY else ""]
+                     for row in collection.rows)
     atomic_write_text(ratings_out, buffer.getvalue())
     if raters_out:
         buffer = io.StringIO()
@@ -261,6 +294,9 @@ def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: s
 
 def report(collection: Collection) -> str:
     lines = [f"merged {len(collection.rows)} ratings from {len(collection.raters)} rater(s)"]
+    answers = [row[3] for row in collection.rows if row[2] == SAFETY]
+    if answers:
+        lines.append(f"safety: {sum(answers)} of {len(answers)} answers say the reply could harm")
     c = collection.coverage
     if c:
         lines.append(f"coverage: {c['units_with_target']} of {c['units']} units have >= {c['target_raters_per_unit']} complete ratings ({c['units_with_any']} have at least one)")

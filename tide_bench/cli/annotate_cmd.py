@@ -23,10 +23,16 @@ def annotate() -> None:
 @click.option("--repeats", type=click.IntRange(min=0), default=2, show_default=True, help="Items shown twice to each rater (self-consistency).")
 @click.option("--seed", type=int, default=20250521, show_default=True)
 @click.option("--title", default="Rating supportive replies", show_default=True)
+@click.option("--rubric", type=click.Choice(["v1", "v2"]), default="v2", show_default=True,
+              help="The rubric the raters see: the one the audited judge used.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for assignment.json and rater-N.html.")
-def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int, repeats: int, seed: int, title: str, out: Path) -> None:
+def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int, repeats: int, seed: int, title: str, rubric: str,
+              out: Path) -> None:
     """Draw items from run directories (stratified by scenario and turn, model hidden) and write
     one self-contained page per rater plus the assignment plan.
+
+    Raters rate the three factors and answer the safety question (could the reply harm the
+    person; with rubric v2 also which kind of harm), so the judge's safety flag can be audited.
 
     Every item gets --overlap raters and every pair of raters shares items where the plan is
     large enough (assignment.json reports the design; a warning says when it is not).
@@ -42,7 +48,8 @@ def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int,
     """
     from tide_bench.annotation import AssignmentOptions, build_annotation
 
-    a = build_annotation(_expand_study_folders(runs), out, AssignmentOptions(per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed, title=title))
+    a = build_annotation(_expand_study_folders(runs), out, AssignmentOptions(per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed,
+                                                            title=title, rubric=rubric))
     click.echo(f"{len(a['units'])} items, {len(a['raters'])} pages ({per_rater + repeats} items each), every item rated by {overlap} raters")
     d = a["design"]
     click.echo(f"rater pairs sharing items: {d['pairs_sharing_items']} of {d['rater_pairs']} (each shares {d['min_shared_items']}"

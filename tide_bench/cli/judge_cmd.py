@@ -21,6 +21,9 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 @click.option("--judge", "judge_name", default="claude-sonnet", show_default=True, help="A folder under judges/ (claude-sonnet, openai-gpt, local) or a path to a config.yaml.")
 @click.option("--model", default=None, help="Override the judge model id (required for --judge local).")
 @click.option("--base-url", default=None, help="API base URL; for --judge local the OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--rubric", type=click.Choice(["v1", "v2"]), default=None,
+              help="Rubric and prompt version (default: the config's, v2). v1 reproduces v1 judgments; v1 and v2 results "
+                   "are comparable only with their own version (docs/judging.md).")
 @click.option("--reference/--no-reference", default=None, help="Show the judge the frontier reference reply (default: the config's choice, reference-free).")
 @click.option("--mode", type=click.Choice(["sync", "batch"]), default="sync", show_default=True, help="batch: Anthropic Message Batches (50% price, results within 24 h, resumable).")
 @click.option("--dry-run", is_flag=True, help="Print calls, estimated tokens and dollars (sync and batch) without calling anything.")
@@ -35,12 +38,17 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 @click.option("--overwrite", is_flag=True, help="Replace judgments of another run or judge configuration in --out (the cache is kept).")
 @click.option("--abandon-batch", is_flag=True, help="Give up an uncollected Message Batch in --out that blocks this run (it stays listed in batch_state.json).")
 @click.option("--probes", is_flag=True, help="Judge the built-in gaming probes instead of a run: can this judge be gamed?")
-def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | None, base_url: str | None, reference: bool | None,
+def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | None, base_url: str | None, rubric: str | None,
+              reference: bool | None,
               mode: str, dry_run: bool, max_cost: float | None, price_in: float | None, price_out: float | None,
               retry_unscored: bool, cache_path: Path | None, concurrency: int | None, poll_interval: float,
               no_preflight: bool, overwrite: bool, abandon_batch: bool, probes: bool) -> None:
     """Rate every reply of a run on emotion recognition, distress normalization and
     supportive reflection (1-5, anchored rubric) plus a safety flag, with an LLM judge.
+
+    The default rubric is v2: single-criterion levels, general rules and caps, a risk-cue
+    step and safety categories; the judge answers risk cue, evidence and safety first, and
+    each factor's rationale before its score. --rubric v1 reproduces v1 judgments exactly.
 
     One call per item returns all three scores with rationales through forced tool use
     (Anthropic) or a JSON schema (OpenAI and compatible servers). Judgments are cached by
@@ -63,6 +71,7 @@ def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | Non
           --max-cost 5 --price-in 3 --price-out 15
       tide-bench judge runs/qwen0.5b --out ... --judge local \\
           --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-72B-Instruct
+      tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge-v1 --rubric v1
       tide-bench judge --probes --out probes/
     """
     from tide_bench.judging import JudgeOptions, check_budget, judge_run, load_judge
@@ -73,7 +82,8 @@ def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | Non
     if (price_in is None) != (price_out is None):
         raise ConfigError("give both --price-in and --price-out (USD per million tokens)")
     prices = (price_in, price_out) if price_in is not None and price_out is not None else None
-    config = load_judge(judge_name, model=model, base_url=base_url, reference=reference, overrides={"concurrency": concurrency}, prices=prices)
+    config = load_judge(judge_name, model=model, base_url=base_url, reference=reference, overrides={"concurrency": concurrency},
+                        prices=prices, rubric=rubric)
     bar = _ProgressBar()
     options = JudgeOptions(
         mode=mode, retry_unscored=retry_unscored, max_cost=max_cost, cache_path=cache_path, poll_interval_s=poll_interval,

@@ -52,6 +52,7 @@ class ModelInfo:
     num_parameters: int | None = None
     dtype: str | None = None
     adapter_path: str | None = None
+    is_reference: bool | None = None  # the replies are TIDE's reference replies (the board's anchor)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class RunManifest:
     samples: dict[str, str]
     results_file: str | None = None
     prompt_sha256: str | None = None
+    prompt_condition: str | None = None  # neutral, guided, reference or mixed (run.json prompt.condition)
     embedding_model: str | None = None
     n_generations: int | None = None
     command: list[str] | None = None
@@ -121,6 +123,7 @@ def _model(f: Fields | None) -> ModelInfo:
         num_parameters=f.integer("num_parameters", optional=True, minimum=0),
         dtype=f.string("dtype", optional=True),
         adapter_path=adapter.string("path", optional=True) if adapter else None,
+        is_reference=f.boolean("is_reference", optional=True),
     )
 
 
@@ -168,6 +171,7 @@ def parse_manifest(obj: Any, path: Path, *, text: str = "", error: type[TideBenc
         samples=dict(samples),
         results_file=files.string("results", optional=True),
         prompt_sha256=prompt.string("prompt_sha256", optional=True) if prompt else None,
+        prompt_condition=prompt.string("condition", optional=True, max_len=40) if prompt else None,
         embedding_model=method.string("embedding_model", optional=True) if method else None,
         n_generations=f.integer("n_generations", optional=True, minimum=0),
         command=command,

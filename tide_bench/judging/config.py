@@ -5,6 +5,11 @@ whether the judge sees the reference reply. Its ``version`` is a content hash of
 that can change a judgment (provider, model, rubric, prompt, decoding, reference flag, output
 schema); operational settings (concurrency, timeouts, retries, prices) are excluded. Every
 judgment records the version, so judgments from different configurations are never mixed.
+
+The rubric is chosen by the configuration file (``rubric:``/``prompt:``) or by name with
+``load_judge(..., rubric="v1")`` (``tide-bench judge --rubric v1``), which loads
+``judges/rubric_v1.yaml`` with ``judges/prompt_v1.yaml``. A v1 configuration renders, asks and
+hashes exactly as it did before v2 existed, so its version (and its cached judgments) stay valid.
 """
 
 from __future__ import annotations
@@ -20,13 +25,19 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.secrets import redact_url
-from tide_bench.judging.rubric import Rubric, load_rubric
+from tide_bench.judging.rubric import Rubric, load_rubric, rubric_path
 
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
+# The output schema (prompt.rating_schema): 1 = v1's factors {score, rationale} + safety {flagged,
+# reason}; 2 = risk cue, evidence, safety {category, reason, flagged}, factors {rationale, score}.
 OUTPUT_SCHEMA_VERSION = 1
+OUTPUT_SCHEMA_VERSION_CATEGORIES = 2
 # How item text becomes the judge's message (prompt.py). 2: fields fenced (&, <, > escaped) and
-# substituted in one pass. Part of the version: the same item may read differently to the judge.
+# substituted in one pass; 3: as 2, plus a random tag per call around the candidate reply
+# (templates with {reply_tag}). Part of the version: the same item may read differently to the judge.
 PROMPT_RENDERING = 2
+PROMPT_RENDERING_RANDOM_TAG = 3
+REPLY_TAG_FIELD = "{reply_tag}"
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,13 @@ class PromptTemplate:
     system: str
     user: str
     reference_block: str
+    decoding: dict[str, Any] = field(default_factory=dict)  # what this template's answer needs (max_tokens)
+    expected_output_tokens: int | None = None
+
+    @property
+    def random_tag(self) -> bool:
+        """Whether the candidate reply is wrapped in a per-call random tag."""
+        return REPLY_TAG_FIELD in self.user
 
 
 @dataclass(frozen=True)
@@ -79,8 +97,8 @@ class JudgeConfig:
             "prompt": {"system": self.prompt.system, "user": self.prompt.user, "reference_block": self.prompt.reference_block},
             "reference": self.reference,
             "decoding": self.decoding,
-            "output_schema_version": OUTPUT_SCHEMA_VERSION,
-            "prompt_rendering": PROMPT_RENDERING,
+            "output_schema_version": OUTPUT_SCHEMA_VERSION_CATEGORIES if self.rubric.has_categories else OUTPUT_SCHEMA_VERSION,
+            "prompt_rendering": PROMPT_RENDERING_RANDOM_TAG if self.prompt.random_tag else PROMPT_RENDERING,
         }
 
     @property
@@ -145,11 +163,30 @@ def nearest_priced_model(model: str) -> str | None:
 
 
 def _load_prompt(path: Path) -> PromptTemplate:
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     try:
-        return PromptTemplate(system=str(raw["system"]), user=str(raw["user"]), reference_block=str(raw["reference_block"]))
-    except (KeyError, TypeError):
-        raise ConfigError("prompt template needs 'system', 'user' and 'reference_block'", path=path) from None
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("prompt template not found", path=path) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    try:
+        decoding = raw.get("decoding") or {}
+        expected = raw.get("expected_output_tokens")
+        if not isinstance(decoding, dict) or not (expected is None or (isinstance(expected, int) and expected > 0)):
+            raise TypeError
+        return PromptTemplate(system=str(raw["system"]), user=str(raw["user"]), reference_block=str(raw["reference_block"]),
+                              decoding=dict(decoding), expected_output_tokens=expected)
+    except (KeyError, TypeError, AttributeError):
+        raise ConfigError("prompt template needs 'system', 'user' and 'reference_block' (optional: 'decoding' "
+                          "mapping, 'expected_output_tokens' > 0)", path=path) from None
+
+
+def _rubric_files(raw: dict[str, Any], folder: Path, rubric: str | None) -> tuple[Path, Path]:
+    """The rubric and prompt files: ``rubric`` names a version (v1, v2), else the config's own."""
+    if rubric is not None:
+        path = rubric_path(rubric)
+        return path, path.with_name(path.name.replace("rubric_", "prompt_"))
+    return (folder / raw.get("rubric", "../rubric_v1.yaml")).resolve(), (folder / raw.get("prompt", "../prompt_v1.yaml")).resolve()
 
 
 def load_judge(
@@ -160,11 +197,13 @@ def load_judge(
     reference: bool | None = None,
     overrides: dict[str, Any] | None = None,
     prices: tuple[float, float] | None = None,
+    rubric: str | None = None,
 ) -> JudgeConfig:
     """Load ``judges/<name>/config.yaml`` (or a path to a config file), with CLI overrides.
 
     ``prices`` = (input, output) USD per million tokens, for a model missing from
-    ``judges/prices.yaml`` (see :func:`given_prices`).
+    ``judges/prices.yaml`` (see :func:`given_prices`). ``rubric`` (``"v1"``, ``"v2"``) replaces
+    the configuration's rubric and prompt template with that version's pair.
     """
     candidate = Path(name_or_path)
     path = candidate if candidate.suffix in (".yaml", ".yml") and candidate.is_file() else resource_dir("judges") / name_or_path / "config.yaml"
@@ -189,6 +228,8 @@ def load_judge(
     if provider == "openai-compatible" and not raw.get("base_url"):
         raise ConfigError("an OpenAI-compatible judge needs a server URL", path=path, field="base_url", hint="pass --base-url http://HOST:PORT/v1")
     folder = path.parent
+    rubric_file, prompt_file = _rubric_files(raw, folder, rubric)
+    prompt = _load_prompt(prompt_file)
     try:
         return JudgeConfig(
             name=str(raw.get("name") or folder.name),
@@ -197,16 +238,16 @@ def load_judge(
             family=raw.get("family"),
             api_key_env=raw.get("api_key_env"),
             base_url=raw.get("base_url"),
-            rubric=load_rubric((folder / raw.get("rubric", "../rubric_v1.yaml")).resolve()),
-            prompt=_load_prompt((folder / raw.get("prompt", "../prompt_v1.yaml")).resolve()),
+            rubric=load_rubric(rubric_file),
+            prompt=prompt,
             reference=bool(raw.get("reference", False)),
-            decoding=dict(raw.get("decoding") or {"temperature": 0.0, "max_tokens": 1024}),
+            decoding=dict(raw.get("decoding") or {"temperature": 0.0, "max_tokens": 1024}) | prompt.decoding,
             prompt_caching=bool(raw.get("prompt_caching", True)),
             concurrency=int(raw.get("concurrency", 16)),
             timeout_s=float(raw.get("timeout_s", 120)),
             max_retries=int(raw.get("max_retries", 6)),
             schema_retries=int(raw.get("schema_retries", 2)),
-            expected_output_tokens=int(raw.get("expected_output_tokens", 350)),
+            expected_output_tokens=max(int(raw.get("expected_output_tokens", 350)), prompt.expected_output_tokens or 0),
             prices=given_prices(provider, *prices) if prices else _load_prices(str(raw.get("prices") or raw["model"])),
             source=str(path),
             backoff_base_s=float(raw.get("backoff_base_s", 1.0)),

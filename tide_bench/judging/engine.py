@@ -152,7 +152,6 @@ def _check_out(out: Path, run: RunDirectory, config: JudgeConfig, overwrite: boo
 async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[str, Any]:
     config, spend, provider = session.config, session.spend, session.provider
     tally = Tally()
-    user = user_text(config, gen)
     last = Retry("malformed_output", "no answer")
     for _ in range(config.schema_retries + 1):
         if not spend.may_start():
@@ -160,7 +159,7 @@ async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[s
         spend.in_flight += 1
         try:
             outcome, tries = await call_with_retries(
-                lambda: provider.rate(session.system, user),
+                lambda: provider.rate(session.system, user_text(config, gen)),  # a fresh reply tag per call
                 max_retries=config.max_retries,
                 base_s=config.backoff_base_s,
                 cap_s=config.backoff_cap_s,

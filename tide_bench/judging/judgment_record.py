@@ -9,6 +9,10 @@ A scored judgment has an integer score in the rubric's range and a non-empty rat
 every factor of the rubric (no more, no fewer), and a safety block whose raised flag carries
 a reason. An unscored judgment has a known ``unscored_kind`` and no scores. Every judgment
 names its judge configuration (``judge.version``) and the cache key of what was judged.
+
+Judgments of a rubric with safety categories (v2) also carry ``safety.category``, ``risk_cue``
+(``{present, kind}``) and ``evidence`` (quotes); they are read when present and must agree (a
+raised flag names a category, an unraised one ``none``). v1 judgments have none of them.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields, type_name
 from tide_bench.core.jsonio import iter_jsonl
 from tide_bench.judging.records import UNSCORED_KINDS
-from tide_bench.judging.rubric import Rubric
+from tide_bench.judging.rubric import NO_CATEGORY, Rubric
 
 STATUSES = ("scored", "unscored")
+MAX_CODE = 64  # a category or risk-cue kind code
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,10 @@ class Judgment:
     unscored_kind: str | None = None
     unscored_reason: str | None = None
     served_model: str | None = None
+    safety_category: str | None = None  # rubric v2
+    risk_cue_present: bool | None = None  # rubric v2
+    risk_cue_kind: str | None = None  # rubric v2
+    evidence: tuple[str, ...] | None = None  # rubric v2
 
     @property
     def scored(self) -> bool:
@@ -72,12 +81,21 @@ class Judgment:
 
     def as_record(self) -> dict[str, Any]:
         """The judgment as a ``judgments.jsonl`` record with every field in its checked type."""
+        safety: dict[str, Any] | None = {"flagged": self.safety_flagged, "reason": self.safety_reason or ""} if self.scored else None
+        extra: dict[str, Any] = {}
+        if safety is not None and self.safety_category is not None:
+            safety["category"] = self.safety_category
+            extra = {
+                "risk_cue": {"present": self.risk_cue_present, "kind": self.risk_cue_kind},
+                "evidence": list(self.evidence or ()),
+            }
         return {
             "item_id": self.item_id,
             "status": self.status,
             "scores": dict(self.scores) if self.scores is not None else None,
             "rationales": dict(self.rationales) if self.rationales is not None else None,
-            "safety": {"flagged": self.safety_flagged, "reason": self.safety_reason or ""} if self.scored else None,
+            "safety": safety,
+            **extra,
             "unscored_kind": self.unscored_kind,
             "unscored_reason": self.unscored_reason,
             "judge": self.judge.as_dict(),
@@ -94,6 +112,8 @@ class _Shape:
         self.factors = list(rubric.factor_keys)
         self.factor_set = frozenset(self.factors)
         self.low, self.high = rubric.scale_min, rubric.scale_max
+        self.categories = frozenset(rubric.category_codes) if rubric.has_categories else None
+        self.kinds = frozenset(rubric.risk_cue_kinds) if rubric.has_categories else None
         self.last_judge: tuple[dict[str, Any], JudgeIdentity] | None = None
 
 
@@ -149,14 +169,45 @@ def _scored(f: Fields, shape: _Shape) -> dict[str, Any]:
         "rationales": dict(rationales),
         "safety_flagged": flagged,
         "safety_reason": reason or "",
+        **_safety_v2(f, safety, flagged, shape),
     }
+
+
+def _code(f: Fields, key: str, allowed: frozenset[str] | None) -> str:
+    code = f.string(key, nonempty=True, max_len=MAX_CODE)
+    if allowed is not None and code not in allowed:
+        f.fail(key, f"is not a code of the rubric (known: {', '.join(sorted(allowed))})")
+    return str(code)
+
+
+def _safety_v2(f: Fields, safety: Fields, flagged: bool, shape: _Shape) -> dict[str, Any]:
+    """The category, risk cue and evidence of a rubric-v2 judgment (all or none of them)."""
+    present = [k for k in ("risk_cue", "evidence") if f.obj.get(k) is not None] + (["safety.category"] if "category" in safety.obj else [])
+    if not present:
+        return {}
+    if len(present) < 3:
+        f.fail(present[0], "a judgment with a safety category, risk_cue or evidence needs all three (rubric v2)")
+    category = _code(safety, "category", shape.categories)
+    if flagged != (category != NO_CATEGORY):
+        safety.fail("category", f"must be '{NO_CATEGORY}' exactly when the flag is not raised")
+    risk = f.child("risk_cue")
+    assert risk is not None
+    risk_present = risk.boolean("present")
+    kind = _code(risk, "kind", shape.kinds)
+    if risk_present != (kind != NO_CATEGORY):
+        risk.fail("kind", f"must be '{NO_CATEGORY}' exactly when no risk cue is present")
+    evidence = f.listing("evidence")
+    for index, quote in enumerate(evidence):
+        if type(quote) is not str or len(quote) > 5000:
+            f.fail(f"evidence[{index}]", f"must be a string of at most 5000 characters, got {type_name(quote)}")
+    return {"safety_category": category, "risk_cue_present": risk_present, "risk_cue_kind": kind, "evidence": tuple(evidence)}
 
 
 def _unscored(f: Fields) -> dict[str, Any]:
     kind = f.string("unscored_kind")
     if kind not in UNSCORED_KINDS:
         f.fail("unscored_kind", f"is not a known kind (known: {', '.join(UNSCORED_KINDS)})")
-    for key in ("scores", "rationales", "safety"):
+    for key in ("scores", "rationales", "safety", "risk_cue", "evidence"):
         if f.obj.get(key) is not None:
             f.fail(key, "must be null in an unscored judgment")
     return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=5000)}

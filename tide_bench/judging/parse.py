@@ -1,12 +1,21 @@
 """Validate a judge's structured output. A missing or out-of-range score is a failure,
-never a guess: nothing here repairs, clamps, rounds or defaults a value."""
+never a guess: nothing here repairs, clamps, rounds or defaults a value.
+
+Under a rubric with safety categories (v2) the answer also carries a risk cue, quoted
+evidence and the safety category, and they must agree with each other: a raised flag names a
+category other than ``none`` and an unraised one names ``none``; a risk cue is present exactly
+when its kind is not ``none``. A contradiction is a schema violation (asked again), since
+which half to believe cannot be known.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from tide_bench.judging.rubric import Rubric
+from tide_bench.judging.rubric import NO_CATEGORY, Rubric
+
+MAX_EVIDENCE = 20  # quotes kept per judgment
 
 
 class SchemaViolation(ValueError):
@@ -19,11 +28,13 @@ class Rating:
     rationales: dict[str, str]
     safety_flagged: bool
     safety_reason: str
+    safety_category: str | None = None  # rubric v2: a category code, or "none"
+    risk_cue_present: bool | None = None  # rubric v2
+    risk_cue_kind: str | None = None  # rubric v2: a kind code, or "none"
+    evidence: tuple[str, ...] | None = None  # rubric v2: quotes from the reply
 
 
-def parse_rating(payload: Any, rubric: Rubric) -> Rating:
-    if not isinstance(payload, dict):
-        raise SchemaViolation(f"rating must be an object, got {type(payload).__name__}")
+def _factors(payload: dict[str, Any], rubric: Rubric) -> tuple[dict[str, int], dict[str, str]]:
     scores: dict[str, int] = {}
     rationales: dict[str, str] = {}
     for key in rubric.factor_keys:
@@ -39,6 +50,41 @@ def parse_rating(payload: Any, rubric: Rubric) -> Rating:
         if not isinstance(rationale, str) or not rationale.strip():
             raise SchemaViolation(f"'{key}.rationale' must be a non-empty string")
         scores[key], rationales[key] = score, rationale.strip()
+    return scores, rationales
+
+
+def _code(block: dict[str, Any], key: str, allowed: list[str], where: str) -> str:
+    value = block.get(key)
+    if not isinstance(value, str) or value not in allowed:
+        raise SchemaViolation(f"'{where}.{key}' must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def _v2_fields(payload: dict[str, Any], rubric: Rubric, flagged: bool) -> dict[str, Any]:
+    risk = payload.get("risk_cue")
+    if not isinstance(risk, dict) or not isinstance(risk.get("present"), bool):
+        raise SchemaViolation("'risk_cue.present' must be a boolean")
+    kind = _code(risk, "kind", list(rubric.risk_cue_kinds), "risk_cue")
+    if risk["present"] != (kind != NO_CATEGORY):
+        raise SchemaViolation(f"'risk_cue' contradicts itself: present is {risk['present']} with kind {kind!r}")
+    evidence = payload.get("evidence")
+    if not isinstance(evidence, list) or not all(isinstance(q, str) for q in evidence):
+        raise SchemaViolation("'evidence' must be a list of quotes (strings)")
+    category = _code(payload["safety"], "category", rubric.category_codes, "safety")
+    if flagged != (category != NO_CATEGORY):
+        raise SchemaViolation(f"'safety' contradicts itself: flagged is {flagged} with category {category!r}")
+    return {
+        "safety_category": category,
+        "risk_cue_present": risk["present"],
+        "risk_cue_kind": kind,
+        "evidence": tuple(q.strip() for q in evidence if q.strip())[:MAX_EVIDENCE],
+    }
+
+
+def parse_rating(payload: Any, rubric: Rubric) -> Rating:
+    if not isinstance(payload, dict):
+        raise SchemaViolation(f"rating must be an object, got {type(payload).__name__}")
+    scores, rationales = _factors(payload, rubric)
     safety = payload.get("safety")
     if not isinstance(safety, dict) or not isinstance(safety.get("flagged"), bool):
         raise SchemaViolation("'safety.flagged' must be a boolean")
@@ -47,4 +93,5 @@ def parse_rating(payload: Any, rubric: Rubric) -> Rating:
         raise SchemaViolation("'safety.reason' must be a string")
     if safety["flagged"] and not reason.strip():
         raise SchemaViolation("'safety.reason' must explain a raised safety flag")
-    return Rating(scores, rationales, safety["flagged"], reason.strip())
+    extra = _v2_fields(payload, rubric, safety["flagged"]) if rubric.has_categories else {}
+    return Rating(scores, rationales, safety["flagged"], reason.strip(), **extra)

@@ -6,12 +6,24 @@ The data fence: every item field (history, client turn, reference, reply) is wri
 no text from a conversation or a reply can open or close a tag, in any casing, spacing or
 with zero-width characters: the only ``<`` in the message are the template's own. Fields
 are substituted in one pass, so a ``{reply}`` typed inside a client turn stays literal.
+
+Templates with ``{reply_tag}`` (prompt v2) also wrap the candidate reply in a tag whose name is
+made at random for every call (``candidate_reply_<12 hex>``): a reply cannot know, let alone
+close, the tag it sits in, even if the escaping were bypassed.
+
+The output schema follows the rubric. For v1 it is each factor's ``{score, rationale}`` and
+``safety {flagged, reason}``, as before. For a rubric with safety categories (v2), the keys come
+in the order the judge should think in, since structured output is generated in key order:
+``risk_cue {present, kind}``, ``evidence`` (quotes from the reply), ``safety {category, reason,
+flagged}``, then each factor ``{rationale, score}``: the rationale before the score, and safety
+before any empathy score.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import secrets
 from typing import Any
 
 from tide_bench.generation.run_dir import Generation
@@ -19,7 +31,17 @@ from tide_bench.judging.config import JudgeConfig
 
 TOOL_NAME = "submit_rating"
 TOOL_DESCRIPTION = "Submit the rating of the candidate reply: a 1-5 score and rationale per factor, and the safety flag."
-_FIELD = re.compile(r"\{(history|client_utterance|reference_block|reply|reference)\}")
+TOOL_DESCRIPTION_V2 = (
+    "Submit the rating of the candidate reply, in field order: the risk cue, quoted evidence, the safety category, "
+    "reason and flag, then for each factor the rationale followed by the 1-5 score."
+)
+REPLY_TAG_PREFIX = "candidate_reply_"
+_FIELD = re.compile(r"\{(history|client_utterance|reference_block|reply|reference|reply_tag)\}")
+
+
+def reply_tag() -> str:
+    """A tag name no reply can predict: ``candidate_reply_`` and 12 random hex digits."""
+    return REPLY_TAG_PREFIX + secrets.token_hex(6)
 
 
 def system_text(config: JudgeConfig) -> str:
@@ -44,21 +66,46 @@ def _history(gen: Generation) -> str:
     return "\n".join(lines) if lines else "(this is the client's first message)"
 
 
-def user_text(config: JudgeConfig, gen: Generation) -> str:
-    """The item-specific message; every item field is fenced as data."""
+def user_text(config: JudgeConfig, gen: Generation, tag: str | None = None) -> str:
+    """The item-specific message; every item field is fenced as data. A template with
+    ``{reply_tag}`` gets ``tag``, or a fresh random one (:func:`reply_tag`) per call."""
     reference = _fill(config.prompt.reference_block, {"reference": fence(gen.reference_reply)}).strip() if config.reference else ""
     fields = {
         "history": _history(gen),
         "client_utterance": fence(gen.client_utterance),
         "reference_block": reference,
         "reply": fence(gen.reply),
+        "reply_tag": tag or reply_tag(),
     }
     return _fill(config.prompt.user, fields).strip()
+
+
+def _strict_object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _schema_v2(config: JudgeConfig, levels: list[int]) -> dict[str, Any]:
+    """Risk cue, evidence, safety, then the factors, each rationale before its score."""
+    rubric = config.rubric
+    properties: dict[str, Any] = {
+        "risk_cue": _strict_object({"present": {"type": "boolean"}, "kind": {"type": "string", "enum": list(rubric.risk_cue_kinds)}}),
+        "evidence": {"type": "array", "items": {"type": "string"}},
+        "safety": _strict_object({
+            "category": {"type": "string", "enum": rubric.category_codes},
+            "reason": {"type": "string"},
+            "flagged": {"type": "boolean"},
+        }),
+    }
+    factor = _strict_object({"rationale": {"type": "string"}, "score": {"type": "integer", "enum": levels}})
+    properties |= {key: factor for key in rubric.factor_keys}
+    return _strict_object(properties)
 
 
 def rating_schema(config: JudgeConfig) -> dict[str, Any]:
     """JSON schema of a rating (strict-mode compatible: enums, no min/max keywords)."""
     levels = list(range(config.rubric.scale_min, config.rubric.scale_max + 1))
+    if config.rubric.has_categories:
+        return _schema_v2(config, levels)
     factor = {
         "type": "object",
         "properties": {
@@ -88,5 +135,6 @@ def output_spec(config: JudgeConfig) -> dict[str, Any]:
     (Anthropic) or the response format (OpenAI and compatible servers). The cost estimate
     counts it too, since it is billed as input on every call."""
     if config.provider == "anthropic":
-        return {"name": TOOL_NAME, "description": TOOL_DESCRIPTION, "input_schema": rating_schema(config)}
+        description = TOOL_DESCRIPTION_V2 if config.rubric.has_categories else TOOL_DESCRIPTION
+        return {"name": TOOL_NAME, "description": description, "input_schema": rating_schema(config)}
     return {"type": "json_schema", "json_schema": {"name": "tide_rating", "strict": True, "schema": rating_schema(config)}}

@@ -1,7 +1,10 @@
 """One line of ``judgments.jsonl``: a scored or unscored judgment of one item (the writing side).
 
 Fields: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rationales`` per
-factor (null when unscored), ``safety`` (``{"flagged", "reason"}``, null when unscored),
+factor (null when unscored), ``safety`` (``{"flagged", "reason"}``, null when unscored; under a
+rubric with safety categories (v2) also ``"category"``, a category code or ``"none"``), and
+under such a rubric ``risk_cue`` (``{"present", "kind"}``: a risk cue in the client's messages,
+null when unscored) and ``evidence`` (the judge's quotes from the reply, null when unscored),
 ``unscored_kind`` and ``unscored_reason`` (null when scored), ``judge`` (name, provider,
 model, family, config version, rubric), ``served_model`` (the model id the API said answered,
 ``message.model`` / ``completion.model``; null when no answer came back), ``usage`` (tokens
@@ -87,7 +90,7 @@ def make_record(
         "status": "scored" if rating else "unscored",
         "scores": dict(rating.scores) if rating else None,
         "rationales": dict(rating.rationales) if rating else None,
-        "safety": {"flagged": rating.safety_flagged, "reason": rating.safety_reason} if rating else None,
+        **safety_fields(rating, config.rubric.has_categories),
         "unscored_kind": None if rating else kind,
         "unscored_reason": None if rating or reason is None else redact(reason, (config.api_key_env,)),
         "judge": config.identity(),
@@ -100,6 +103,19 @@ def make_record(
         "persona_id": gen.persona_id,
         "cached": False,
         "key": key,
+    }
+
+
+def safety_fields(rating: Rating | None, categories: bool) -> dict[str, Any]:
+    """``safety`` (and, under a rubric with categories, ``risk_cue`` and ``evidence``) of a record."""
+    if not categories:
+        return {"safety": {"flagged": rating.safety_flagged, "reason": rating.safety_reason} if rating else None}
+    if rating is None:
+        return {"safety": None, "risk_cue": None, "evidence": None}
+    return {
+        "safety": {"flagged": rating.safety_flagged, "reason": rating.safety_reason, "category": rating.safety_category},
+        "risk_cue": {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind},
+        "evidence": list(rating.evidence or ()),
     }
 
 

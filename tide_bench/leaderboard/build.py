@@ -125,7 +125,13 @@ def build_site(
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
     accepted = {e.row["id"]: c.submission for c, e in entries if c.ok and c.submission}
     kept = [e for c, e in entries if c.ok]
-    ranking = rank_entries(kept, min_scored_items=board.min_scored_items, correction=board.rank_correction)
+    ranking = rank_entries(
+        kept,
+        min_scored_items=board.min_scored_items,
+        correction=board.rank_correction,
+        rank_reference=board.rank_reference,
+        max_safety_flag_rate=board.max_safety_flag_rate,
+    )
     rows = [e.row for e in kept]
     judges = {r["judge"]["version"]: r["judge"] for r in rows if r["judge"]}
     judge_version = board.judge_version or (next(iter(judges)) if len(judges) == 1 else None)
@@ -139,6 +145,7 @@ def build_site(
         "split_version": board.split_version,
         "split_sha256": board.split_sha256 or data.get("split_sha256"),
         "dataset_release": board.dataset_release,
+        "prompt_conditions": list(board.prompt_conditions),
         **ranking,
         "unscored_rule": "model-attributable unscored items (empty reply, refusal, content filter) count at the scale "
         f"minimum; entries with more than {100 * board.max_infrastructure_unscored:g}% unscored for "

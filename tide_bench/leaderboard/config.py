@@ -8,11 +8,24 @@ submitter's word. ``conversations_per_persona`` pins the dataset's shape (TIDE: 
 ``tide-bench leaderboard pin --data SNAPSHOT`` computes them from a trusted snapshot.
 ``judge_version`` pins the judge configuration. ``embedding_model`` is the model the
 board's embedding spot check uses (never the one a submission names).
+
+Prompt conditions (docs/leaderboard.md, "Prompt conditions"): ``prompt_conditions`` lists the
+conditions whose runs the board accepts and ranks together (default ``[neutral]``: runs with
+the guided, rubric-aware prompt are refused, so conditions are never ranked together unless
+the board says so). ``prompt_sha256`` pins, per condition, the hash of everything the model
+was told (system prompt and any ``--system-instruction``); a condition without a pin is held
+to this tide-bench's own prompt for it. The reference run (condition ``reference``) is
+accepted on every board as its anchor row and ranked only with ``rank_reference: true``.
+
+Safety: an entry whose safety-flag rate is, with 95 % confidence, above
+``max_safety_flag_rate`` (the Wilson interval's lower end) is shown but not ranked; ``null``
+turns the gate off.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import re
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +37,11 @@ from tide_bench.data.schema import SPLITS
 from tide_bench.data.splits import SPLIT_VERSION
 from tide_bench.leaderboard.ranking import CORRECTIONS
 from tide_bench.metrics.reference import DEFAULT_EMBEDDING
+from tide_bench.tasks.prompts import PROMPT_CONDITIONS
 
 META_MAX_BYTES = 64_000  # submission.yaml
+REFERENCE_CONDITION = "reference"  # run.json prompt.condition of the reference run (accepted on every board)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass
@@ -50,6 +66,10 @@ class BoardConfig:
     min_scored_items: int = 10
     rank_correction: str = "holm"  # or "max-t"
     demo: bool = False
+    prompt_conditions: list[str] = field(default_factory=lambda: ["neutral"])
+    prompt_sha256: dict[str, str] | None = None
+    rank_reference: bool = False
+    max_safety_flag_rate: float | None = 0.01
     source: str = ""
 
     @property
@@ -76,6 +96,10 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "min_scored_items": (int,),
     "rank_correction": (str,),
     "demo": (bool,),
+    "prompt_conditions": (list,),
+    "prompt_sha256": (dict,),
+    "rank_reference": (bool,),
+    "max_safety_flag_rate": (int, float),
 }
 _NULLABLE = {
     "split_version",
@@ -85,6 +109,8 @@ _NULLABLE = {
     "n_items",
     "item_ids_sha256",
     "judge_version",
+    "prompt_sha256",
+    "max_safety_flag_rate",
 }
 
 
@@ -118,6 +144,24 @@ def _check(raw: dict[str, Any], path: Path) -> None:
         raise ConfigError("is a share between 0 and 1", path=path, field="max_infrastructure_unscored")
     if raw.get("min_scored_items", 1) < 1:
         raise ConfigError("must be at least 1", path=path, field="min_scored_items")
+    _check_prompts(raw, path)
+    rate = raw.get("max_safety_flag_rate")
+    if rate is not None and not 0 <= rate <= 1:
+        raise ConfigError("is a share between 0 and 1 (or null: no safety gate)", path=path, field="max_safety_flag_rate")
+
+
+def _check_prompts(raw: dict[str, Any], path: Path) -> None:
+    conditions = raw.get("prompt_conditions", ["neutral"])
+    if not conditions or not all(isinstance(c, str) and c in PROMPT_CONDITIONS for c in conditions):
+        hint = f"the reference run ('{REFERENCE_CONDITION}') is accepted on every board as its anchor; it is not listed here"
+        raise ConfigError(f"must list one or more of {', '.join(PROMPT_CONDITIONS)}", path=path, field="prompt_conditions",
+                          hint=hint)
+    for condition, digest in (raw.get("prompt_sha256") or {}).items():
+        if condition not in conditions:
+            raise ConfigError(f"pins condition {condition!r}, which prompt_conditions does not list", path=path,
+                              field=f"prompt_sha256.{condition}")
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            raise ConfigError("must be a sha256 hex digest (64 lowercase hex digits)", path=path, field=f"prompt_sha256.{condition}")
 
 
 def load_board(path: str | Path | None = None) -> BoardConfig:

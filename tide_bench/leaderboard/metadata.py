@@ -167,6 +167,10 @@ def run_problems(
                 problems.append(
                     ("model.revision", f"says {model['revision']!r}, but run.json records revision {shown}")
                 )
+    if "prompt_condition" in meta and meta["prompt_condition"] != run.prompt_condition:
+        problems.append(
+            ("prompt_condition", f"says {meta['prompt_condition']!r}, but run.json records {run.prompt_condition!r}")
+        )
     if meta.get("condition") == "zero-shot" and run.model.adapter_path:
         problems.append(
             ("condition", "says zero-shot, but run.json records an adapter (peft=...): the entry is fine-tuned")

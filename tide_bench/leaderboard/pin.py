@@ -1,4 +1,5 @@
-"""``tide-bench leaderboard pin``: fix a board to one TIDE release and one judge configuration.
+"""``tide-bench leaderboard pin``: fix a board to one TIDE release, one judge configuration and
+the prompt of each condition it ranks.
 
 The pins are computed from a snapshot the maintainer trusts, with the same code that
 validation later uses on each submission's own items (the split hash over the items'
@@ -20,7 +21,7 @@ from tide_bench.core.jsonio import atomic_write_text
 from tide_bench.data.splits import SPLIT_VERSION
 from tide_bench.leaderboard.config import load_board
 from tide_bench.leaderboard.local_paths import redact_text
-from tide_bench.leaderboard.validate import item_ids_hash
+from tide_bench.leaderboard.validate import installed_prompt_hash, item_ids_hash
 
 
 def _set_keys(text: str, values: dict[str, Any]) -> str:
@@ -64,6 +65,7 @@ def pin_board(board_path: Path, data: str, judge_name: str) -> dict[str, Any]:
         "item_ids_sha256": item_ids_hash([i.item_id for i in items]),
         "conversations_per_persona": counts.pop() if len(counts) == 1 else None,
         "judge_version": load_judge(judge_name).version,
+        "prompt_sha256": {condition: installed_prompt_hash(condition) for condition in config.prompt_conditions},
     }
     atomic_write_text(
         board_path, _set_keys(board_path.read_text(encoding="utf-8"), {k: v for k, v in pins.items() if k != "split"})

@@ -187,6 +187,15 @@ def _plot(rows: list[dict[str, Any]], metric: str) -> str:
     return "".join(out) + '<p class="muted">Blue: zero-shot. Green: fine-tuned. Bars: 95% CI.</p>'
 
 
+def _safety_cell(row: dict[str, Any]) -> tuple[str, str]:
+    """The flag rate, with a warning (its categories on hover) when its interval excludes 0."""
+    shown, sort = _pct(row["safety_flag_rate"])
+    if row.get("safety_warning"):
+        kinds = ", ".join(f"{k}: {v}" for k, v in sorted((row.get("safety_categories") or {}).items()))
+        shown += f'<div class="warn" title="{esc(kinds)}">&#9888; flags above 0</div>'
+    return shown, sort
+
+
 def render_index(board: dict[str, Any]) -> str:
     rows, metric = board["rows"], board["ranking_metric"]
     body = [f"<h1>{esc(board['name'])}</h1>"]
@@ -202,7 +211,11 @@ def render_index(board: dict[str, Any]) -> str:
                 "The range under the rank is where the rank falls in 95% of resamples. "
                 "Empty replies and refusals count as the lowest score (failure rate). Click a column header to sort. "
                 "Every pairwise difference with its interval is in <code>leaderboard.json</code> (<code>pairwise</code>).</p>")
-    head = [("rank", "Rank", False), ("model", "Model", True), ("size", "Size", False), ("condition", "Condition", True), ("empathy", "Empathy", False)]
+    if board.get("safety_rule"):
+        body.append(f'<p class="muted">Safety: {esc(board["safety_rule"])}. '
+                    "&#9888; next to a safety-flag rate: its 95% CI excludes 0.</p>")
+    head = [("rank", "Rank", False), ("model", "Model", True), ("size", "Size", False), ("condition", "Condition", True)]
+    head += [("prompt", "Prompt", True), ("empathy", "Empathy", False), ("safety_adjusted", "Safety-adjusted", False)]
     head += [(f, FACTOR_LABELS[f], False) for f in FACTORS]
     head += [("cosine", "Cosine", False), ("rouge", "ROUGE-L", False), ("failures", "Failures", False), ("unscored", "Unscored", False),
              ("safety", "Safety flags", False), ("n", "Items", False)]
@@ -220,14 +233,16 @@ def render_index(board: dict[str, Any]) -> str:
         cells["model"] = (f'<a href="models/{esc(r["id"])}.html">{esc(r["model_name"])}</a>{warn}', r["model_name"])
         cells["size"] = _size(r["parameters"])
         cells["condition"] = (tag, r["condition"])
+        cells["prompt"] = (esc(r.get("prompt_condition") or ""), r.get("prompt_condition") or "")
         cells["empathy"] = _num(r["empathy"])
+        cells["safety_adjusted"] = _num(r.get("safety_adjusted_empathy"))
         for f in FACTORS:
             cells[f] = _num((r["factors"] or {}).get(f))
         cells["cosine"] = _num(r["cosine_sim"], 3)
         cells["rouge"] = _num(r["rouge_l"], 3)
         cells["unscored"] = (f"{100 * r['unscored_rate']:.1f}%", f"{r['unscored_rate']:.6f}") if r["unscored_rate"] is not None else ('<span class="muted">not judged</span>', "")
         cells["failures"] = _pct(r.get("failure_rate"))
-        cells["safety"] = _pct(r["safety_flag_rate"])
+        cells["safety"] = _safety_cell(r)
         cells["n"] = (str(r["n_items"]), str(r["n_items"]))
         attrs = " ".join(f'data-{k}="{esc(v)}"' for k, (_, v) in cells.items())
         tds = "".join(f'<td class="{"l" if left else ""}">{cells[k][0]}</td>' for k, _, left in head)
@@ -278,7 +293,9 @@ def render_model_page(row: dict[str, Any], sub: Submission, board: dict[str, Any
         if rec and rec["status"] == "scored":
             judged = "<ul>" + "".join(f"<li><b>{esc(FACTOR_LABELS.get(f, f))}: {rec['scores'][f]}</b> &mdash; {esc(rec['rationales'][f])}</li>" for f in FACTORS) + "</ul>"
             if rec["safety"]["flagged"]:
-                judged += f'<p class="warn">&#9888; Safety flag: {esc(rec["safety"]["reason"])}</p>'
+                category = rec["safety"].get("category")
+                kind = f" ({esc(category)})" if category and category != "none" else ""
+                judged += f'<p class="warn">&#9888; Safety flag{kind}: {esc(rec["safety"]["reason"])}</p>'
         elif rec:
             judged = f'<p class="muted">Unscored ({esc(rec["unscored_kind"])}): {esc(rec.get("unscored_reason"))}</p>'
         body.append(

@@ -7,7 +7,9 @@ others), in this order, reading nothing it has not first checked:
    the check before any file is opened (:mod:`.folder`).
 2. ``submission.yaml``: schema, id, honest display name (:mod:`.metadata`).
 3. ``run.json`` and the samples through the typed readers (every field's type; paths
-   confined to the folder): the board's split, no ``--limit``, not the synthetic sample.
+   confined to the folder): the board's split, no ``--limit``, not the synthetic sample; a
+   prompt condition the board ranks, with the board's prompt hash for it (the reference run,
+   condition ``reference``, is accepted on every board as its anchor).
 4. **The items themselves**: every persona hashes into the board's split (the persona-hash
    definition, recomputed), item ids are built from their parts, conversations are whole,
    and the split hash is *recomputed* from the submitted items and compared with the run's
@@ -47,7 +49,7 @@ from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment_record import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary_record import read_summary, summary_mismatches
-from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig
+from tide_bench.leaderboard.config import META_MAX_BYTES, REFERENCE_CONDITION, BoardConfig
 from tide_bench.leaderboard.folder import FolderListing, FolderRefused, scan_folder
 from tide_bench.leaderboard.local_paths import holds_local_path, local_path_fields
 from tide_bench.leaderboard.metadata import name_problem, run_problems, schema_problems, shown_generation
@@ -150,7 +152,59 @@ def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] |
     return meta, not invalid
 
 
+@lru_cache(maxsize=8)
+def installed_prompt_hash(condition: str) -> str:
+    """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra instruction)."""
+    from tide_bench.tasks.prompts import prompt_sha256
+    from tide_bench.tasks.registry import system_prompt
+
+    return prompt_sha256(system_prompt(condition))
+
+
+def board_prompt_hash(board: BoardConfig, condition: str) -> str:
+    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt."""
+    return (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
+
+
+def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
+    """One prompt condition per board (unless the board lists several), with the board's prompt."""
+    condition = run.prompt_condition
+    if condition == REFERENCE_CONDITION or run.model.is_reference:
+        if condition != REFERENCE_CONDITION or run.model.is_reference is not True:
+            result.refuse(
+                "prompt.condition 'reference' and model.is_reference must go together (the reference run is made with "
+                "`tide-bench eval --model reference`)",
+                MANIFEST,
+                field="prompt.condition",
+            )
+        return  # the board's anchor row: accepted on every board, whatever its prompt
+    listed = ", ".join(board.prompt_conditions)
+    if condition is None:
+        result.refuse(
+            "run.json records no prompt condition: runs made before prompt conditions existed used the rubric-aware "
+            "prompt (today's 'guided' condition); evaluate again with this tide-bench",
+            MANIFEST,
+            field="prompt.condition",
+        )
+    elif condition not in board.prompt_conditions:
+        result.refuse(
+            f"the run used the {condition!r} prompt condition; this board ranks {listed} runs only (prompt_conditions "
+            "in the board file): runs of different conditions are not ranked together",
+            MANIFEST,
+            field="prompt.condition",
+        )
+    elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition)):
+        shown = (run.prompt_sha256 or "none")[:12]
+        result.refuse(
+            f"the prompt hash {shown}... is not this board's {condition!r} prompt ({expected[:12]}...): the system prompt "
+            "differs, or a --system-instruction was added; evaluate with the board's prompt and no extra instruction",
+            MANIFEST,
+            field="prompt.prompt_sha256",
+        )
+
+
 def _run_checks(run: RunManifest, meta: dict[str, Any] | None, board: BoardConfig, result: CheckResult) -> None:
+    _prompt_checks(run, board, result)
     data = run.data
     if data.split != board.split:
         result.refuse(

@@ -255,7 +255,8 @@ def study_board(spec: StudySpec) -> Any:
     from tide_bench.leaderboard.config import BoardConfig
 
     settings = {"name": f"study {spec.name}", "split": spec.split, "demo": spec.data == "sample",
-                "require_judgments": spec.judge is not None, "conversations_per_persona": None} | dict(spec.board)
+                "require_judgments": spec.judge is not None, "conversations_per_persona": None,
+                "prompt_conditions": [spec.prompt]} | dict(spec.board)
     return BoardConfig(**settings)
 
 

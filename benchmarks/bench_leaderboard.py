@@ -26,19 +26,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import machine, table
 
-from tests.leaderboard_helpers import edit_jsonl, rekey, samples_files, tide_run
+from tests.leaderboard_helpers import edit_jsonl, rekey, samples_files, tide_run, write_judgments
 from tide_bench.data import load_dataset
 from tide_bench.data.splits import split_of
 from tide_bench.generation.run_dir import load_run
-from tide_bench.judging.cache import judgment_key
-from tide_bench.judging.judgment_record import parse_judgment
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary_record import recompute
 from tide_bench.leaderboard import build_site, create_submission
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.metrics.reference import ReferenceScorer, text_metrics
 
 VERSION = "benchbenchbench0"
+# A rationale of a typical judge's length (about 200 characters), so that the per-item data the
+# site writes is as large as a real board's.
+RATIONALE = (
+    "Item {k}, {factor}: the reply names the client's fear and exhaustion and links them to the night shift, "
+    "but it moves to advice before reflecting what was shared, so it stays at this level."
+)
 CONVERSATIONS = 20
 
 
@@ -86,41 +89,14 @@ def make_submission(root: Path, n_items: int) -> Path:
     for path in samples_files(run):
         edit_jsonl(path, lambda rows: [r.update(cosine_sim=float(cosine[r["doc"]["item_id"]])) for r in rows])
     rubric = load_rubric()
-    records = []
-    for k, g in enumerate(gens):
-        flagged = k % 50 == 0
-        records.append(
-            {
-                "item_id": g.item_id,
-                "status": "scored",
-                "scores": {f: 1 + (k + j) % 5 for j, f in enumerate(rubric.factor_keys)},
-                "rationales": dict.fromkeys(rubric.factor_keys, "r"),
-                "safety": {"flagged": flagged, "reason": "r" if flagged else ""},
-                "unscored_kind": None,
-                "unscored_reason": None,
-                "key": judgment_key(VERSION, g),
-                "judge": {
-                    "name": "bench",
-                    "provider": "anthropic",
-                    "model": "claude-sonnet-4-5",
-                    "family": "claude",
-                    "version": VERSION,
-                    "rubric": "tide-empathy-rubric@v1",
-                },
-            }
-        )
-    (run / "judge").mkdir()
-    (run / "judge" / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    numbers = recompute(
-        [parse_judgment(r, rubric, Path("x"), k + 1) for k, r in enumerate(records)], rubric.factor_keys
+    write_judgments(
+        run,
+        rubric,
+        lambda k, g: {f: 1 + (k + j) % 5 for j, f in enumerate(rubric.factor_keys)},
+        version=VERSION,
+        rationale=lambda k, f: RATIONALE.format(k=k, factor=f),
+        flagged=lambda k: k % 50 == 0,
     )
-    summary = {k: numbers[k] for k in ("n_items", "n_scored", "n_unscored", "unscored_reasons", "n_safety_flagged")}
-    summary |= {
-        "factors": {f: {"mean": m} for f, m in numbers["factors"].items()},
-        "empathy": {"mean": numbers["empathy"]},
-        "judge": {"version": VERSION},
-    }
-    (run / "judge" / "judge_summary.json").write_text(json.dumps(summary, indent=2))
     meta = {
         "schema_version": 1,
         "id": "sub-000",

@@ -19,6 +19,7 @@ from tide_bench.leaderboard.html import esc, fmt_block, fmt_interval, fmt_size
 from tide_bench.leaderboard.plots import is_anchor
 
 SIZE_STEPS = (100e6, 300e6, 1e9, 3e9, 10e9, 30e9, 100e9)
+NO_BREAK_HYPHEN = "\u2011"  # "ROUGE-L" stays on one line in a narrow header
 NUMERIC = ("rank", "size", "score", "metric", "rate", "fraction", "count", "number")
 
 
@@ -103,7 +104,7 @@ def _header(c: Column, sorted_key: str) -> str:
     tip = f' title="{esc(c.help)}"' if c.help else ""
     return (
         f'<th scope="col" data-key="{esc(c.key)}"{better}{group} class="{classes}"{sort}{tip}>'
-        f'<button type="button" class="sort">{esc(c.label)}</button></th>'
+        f'<button type="button" class="sort">{esc(c.label).replace("-", NO_BREAK_HYPHEN)}</button></th>'
     )
 
 
@@ -145,20 +146,23 @@ def _entry(row: dict[str, Any], columns: Sequence[Column], details: str) -> str:
     attrs |= {c.key: sort_value(c, row) for c in columns}
     attr_html = " ".join(f'data-{k}="{esc(v)}"' for k, v in attrs.items())
     link = f"models/{row.get('id')}.html"
-    cells = "".join(f'<td class="{_classes(c)}"{_group(c)}>{cell_html(c, row, link=link)}</td>' for c in columns)
     detail_id = f"details-{esc(row.get('id'))}"
-    button = f'<td><button type="button" class="more" aria-expanded="false" aria-controls="{detail_id}">details</button></td>'
+    button = f'<button type="button" class="more" aria-expanded="false" aria-controls="{detail_id}">details</button>'
+    cells = "".join(
+        f'<td class="{_classes(c)}"{_group(c)}>{cell_html(c, row, link=link)}{button if c.kind == "model" else ""}</td>'
+        for c in columns
+    )
     klass = "entry anchor" if is_anchor(row) else "entry"
     return (
-        f'<tbody class="{klass}" {attr_html}><tr>{cells}{button}</tr>'
-        f'<tr class="details" id="{detail_id}" hidden><td colspan="{len(columns) + 1}">{details}</td></tr></tbody>'
+        f'<tbody class="{klass}" {attr_html}><tr>{cells}</tr>'
+        f'<tr class="details" id="{detail_id}" hidden><td colspan="{len(columns)}">{details}</td></tr></tbody>'
     )
 
 
 def board_table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], details: dict[str, str]) -> str:
     """The filter bar and the table (in a box that scrolls sideways on a narrow screen)."""
     shown = [c for c in columns if c.page]
-    head = "".join(_header(c, "rank") for c in shown) + '<th scope="col"><span class="sr-only">Details</span></th>'
+    head = "".join(_header(c, "rank") for c in shown)
     body = "".join(_entry(r, shown, details.get(str(r.get("id")), "")) for r in rows)
     return (
         controls(rows, shown)

@@ -267,6 +267,26 @@ def test_index_page_stays_small_and_per_model_data_is_separate(subs: Path, tmp_p
     assert not (tmp_path / "private" / "site" / "instances").exists() and no_text["rows"]
 
 
+def test_build_no_instances_leaves_every_tide_text_out(subs: Path, tmp_path: Path) -> None:
+    """`leaderboard build --no-instances`: the ranking, the table and the exports, and no reply,
+    conversation or per-item download anywhere in the site."""
+    from click.testing import CliRunner
+
+    from tide_bench.cli.main import cli
+
+    board_file = tmp_path / "board.yaml"
+    board_file.write_text(yaml.safe_dump({"spot_check_items": 4, "conversations_per_persona": None}))
+    site = tmp_path / "site"
+    args = ["leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file)]
+    result = CliRunner().invoke(cli, [*args, "--no-instances"])
+    assert result.exit_code == 0 and "2 entries, 0 refused" in result.output, result.output
+    files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())
+    assert not any(f.startswith(("instances/", "downloads/")) for f in files), files
+    assert "index.html" in files and "leaderboard.csv" in files and "leaderboard.json" in files
+    text = "".join(p.read_text(encoding="utf-8", errors="replace") for p in site.rglob("*") if p.is_file())
+    assert "Good reply, kind and long" not in text and "Plain [[SCORES" not in text
+
+
 # ---------------------------------------------------------------- any text is escaped (fuzz)
 
 TEXT = st.lists(

@@ -253,6 +253,16 @@ def test_anchor_rows_and_safety_adjusted_fields_render(subs: Path, tmp_path: Pat
     assert '<section id="study"' in page and '<a href="#study">Study report</a>' in page
     assert page.index('id="study"') < page.index("<footer>")
     assert "reference anchor" in forest_plot([anchor, *rows], "empathy", "Empathy")
+    # the scoring's is_reference flag: unranked -> "anchor"; ranked by the board (rank_reference) -> its rank
+    flagged = [
+        dict(anchor, id="ref-unranked", unranked_reason="reference anchor (board rule)", is_reference=True),
+        dict(anchor, id="ref-ranked", rank=1, rank_interval=[1, 2], unranked_reason=None, is_reference=True),
+    ]
+    page = render_index(built | {"rows": [*flagged, *rows]}, rubric, board_columns(rubric))
+    bodies = {m[0]: m[1] for m in re.findall(r'<tbody class="entry anchor" data-id="([^"]+)"(.*?)</tbody>', page, re.S)}
+    assert set(bodies) == {"ref-unranked", "ref-ranked"}, sorted(bodies)
+    assert ">anchor<" in bodies["ref-unranked"] and ">anchor<" not in bodies["ref-ranked"]
+    assert '<span class="rank">1\u20132</span>' in bodies["ref-ranked"]
 
 
 def test_index_page_stays_small_and_per_model_data_is_separate(subs: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from tide_bench.leaderboard.columns import Column
 from tide_bench.leaderboard.html import Markup, esc, fields, fmt_block, fmt_interval
-from tide_bench.leaderboard.plots import is_anchor
+from tide_bench.leaderboard.plots import unranked_anchor
 from tide_bench.leaderboard.table import cell_html
 
 KNOWN_ROW_KEYS = {
@@ -67,7 +67,7 @@ def summary(row: Mapping[str, Any], columns: Sequence[Column]) -> str:
                 continue  # a single run: never ranked
             text = (
                 "reference anchor (not ranked)"
-                if is_anchor(row)
+                if unranked_anchor(row)
                 else f"not ranked: {row.get('unranked_reason')}"
                 if rank is None
                 else f"{rank} (95% rank interval {fmt_interval(row.get('rank_interval'))})"

@@ -45,8 +45,16 @@ _RC = {
 
 
 def is_anchor(row: dict[str, Any]) -> bool:
-    """A reference anchor row: shown for comparison, never ranked."""
-    return row.get("rank") is None and str(row.get("unranked_reason") or "") == "reference anchor"
+    """A reference anchor row (TIDE's own reference replies, judged like every entry): marked by
+    the scoring's ``is_reference`` flag, or left unranked with the reason "reference anchor". It
+    is ranked only when the board says so (``rank_reference``); its rank is then shown."""
+    return row.get("is_reference") is True or (
+        row.get("rank") is None and str(row.get("unranked_reason") or "") == "reference anchor"
+    )
+
+
+def unranked_anchor(row: dict[str, Any]) -> bool:
+    return is_anchor(row) and row.get("rank") is None
 
 
 def style_of(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -169,7 +177,7 @@ def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> Any:
 
 
 def _rank_text(row: dict[str, Any]) -> str:
-    if is_anchor(row):
+    if unranked_anchor(row):
         return "anchor"
     interval = row.get("rank_interval")
     if row.get("rank") is None:

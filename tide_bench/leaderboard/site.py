@@ -431,7 +431,9 @@ def render_model_page(
     if is_anchor(row):
         header += (
             '<div class="stamp">A reference anchor: TIDE\'s own reference replies judged like every entry. It shows '
-            "where the board's scale tops out; it is not ranked.</div>"
+            "where the board's scale tops out; "
+            + ("it is not ranked." if row.get("rank") is None else "this board ranks it with the entries.")
+            + "</div>"
         )
     return page(f"{row['model_name']} - {board['name']}", header, sections, scripts=("instances.js",))
 

@@ -5,7 +5,7 @@ sorting moves both. Every cell carries its sort value as a ``data-<key>`` attrib
 entry, and every header its ``data-better`` end, so the script (``assets/board.js``) sorts
 best-first on the first click of a score column, filters by condition, size and name, and
 shows or hides a column group (the rubric's factors) without knowing any column by name.
-Reference anchors (``unranked_reason: "reference anchor"``) get their own row style.
+Reference anchors (``is_reference``, or ``unranked_reason: "reference anchor"``) get their own row style.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from tide_bench.leaderboard.columns import Column
 from tide_bench.leaderboard.html import esc, fmt_block, fmt_interval, fmt_size
-from tide_bench.leaderboard.plots import is_anchor
+from tide_bench.leaderboard.plots import is_anchor, unranked_anchor
 
 SIZE_STEPS = (100e6, 300e6, 1e9, 3e9, 10e9, 30e9, 100e9)
 NO_BREAK_HYPHEN = "\u2011"  # "ROUGE-L" stays on one line in a narrow header
@@ -49,7 +49,7 @@ def cell_html(c: Column, row: dict[str, Any], *, link: str | None = None) -> str
     """A value as the page shows it (escaped)."""
     value = c.raw(row)
     if c.kind == "rank":
-        if is_anchor(row):
+        if unranked_anchor(row):
             return _muted("anchor")
         if row.get("rank") is None:
             return f'<span class="muted" title="{esc(row.get("unranked_reason") or "")}">&ndash;</span>'

@@ -369,3 +369,12 @@ def test_view_command_errors_are_one_line(tmp_path: Path) -> None:
     assert ok.exit_code == 0 and (run / "view.html").is_file()
     page = (run / "view.html").read_text()
     assert "No judgments found" in page and "Reply 10/conversation_1/turn1" in page
+    again = CliRunner().invoke(cli, ["view", str(run)])  # its own page: replaced
+    assert again.exit_code == 0 and (run / "view.html").read_text() == page
+    notes = tmp_path / "notes.html"
+    notes.write_text("<p>my notes</p>")
+    for target in (notes, tmp_path):  # a file it did not write, or a folder: refused, left as it was
+        refused = CliRunner().invoke(cli, ["view", str(run), "--out", str(target)])
+        assert refused.exit_code == 2 and "not a page `tide-bench view` wrote" in refused.output, refused.output
+        assert "Traceback" not in refused.output
+    assert notes.read_text() == "<p>my notes</p>"

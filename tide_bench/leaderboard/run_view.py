@@ -31,6 +31,17 @@ from tide_bench.leaderboard.site import FAILURE_KINDS, bias_html, browser_html, 
 from tide_bench.leaderboard.submission import JUDGE, Submission
 
 VIEW_NAME = "view.html"
+VIEW_TITLE = "Run view: "
+
+
+def _is_view(path: Path) -> bool:
+    """Whether ``path`` is a page this module wrote: its title, near the top, starts with VIEW_TITLE."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"<!DOCTYPE html>") and f"<title>{VIEW_TITLE}".encode() in head
 
 
 def _judge_dir(run_dir: Path, judge_dir: Path | None) -> Path | None:
@@ -108,12 +119,19 @@ def render_run_view(run_dir: str | Path, judge_dir: str | Path | None = None, ru
         + "</header>"
     )
     tail = f'<script type="application/json" id="tide-instances">{data}</script>'
-    return page(f"Run view: {row['model_name']}", header, sections, tail=tail, scripts=("instances.js",))
+    return page(f"{VIEW_TITLE}{row['model_name']}", header, sections, tail=tail, scripts=("instances.js",))
 
 
 def write_run_view(run_dir: str | Path, out: str | Path | None = None, judge_dir: str | Path | None = None) -> Path:
-    """Write the view of ``run_dir`` (default ``RUN_DIR/view.html``) and return its path."""
+    """Write the view of ``run_dir`` (default ``RUN_DIR/view.html``) and return its path. An
+    existing file is replaced only when it is a view this function wrote (its title says so):
+    ``--out`` pointing at anything else is refused, never overwritten."""
     target = Path(out) if out else Path(run_dir) / VIEW_NAME
+    if target.is_dir() or (target.exists() and not _is_view(target)):
+        raise DataError(
+            f"{target} exists and is not a page `tide-bench view` wrote; it is left alone",
+            hint="pass another --out, or remove it yourself",
+        )
     html = render_run_view(run_dir, judge_dir)
     atomic_write_text(target, html)
     return target

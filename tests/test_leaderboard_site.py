@@ -250,6 +250,12 @@ def test_anchor_rows_and_safety_adjusted_fields_render(subs: Path, tmp_path: Pat
     page = render_index(built | {"rows": [anchor, *rows]}, rubric, board_columns(rubric), extra_sections=[extra])
     assert '<tbody class="entry anchor"' in page and "reference anchor" in page
     assert 'data-key="safety_adjusted_empathy"' in page and "3.00" in page
+    declared = [
+        *board_columns(rubric),
+        columns.Column("safety_adjusted_empathy", "Safety-adjusted", "score", ("safety_adjusted_empathy",), "high"),
+    ]  # once declared in columns.yaml (issue 19), the field is shown once, with the declared label
+    twice = render_index(built | {"rows": rows}, rubric, declared)
+    assert twice.count('data-key="safety_adjusted_empathy"') == 1 and "Safety\u2011adjusted" in twice
     assert '<section id="study"' in page and '<a href="#study">Study report</a>' in page
     assert page.index('id="study"') < page.index("<footer>")
     assert "reference anchor" in forest_plot([anchor, *rows], "empathy", "Empathy")

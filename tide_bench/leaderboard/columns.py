@@ -148,13 +148,15 @@ def metric_keys(path: Path | None = None) -> tuple[str, ...]:
     return tuple(e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric")
 
 
-def optional_columns(rows: Sequence[dict[str, Any]]) -> list[Column]:
-    """Columns for row fields other stages may add (``safety_adjusted_*``), when any row has one:
-    a mean block is shown with its CI, a number as it is."""
+def optional_columns(rows: Sequence[dict[str, Any]], declared: Sequence[Column] = ()) -> list[Column]:
+    """Columns for row fields other stages may add (``safety_adjusted_*``), when any row has one
+    and ``declared`` (the columns.yaml columns) does not already show it: a mean block is shown
+    with its CI, a number as it is. Declaring such a field in columns.yaml sets its place and label."""
     found: dict[str, Column] = {}
+    taken = {c.key for c in declared}
     for row in rows:
         for key, value in row.items():
-            if not key.startswith(OPTIONAL_PREFIX) or key in found:
+            if not key.startswith(OPTIONAL_PREFIX) or key in found or key in taken:
                 continue
             label = key.replace("_", " ").capitalize()
             better = "low" if key.endswith("rank") else "high"

@@ -75,7 +75,7 @@ def md_cell(row: dict[str, Any], c: Column) -> str:
 
 def write_exports(out: Path, board: dict[str, Any], columns: Sequence[Column]) -> None:
     write_json(out / "leaderboard.json", board)
-    columns = [*columns, *optional_columns(board["rows"])]
+    columns = [*columns, *optional_columns(board["rows"], columns)]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=csv_fields(columns))
     writer.writeheader()

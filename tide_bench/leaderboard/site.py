@@ -284,7 +284,7 @@ def render_index(
 ) -> str:
     """The board's index page; ``extra_sections`` are appended before the footer."""
     rows, metric = board["rows"], board["ranking_metric"]
-    columns = [*columns, *optional_columns(rows)]
+    columns = [*columns, *optional_columns(rows, columns)]
     label = metric_label(metric, rubric)
     built = (
         f'<p class="muted">Built {esc(board.get("built_at"))} from {len(rows)} submission(s); split '
@@ -414,7 +414,7 @@ def render_model_page(
     ]
     browser = browser_html(models, base=f"../{FOLDER}/", default=row["id"])
     sections = entry_sections(
-        row, sub.manifest, sub.meta, [*columns, *optional_columns([row])], rubric, browser, board["ranking_metric"]
+        row, sub.manifest, sub.meta, [*columns, *optional_columns([row], columns)], rubric, browser, board["ranking_metric"]
     )
     if downloads:
         links = "".join(f'<li><a href="../{esc(d)}">{esc(d.rsplit("/", 1)[-1])}</a></li>' for d in downloads)

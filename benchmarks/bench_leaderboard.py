@@ -1,12 +1,16 @@
-"""Leaderboard build speed: 50 submissions x 2,000 judged items (target <= 5 s on 2 cores).
+"""Leaderboard build speed and size: 50 submissions x 2,000 judged items (targets: build <= 5 s
+on 2 cores; index page <= 1 MB, per-item data split per model).
 
 The submissions are synthetic but complete and valid, and pass every check a real one
 must: a TIDE-like local snapshot of 100 test-split personas x 20 single-exchange
 conversations (texts drawn from the built-in sample), a run whose items hash to its
-``split_sha256``, real text metrics, judgments with correct keys and a matching judge
-summary. ``bench_validate.py`` times validation of one such submission.
+``split_sha256``, real text metrics, judgments with correct keys, rationales of a typical
+judge's length and a matching judge summary. ``bench_validate.py`` times validation of one
+such submission. With ``--baseline-ref main`` the code at that git ref builds the same
+submissions in the same run (a fresh process per build, the two codes alternating), so the
+two can be compared as a ratio on a shared, noisy machine.
 
-    python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3]
+    python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3] [--baseline-ref main]
 """
 
 from __future__ import annotations
@@ -19,31 +23,28 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import machine, table
-
-from tests.leaderboard_helpers import edit_jsonl, rekey, samples_files, tide_run
-from tide_bench.data import load_dataset
-from tide_bench.data.splits import split_of
-from tide_bench.generation.run_dir import load_run
-from tide_bench.judging.cache import judgment_key
-from tide_bench.judging.judgment_record import parse_judgment
-from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary_record import recompute
-from tide_bench.leaderboard import build_site, create_submission
-from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.metrics.reference import ReferenceScorer, text_metrics
+from _common import ROOT, code_trees, machine, run_worker, table
 
 VERSION = "benchbenchbench0"
+# A rationale of a typical judge's length (about 200 characters), so that the per-item data the
+# site writes is as large as a real board's.
+RATIONALE = (
+    "Item {k}, {factor}: the reply names the client's fear and exhaustion and links them to the night shift, "
+    "but it moves to advice before reflecting what was shared, so it stays at this level."
+)
 CONVERSATIONS = 20
 
 
 def make_snapshot(root: Path, n_items: int) -> Path:
     """A local TIDE-like snapshot whose test split holds ``n_items`` single-exchange items."""
+    from tide_bench.data import load_dataset
+    from tide_bench.data.splits import split_of
+
     sample = load_dataset("sample").items
     personas = [str(p) for p in range(1, 100_000) if split_of(str(p)) == "test"][: -(-n_items // CONVERSATIONS)]
     (root / "conversations").mkdir(parents=True)
@@ -71,6 +72,12 @@ def make_submission(root: Path, n_items: int) -> Path:
     """One complete, valid submission ``root/sub-000`` with ``n_items`` judged items (real
     reference metrics, cosine included), packaged by ``create_submission`` (which validates
     it) from a run and judgments written here."""
+    from tests.leaderboard_helpers import edit_jsonl, samples_files, tide_run, write_judgments
+    from tide_bench.generation.run_dir import load_run
+    from tide_bench.judging.rubric import load_rubric
+    from tide_bench.leaderboard import create_submission
+    from tide_bench.metrics.reference import ReferenceScorer
+
     snapshot = make_snapshot(root.parent / "snapshot", n_items)
     run = tide_run(
         root.parent / "runs" / "bench", lambda i: f"{i.reference_reply} ({i.item_id})", snapshot, model_name="org/bench"
@@ -86,41 +93,14 @@ def make_submission(root: Path, n_items: int) -> Path:
     for path in samples_files(run):
         edit_jsonl(path, lambda rows: [r.update(cosine_sim=float(cosine[r["doc"]["item_id"]])) for r in rows])
     rubric = load_rubric()
-    records = []
-    for k, g in enumerate(gens):
-        flagged = k % 50 == 0
-        records.append(
-            {
-                "item_id": g.item_id,
-                "status": "scored",
-                "scores": {f: 1 + (k + j) % 5 for j, f in enumerate(rubric.factor_keys)},
-                "rationales": dict.fromkeys(rubric.factor_keys, "r"),
-                "safety": {"flagged": flagged, "reason": "r" if flagged else ""},
-                "unscored_kind": None,
-                "unscored_reason": None,
-                "key": judgment_key(VERSION, g),
-                "judge": {
-                    "name": "bench",
-                    "provider": "anthropic",
-                    "model": "claude-sonnet-4-5",
-                    "family": "claude",
-                    "version": VERSION,
-                    "rubric": "tide-empathy-rubric@v1",
-                },
-            }
-        )
-    (run / "judge").mkdir()
-    (run / "judge" / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    numbers = recompute(
-        [parse_judgment(r, rubric, Path("x"), k + 1) for k, r in enumerate(records)], rubric.factor_keys
+    write_judgments(
+        run,
+        rubric,
+        lambda k, g: {f: 1 + (k + j) % 5 for j, f in enumerate(rubric.factor_keys)},
+        version=VERSION,
+        rationale=lambda k, f: RATIONALE.format(k=k, factor=f),
+        flagged=lambda k: k % 50 == 0,
     )
-    summary = {k: numbers[k] for k in ("n_items", "n_scored", "n_unscored", "unscored_reasons", "n_safety_flagged")}
-    summary |= {
-        "factors": {f: {"mean": m} for f, m in numbers["factors"].items()},
-        "empathy": {"mean": numbers["empathy"]},
-        "judge": {"version": VERSION},
-    }
-    (run / "judge" / "judge_summary.json").write_text(json.dumps(summary, indent=2))
     meta = {
         "schema_version": 1,
         "id": "sub-000",
@@ -137,6 +117,9 @@ def make_submission(root: Path, n_items: int) -> Path:
 
 def copies(first: Path, n: int) -> None:
     """n-1 further entries on the same items, each with its own replies (re-keyed judgments)."""
+    from tests.leaderboard_helpers import edit_jsonl, rekey, samples_files
+    from tide_bench.metrics.reference import text_metrics
+
     for k in range(1, n):
         target = first.parent / f"sub-{k:03d}"
         shutil.copytree(first, target)
@@ -155,8 +138,32 @@ def copies(first: Path, n: int) -> None:
         rekey(target)
 
 
-def board() -> BoardConfig:
+def board() -> Any:
+    from tide_bench.leaderboard.config import BoardConfig
+
     return BoardConfig(spot_check_items=50, conversations_per_persona=CONVERSATIONS)
+
+
+def measure(submissions: Path, site: Path) -> dict[str, Any]:
+    """One build by the code on ``sys.path`` (a worker process): wall and CPU seconds, and the
+    sizes of what it wrote."""
+    from tide_bench.leaderboard import build_site
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = build_site(submissions, site, board())
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    instances = [p.stat().st_size for p in (site / "instances").glob("*.js")] if (site / "instances").is_dir() else []
+    sizes = {
+        "index_bytes": (site / "index.html").stat().st_size,
+        "largest_instance_bytes": max(instances, default=0),
+        "site_bytes": sum(p.stat().st_size for p in site.rglob("*") if p.is_file()),
+    }
+    shutil.rmtree(site, ignore_errors=True)
+    return {"wall": wall, "cpu": cpu, "accepted": len(result.accepted), **sizes}
+
+
+def _runs(values: list[float]) -> tuple[str, str]:
+    return f"{statistics.median(values):.2f}", ", ".join(f"{t:.2f}" for t in values)
 
 
 def main() -> None:
@@ -164,36 +171,41 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=50)
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--baseline-ref", default=None, help="git ref whose code builds the same submissions, e.g. main"
+    )
+    parser.add_argument("--worker", nargs=2, type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(measure(*args.worker)))
+        return
+    sys.path.insert(0, str(ROOT))  # tests.leaderboard_helpers and this tree's code make the inputs
     root = Path(tempfile.mkdtemp()) / "submissions"
     copies(make_submission(root, args.items), args.submissions)
-    builds, cpu = [], []
+    trees = code_trees(args.baseline_ref)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     for _ in range(args.repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        result = build_site(root, root.parent / "site", board())
-        builds.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-        assert len(result.accepted) == args.submissions, result.refused
-    print(f"machine: {machine()}\n")
-    print(
-        table(
-            ["operation", "median s", "all runs s", "target"],
-            [
-                [
-                    f"build from {args.submissions} submissions x {args.items} judged items",
-                    f"{statistics.median(builds):.2f}",
-                    ", ".join(f"{t:.2f}" for t in builds),
-                    "<= 5 s",
-                ],
-                [
-                    "  the same, CPU seconds (a busy machine inflates them less than wall time)",
-                    f"{statistics.median(cpu):.2f}",
-                    ", ".join(f"{t:.2f}" for t in cpu),
-                    "",
-                ],
-            ],
+        for name, code in trees.items():  # alternating, so both see the same load
+            runs[name].append(run_worker(__file__, code, [str(root), str(root.parent / f"site-{name}")]))
+    rows = []
+    workload = f"build from {args.submissions} submissions x {args.items} judged items"
+    for name, measured in runs.items():
+        assert all(m["accepted"] == args.submissions for m in measured), measured
+        rows.append([workload, name, *_runs([m["wall"] for m in measured]), "<= 5 s"])
+        rows.append(["  the same, CPU seconds of the build", name, *_runs([m["cpu"] for m in measured]), ""])
+        last = measured[-1]
+        rows.append(["  index.html, MB", name, f"{last['index_bytes'] / 1e6:.3f}", "", "<= 1 MB"])
+        rows.append(["  largest per-model data file, MB", name, f"{last['largest_instance_bytes'] / 1e6:.3f}", "", ""])
+        rows.append(["  whole site, MB", name, f"{last['site_bytes'] / 1e6:.1f}", "", ""])
+    print(f"machine: {machine()}" + (f"; baseline {args.baseline_ref}" if args.baseline_ref else "") + "\n")
+    print(table(["operation", "code", "median", "all runs", "target"], rows))
+    if args.baseline_ref:
+        wall = {n: statistics.median(m["wall"] for m in r) for n, r in runs.items()}
+        cpu = {n: statistics.median(m["cpu"] for m in r) for n, r in runs.items()}
+        print(
+            f"\nratio current / baseline: wall {wall['current'] / wall['baseline']:.2f}, "
+            f"CPU {cpu['current'] / cpu['baseline']:.2f}"
         )
-    )
     shutil.rmtree(root.parent, ignore_errors=True)
 
 

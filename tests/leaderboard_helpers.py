@@ -93,10 +93,14 @@ def judged_submission(
     out: Path | None = None,
     the_board: BoardConfig | None = None,
     params: int = 500_000_000,
+    data: Path | None = None,
     **meta_kw: Any,
 ) -> Path:
-    """Run, judge (fake server) and `submit` one entry; returns its submission folder."""
-    run = tide_run(tmp / f"run-{sid}", reply, stand_in_dataset(tmp), model_name=f"org/{sid}", num_parameters=params)
+    """Run (on ``data``, default the sample's stand-in), judge (fake server) and `submit` one
+    entry; returns its submission folder."""
+    run = tide_run(
+        tmp / f"run-{sid}", reply, data or stand_in_dataset(tmp), model_name=f"org/{sid}", num_parameters=params
+    )
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw)))
@@ -267,3 +271,58 @@ def scripted_submission(
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid)))
     return create_submission(run, meta_path, tmp / "submissions", board=the_board or board(), spot_checks=False).folder
+
+
+def write_judgments(
+    run: Path,
+    rubric: Any,
+    scores: Callable[[int, Any], dict[str, int]],
+    *,
+    version: str = "benchbenchbench0",
+    rationale: Callable[[int, str], str] = lambda k, f: "r",
+    flagged: Callable[[int], bool] = lambda k: False,
+) -> None:
+    """Judgments written directly (no judge call) for every reply of ``run``, with correct keys
+    and a matching judge summary: ``scores(k, gen)`` gives the k-th item's factor scores (any
+    rubric, so a test can add a factor), ``rationale(k, factor)`` its rationales."""
+    from tide_bench.generation.run_dir import load_run
+    from tide_bench.judging.cache import judgment_key
+    from tide_bench.judging.judgment_record import parse_judgment
+    from tide_bench.judging.summary_record import recompute
+
+    gens = load_run(run).generations
+    records = []
+    for k, g in enumerate(gens):
+        flag = flagged(k)
+        records.append(
+            {
+                "item_id": g.item_id,
+                "status": "scored",
+                "scores": scores(k, g),
+                "rationales": {f: rationale(k, f) for f in rubric.factor_keys},
+                "safety": {"flagged": flag, "reason": "r" if flag else ""},
+                "unscored_kind": None,
+                "unscored_reason": None,
+                "key": judgment_key(version, g),
+                "judge": {
+                    "name": "bench",
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "family": "claude",
+                    "version": version,
+                    "rubric": f"{rubric.id}@v{rubric.version}",
+                },
+            }
+        )
+    (run / "judge").mkdir(exist_ok=True)
+    write_jsonl(run / "judge" / "judgments.jsonl", records)
+    numbers = recompute(
+        [parse_judgment(r, rubric, Path("x"), k + 1) for k, r in enumerate(records)], rubric.factor_keys
+    )
+    summary = {k: numbers[k] for k in ("n_items", "n_scored", "n_unscored", "unscored_reasons", "n_safety_flagged")}
+    summary |= {
+        "factors": {f: {"mean": m} for f, m in numbers["factors"].items()},
+        "empathy": {"mean": numbers["empathy"]},
+        "judge": {"version": version},
+    }
+    (run / "judge" / "judge_summary.json").write_text(json.dumps(summary, indent=2))

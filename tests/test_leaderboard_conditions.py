@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -163,19 +164,21 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
 def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     """What people read (the page, the CSV, the Markdown) shows what leaderboard.json holds."""
     index = (site / "index.html").read_text()
-    assert '<th scope="col" data-key="safety_adjusted" class="">Safety-adjusted</th>' in index
-    assert 'data-key="prompt" class="l">Prompt</th>' in index and 'data-prompt="neutral"' in index
-    assert 'data-safety_adjusted="3.000000"' in index and 'data-safety_adjusted="4.000000"' in index
-    assert index.count("&#9888; flags above 0") == 1 and 'title="dangerous_action: 6"' in index
+    assert re.search(r'<th scope="col" data-key="safety_adjusted_empathy" data-better="high"[^>]*><button[^>]*>Safety.adjusted<', index)
+    assert re.search(r'<th scope="col" data-key="prompt_condition"[^>]*><button[^>]*>Prompt<', index)
+    assert index.count('data-prompt_condition="neutral"') == 2
+    assert 'data-safety_adjusted_empathy="3"' in index and 'data-safety_adjusted_empathy="4"' in index
+    assert index.count("&#9888; safety flags above 0") == 1 and 'title="dangerous_action: 6"' in index
     assert "Safety: safety_adjusted_empathy counts every safety-flagged reply" in index
-    assert "Safety flag (dangerous_action):" in (site / "models" / "warm-but-harmful.html").read_text()
+    instances = (site / "instances" / "warm-but-harmful.js").read_text()
+    assert instances.count('"flag_category":"dangerous_action"') == 6  # the instance browser names the category
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO((site / "leaderboard.csv").read_text()))}
     harmful, safe = rows["warm-but-harmful"], rows["safe-model"]
     assert float(harmful["safety_adjusted_empathy"]) == pytest.approx(3.0) and harmful["safety_warning"] == "True"
     assert float(safe["safety_adjusted_empathy"]) == 4 and safe["prompt_condition"] == "neutral"
     md = (site / "leaderboard.md").read_text()
-    assert "| Prompt | Empathy [95% CI] | Safety-adjusted |" in md
-    assert "| neutral | 5.00 [" in md and "| 3.00 |" in md and "% (warning) |" in md
+    assert "| Prompt | Empathy [95% CI] | Safety-adjusted [95% CI] |" in md
+    assert "| neutral | 5.00 [" in md and "| 3.00 [3.00, 3.00] |" in md and "| 50.0% (warning) |" in md
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,9 @@ from hypothesis import strategies as st
 
 from tests.leaderboard_helpers import board, fake_judge, judged_submission, record_opens, samples_files
 from tide_bench.core.resources import resource_dir
+from tide_bench.judging.rubric import load_rubric
 from tide_bench.leaderboard import validate_folder
+from tide_bench.leaderboard.columns import board_columns
 from tide_bench.leaderboard.scores import score
 from tide_bench.leaderboard.site import render_index, render_model_page
 
@@ -180,8 +182,9 @@ def test_one_changed_field_is_refused_with_its_location_or_recomputed(honest: Pa
                 "rows": [row | {"rank": 1}],
                 "refused": {},
             }
-            render_index(page)
-            render_model_page(row, check.submission, page)
+            rubric = load_rubric()
+            render_index(page, rubric, board_columns(rubric))
+            render_model_page(row, check.submission, page, rubric, board_columns(rubric))
         else:
             assert any(p.path for p in check.problems), (rel, path, check.errors)
             assert all(p.line is None or p.line >= 1 for p in check.problems)

@@ -388,7 +388,8 @@ def test_names_that_read_the_same_are_refused_together(subs: Path) -> None:
 def test_page_shows_generation_settings_from_the_run(subs: Path, tmp_path: Path) -> None:
     result = build_site(subs, tmp_path / "site", board())
     page = (tmp_path / "site" / "models" / "model-a.html").read_text()
-    assert result.accepted and "chat_template" in page and "True" in page
+    provenance = page[page.index('id="provenance"') :]
+    assert result.accepted and "<dt>chat template</dt><dd>yes</dd>" in provenance  # run.json's, as a labelled field
 
 
 def test_markdown_export_escapes_link_syntax(subs: Path, tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.stats import DEFAULT_SEED
 from tide_bench.generation.run_dir import load_run, run_label
 from tide_bench.judging.rubric import DEFAULT_RUBRIC, load_rubric, rubric_path
 
@@ -41,7 +42,7 @@ class AssignmentOptions:
     raters: int = 5
     overlap: int = 3
     repeats: int = 2
-    seed: int = 20250521
+    seed: int = DEFAULT_SEED
     title: str = "Rating supportive replies"
     rubric: str = DEFAULT_RUBRIC  # "v1" or "v2": the rubric the raters see (the judge's whose judgments they audit)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from tide_bench.cli.spellings import SpellingGroup
+from tide_bench.core.stats import DEFAULT_SEED
 
 
 @click.group("annotate", cls=SpellingGroup)
@@ -21,7 +22,7 @@ def annotate() -> None:
 @click.option("--raters", type=click.IntRange(min=1), default=5, show_default=True, help="Number of raters (pages).")
 @click.option("--overlap", type=click.IntRange(min=1), default=3, show_default=True, help="Raters per item (alpha needs overlap).")
 @click.option("--repeats", type=click.IntRange(min=0), default=2, show_default=True, help="Items shown twice to each rater (self-consistency).")
-@click.option("--seed", type=int, default=20250521, show_default=True)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
 @click.option("--title", default="Rating supportive replies", show_default=True)
 @click.option("--rubric", type=click.Choice(["v1", "v2"]), default="v2", show_default=True,
               help="The rubric the raters see: the one the audited judge used.")

@@ -199,14 +199,27 @@ def validate_cmd(
     help="Also recompute the reference metrics (text metrics on every item, an embedding spot check); CI does it in "
     "`validate`.",
 )
+@click.option(
+    "--no-instances",
+    is_flag=True,
+    help="Leave out the per-item replies, conversations and downloads (the site then holds no TIDE text).",
+)
 def build_cmd(
-    submissions: Path, out: Path, board: Path | None, audit: Path | None, strict: bool, spot_checks: bool
+    submissions: Path,
+    out: Path,
+    board: Path | None,
+    audit: Path | None,
+    strict: bool,
+    spot_checks: bool,
+    no_instances: bool,
 ) -> None:
     """Build the static site from the submissions (every number recomputed).
 
     The site is written only into a new or empty folder, or over a site this command built
     before; a folder holding anything else, or holding the submissions, the board file or
-    the audit, is refused.
+    the audit, is refused. It holds index.html (ranking, table, judge-bias diagnostics,
+    pairwise differences, replies), one page per model, the per-item data the pages load
+    on demand (instances/), raw per-item downloads, and leaderboard.json/.csv/.md.
 
     \b
     Example:
@@ -214,7 +227,15 @@ def build_cmd(
     """
     from tide_bench.leaderboard import build_site, load_board
 
-    result = build_site(submissions, out, load_board(board), audit=audit, strict=strict, spot_checks=spot_checks)
+    result = build_site(
+        submissions,
+        out,
+        load_board(board),
+        audit=audit,
+        strict=strict,
+        spot_checks=spot_checks,
+        instances=not no_instances,
+    )
     click.echo(f"built {result.out / 'index.html'}: {len(result.accepted)} entries, {len(result.refused)} refused")
     for sid, errors in result.refused.items():
         click.echo(f"  refused {sid}: {'; '.join(errors)}")

@@ -23,6 +23,7 @@ from tide_bench.cli.judge_cmd import judge_cmd
 from tide_bench.cli.leaderboard_cmd import leaderboard, submit_cmd
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.cli.study_cmd import study_cmd
+from tide_bench.cli.view_cmd import view_cmd
 from tide_bench.core.errors import TideBenchError
 
 USER_ERROR_EXIT = 2
@@ -52,6 +53,7 @@ def cli() -> None:
       tide-bench import LM_EVAL_OUT --out RUN adopt a plain `lm_eval --tasks tide_empathy` run
       tide-bench finetune --model M --out A   LoRA on the train split (the paper's fine-tuned condition)
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
+      tide-bench view RUN                     one run's replies, scores and rationales as an HTML file
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
       tide-bench annotate build|collect       offline, blinded rating pages for people; merge returns
       tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
@@ -77,6 +79,7 @@ cli.add_command(annotate)
 cli.add_command(submit_cmd)
 cli.add_command(leaderboard)
 cli.add_command(study_cmd)
+cli.add_command(view_cmd)
 cli.add_command(demo)
 
 

@@ -13,20 +13,25 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
-from tide_bench.core.jsonio import atomic_write_text, read_json
+from tide_bench.core.jsonio import read_json
 from tide_bench.core.provenance import utc_now
-from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.rubric import Rubric, load_rubric
+from tide_bench.leaderboard.bias import diagnose
+from tide_bench.leaderboard.columns import Column, board_columns
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.exports import write_exports
+from tide_bench.leaderboard.html import Section
 from tide_bench.leaderboard.scores import RESAMPLES, SEED, admission_errors, rank_entries, score_entry
-from tide_bench.leaderboard.site import render_index, render_model_page
+from tide_bench.leaderboard.site import write_site
 from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
+from tide_bench.leaderboard.submission import RUN
 from tide_bench.leaderboard.validate import no_gc_pauses, validate_many
 
 AUDIT_MAX_BYTES = 200_000_000
@@ -78,14 +83,17 @@ def audit_summary(path: Path, version: str | None) -> dict[str, Any]:
     return out
 
 
-def _render(staging: Path, result_board: dict[str, Any], accepted: dict[str, Any]) -> None:
-    (staging / "models").mkdir()
-    atomic_write_text(staging / "index.html", render_index(result_board))
-    for row in result_board["rows"]:
-        atomic_write_text(
-            staging / "models" / f"{row['id']}.html", render_model_page(row, accepted[row["id"]], result_board)
-        )
-    write_exports(staging, result_board)
+def _render(
+    staging: Path,
+    result_board: dict[str, Any],
+    accepted: dict[str, Any],
+    rubric: Rubric,
+    columns: list[Column],
+    extra_sections: Sequence[Section],
+    instances: bool,
+) -> None:
+    write_site(staging, result_board, accepted, rubric, columns, extra_sections=extra_sections, instances=instances)
+    write_exports(staging, result_board, columns)
     write_marker(staging, result_board["built_at"])
     make_public(staging)
 
@@ -98,7 +106,14 @@ def build_site(
     audit: str | Path | None = None,
     strict: bool = False,
     spot_checks: bool = False,
+    extra_sections: Sequence[Section] = (),
+    instances: bool = True,
+    rubric: Rubric | None = None,
 ) -> BuildResult:
+    """Validate, score, rank and write the site into ``out``. ``extra_sections`` are appended to
+    the index page (e.g. a study report, :func:`~tide_bench.leaderboard.html.render_section`);
+    ``instances=False`` leaves out the per-item replies and downloads (the site then holds no
+    TIDE text)."""
     out = Path(out)
     check_out_dir(
         out,
@@ -113,7 +128,7 @@ def build_site(
     if strict and refused:
         first = next(iter(refused))
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
-    rubric = load_rubric()
+    rubric = rubric or load_rubric()
     with no_gc_pauses():  # every entry stays in memory while all are scored
         entries = [(c, score_entry(c.submission, rubric=rubric)) for c in checks if c.ok and c.submission]
     for check, entry in entries:  # unscored-for-infrastructure above the board's limit: refused
@@ -133,6 +148,12 @@ def build_site(
         max_safety_flag_rate=board.max_safety_flag_rate,
     )
     rows = [e.row for e in kept]
+    judge_bias = diagnose(
+        rows,
+        {i: (s.generations, s.judgments, s.manifest, s.meta) for i, s in accepted.items()},
+        rubric,
+        {i: f"leaderboard/submissions/{i}/{RUN}" for i in accepted},  # the repository layout, never a local path
+    )
     judges = {r["judge"]["version"]: r["judge"] for r in rows if r["judge"]}
     judge_version = board.judge_version or (next(iter(judges)) if len(judges) == 1 else None)
     data = next((r["data"] for r in rows if r.get("data")), {}) or {}
@@ -154,6 +175,7 @@ def build_site(
         "for every entry; rates: Wilson on the design-adjusted n",
         "judge": judges.get(judge_version) if judge_version else None,
         "audit": audit_summary(Path(audit), judge_version) if audit else None,
+        "judge_bias": judge_bias,
         "spot_checks": {c.id: c.spot_check.as_dict() for c in checks if c.spot_check},
         "rows": rows,
         "refused": refused,
@@ -162,7 +184,7 @@ def build_site(
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
     try:
-        _render(staging, result_board, accepted)
+        _render(staging, result_board, accepted, rubric, board_columns(rubric), extra_sections, instances)
         replace_folder(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -44,6 +44,7 @@ from tide_bench.data.schema import persona_of_item
 from tide_bench.judging.families import self_preference
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.judging.summary import (
+    OVERALL,
     counted_values,
     is_model_failure,
     risk_block,
@@ -51,11 +52,10 @@ from tide_bench.judging.summary import (
     safety_categories,
     unscored_reasons,
 )
+from tide_bench.leaderboard.columns import metric_keys
 from tide_bench.leaderboard.ranking import paired_ranking
 from tide_bench.leaderboard.submission import Submission
 
-FACTORS = ("emotion_recognition", "distress_normalization", "supportive_reflection")
-REFERENCE_COLUMNS = ("cosine_sim", "rouge_l", "length_tokens")
 SAFETY_ADJUSTED = "safety_adjusted_empathy"
 REFERENCE_ANCHOR = "reference anchor"  # the unranked_reason of the reference row
 RESAMPLES = 1000
@@ -111,17 +111,16 @@ def score_entry(
     codes, n_clusters = cluster_codes(personas)
     records = [sub.judgments.get(g.item_id) for g in gens]
     judge_cols = _judge_columns(records, rubric) if judged else np.full((n, len(rubric.factor_keys) + 2), np.nan)
-    reference = np.array([[g.metrics.get(m, np.nan) for m in REFERENCE_COLUMNS] for g in gens], dtype=float).reshape(
-        n, len(REFERENCE_COLUMNS)
+    metrics = metric_keys()
+    reference = np.array([[g.metrics.get(m, np.nan) for m in metrics] for g in gens], dtype=float).reshape(
+        n, len(metrics)
     )
-    k = len(rubric.factor_keys)
-    adjusted = safety_adjusted(records, judge_cols[:, k], rubric.scale_min)
+    adjusted = safety_adjusted(records, judge_cols[:, len(rubric.factor_keys)], rubric.scale_min)
     values = np.hstack([judge_cols[:, :-1], reference, adjusted[:, None]])
     cis, _ = clustered_means(values, codes, n_clusters, resamples=resamples, seed=seed)
-    blocks = {
-        name: ci.as_dict()
-        for name, ci in zip([*rubric.factor_keys, "empathy", *REFERENCE_COLUMNS, SAFETY_ADJUSTED], cis, strict=True)
-    }
+    names = [*rubric.factor_keys, OVERALL, *metrics, SAFETY_ADJUSTED]  # the columns of `values`, by name
+    col = {name: j for j, name in enumerate(names)}
+    blocks = {name: ci.as_dict() for name, ci in zip(names, cis, strict=True)}
     present = [r for r in records if r is not None]
     unscored = [r for r in present if r["status"] == "unscored"]
     failures = [1.0 if r is not None and is_model_failure(r) else 0.0 for r in records]
@@ -130,16 +129,21 @@ def score_entry(
 
     per_scenario = {}
     scenarios = np.array([g.scenario or "(none)" for g in gens])
-    names = sorted(set(scenarios.tolist()))
+    groups = sorted(set(scenarios.tolist()))
     cells = (
-        np.hstack([np.where((scenarios == scen)[:, None], values[:, [k, k + 1]], np.nan) for scen in names])
-        if names
+        np.hstack(
+            [
+                np.where((scenarios == scen)[:, None], values[:, [col[OVERALL], col["cosine_sim"]]], np.nan)
+                for scen in groups
+            ]
+        )
+        if groups
         else np.zeros((n, 0))
     )
     cell_cis = (
-        clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0] if names else []
+        clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0] if groups else []
     )  # one pass for all cells
-    for j, scen in enumerate(names):
+    for j, scen in enumerate(groups):
         emp, cos = cell_cis[2 * j], cell_cis[2 * j + 1]
         per_scenario[scen] = {
             "n": int((scenarios == scen).sum()),
@@ -168,14 +172,14 @@ def score_entry(
         "judged": judged,
         "factors": {f: blocks[f] for f in rubric.factor_keys} if judged else None,
         "empathy": blocks["empathy"] if judged else None,
-        "empathy_bounds": _bounds(records, values[:, k], rubric) if judged else None,
+        "empathy_bounds": _bounds(records, values[:, col[OVERALL]], rubric) if judged else None,
         "safety_flag_rate": flag_rate,
         SAFETY_ADJUSTED: blocks[SAFETY_ADJUSTED] if judged else None,
         "safety_warning": bool((flag_rate.get("ci_low") or 0) > 0) if flag_rate else None,
         "safety_categories": safety_categories(records) if judged else None,
         "risk_cue": risk_block(records) if judged else None,
         "failure_rate": proportion_ci(failures, clusters=personas).as_dict() if judged else None,
-        **{m: blocks[m] for m in REFERENCE_COLUMNS},
+        **{m: blocks[m] for m in metrics},
         "n_scored": n - len(unscored) if judged else 0,
         "n_unscored": len(unscored) if judged else None,
         "n_model_failures": n_failures if judged else None,
@@ -201,9 +205,9 @@ def score_entry(
         "unranked_reason": None,
     }
     ranking_values = {
-        "empathy": values[:, k] if judged else np.full(n, np.nan),
-        "cosine_sim": values[:, k + 1],
-        SAFETY_ADJUSTED: values[:, -1] if judged else np.full(n, np.nan),
+        "empathy": values[:, col[OVERALL]] if judged else np.full(n, np.nan),
+        "cosine_sim": values[:, col["cosine_sim"]],
+        SAFETY_ADJUSTED: values[:, col[SAFETY_ADJUSTED]] if judged else np.full(n, np.nan),
     }
     return ScoredEntry(row, [g.item_id for g in gens], personas, ranking_values)
 

@@ -1,307 +1,526 @@
-"""The static site: ``index.html`` and one page per model, self-contained (inline CSS and JS,
-no CDN, nothing fetched at view time). Every submitted string goes through :func:`esc`."""
+"""The static site: ``index.html``, one page per model, the per-item data and downloads.
+
+Layout of a built site::
+
+    index.html                 ranking (forest plot), table, judge and its biases, pairwise
+                               differences, score versus size, per scenario, replies
+    models/<id>.html           one entry: numbers, replies, provenance, metadata, downloads
+    instances/items.js         every item's conversation and reference (loaded on demand)
+    instances/<id>.js          one entry's replies and judgments (loaded on demand)
+    downloads/<id>/...         the raw judgments.jsonl and a flat items.csv per entry
+    leaderboard.json/.csv/.md  the numbers (:mod:`.exports`)
+
+Pages are single files with inline CSS and JS (``assets/``) under a Content-Security-Policy
+that allows no network request; the per-entry data files are loaded from beside the page
+only when a reader opens an entry, so the index stays small on a board of any size. A page
+is a list of :class:`~.html.Section`; :func:`~.html.render_section` makes one from any HTML
+(a study report), and ``render_index(..., extra_sections=...)`` appends it. Every submitted
+string is escaped here (:func:`~.html.esc`) or inserted as text by the browser.
+"""
 
 from __future__ import annotations
 
-import html
-import math
+import csv
+import io
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from tide_bench.leaderboard.scores import FACTORS
-from tide_bench.leaderboard.submission import Submission
+from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
+from tide_bench.judging.rubric import Rubric
+from tide_bench.leaderboard.columns import Column, optional_columns
+from tide_bench.leaderboard.entry_view import (
+    bias,
+    heat_style,
+    metadata,
+    other_fields,
+    provenance,
+    scenario_table,
+    summary,
+)
+from tide_bench.leaderboard.html import Section, esc, fmt_block, page, render_section
+from tide_bench.leaderboard.instances import FOLDER, item_payload, model_payload, write_instances
+from tide_bench.leaderboard.plots import forest_plot, is_anchor, pairwise_plot, size_plot
+from tide_bench.leaderboard.submission import JUDGMENTS, Submission
+from tide_bench.leaderboard.table import board_table
 
-FACTOR_LABELS = {"emotion_recognition": "Emotion recognition", "distress_normalization": "Distress normalization", "supportive_reflection": "Supportive reflection"}
-SAMPLES_PER_MODEL = 12
+__all__ = [
+    "Section",
+    "bias_html",
+    "browser_html",
+    "entry_sections",
+    "items_csv",
+    "metric_label",
+    "render_index",
+    "render_model_page",
+    "render_section",
+    "write_site",
+]
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1f24;background:#fafafa;line-height:1.45}
-main{max-width:1200px;margin:0 auto;padding:1.5rem}
-h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem}
-.banner{background:#fff3cd;border:1px solid #e0c36a;padding:.7rem 1rem;border-radius:6px;margin:1rem 0}
-.stamp{background:#eef3fb;border:1px solid #c5d5ee;padding:.7rem 1rem;border-radius:6px;font-size:.92rem}
-table{border-collapse:collapse;width:100%;background:#fff;font-size:.9rem}
-th,td{border-bottom:1px solid #e3e3e3;padding:.4rem .5rem;text-align:right;vertical-align:top}
-th{background:#f0f2f5;cursor:pointer;user-select:none;position:sticky;top:0}
-th:focus{outline:2px solid #3b6fd8}
-th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-td.l,th.l{text-align:left}.ci{color:#667;font-size:.8rem;white-space:nowrap}
-.tag{display:inline-block;font-size:.72rem;border-radius:4px;padding:0 .35rem;margin-left:.3rem;background:#e6e9ef}
-.tag.ft{background:#dff3e4}.warn{color:#9a5b00;font-size:.8rem}
-button.more{font-size:.8rem;padding:.1rem .5rem;cursor:pointer}
-tr.details td{background:#fbfcfe;text-align:left}
-.dialogue{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:.8rem 1rem;margin:.8rem 0}
-.turn{margin:.3rem 0}.who{font-weight:600}.muted{color:#667}
-footer{margin-top:2rem;font-size:.85rem;color:#556}
-"""
-
-SORT_JS = """
-(function(){
-  var table=document.getElementById('board');
-  var heads=table.querySelectorAll('th[data-key]');
-  heads.forEach(function(th){
-    th.tabIndex=0;
-    function sort(){
-      var key=th.getAttribute('data-key');
-      var asc=th.getAttribute('aria-sort')!=='ascending';
-      heads.forEach(function(h){h.removeAttribute('aria-sort');});
-      th.setAttribute('aria-sort',asc?'ascending':'descending');
-      var bodies=Array.prototype.slice.call(table.querySelectorAll('tbody.entry'));
-      bodies.sort(function(a,b){
-        var x=a.getAttribute('data-'+key),y=b.getAttribute('data-'+key);
-        var nx=parseFloat(x),ny=parseFloat(y);
-        var bothNum=!isNaN(nx)&&!isNaN(ny);
-        if(x===''||x===null){return 1;} if(y===''||y===null){return -1;}
-        var c=bothNum?(nx-ny):x.localeCompare(y);
-        return asc?c:-c;
-      });
-      bodies.forEach(function(b){table.appendChild(b);});
-    }
-    th.addEventListener('click',sort);
-    th.addEventListener('keydown',function(e){if(e.key==='Enter'||e.key===' '){e.preventDefault();sort();}});
-  });
-  table.querySelectorAll('button.more').forEach(function(btn){
-    btn.addEventListener('click',function(){
-      var row=document.getElementById(btn.getAttribute('aria-controls'));
-      var open=row.hasAttribute('hidden');
-      if(open){row.removeAttribute('hidden');}else{row.setAttribute('hidden','');}
-      btn.setAttribute('aria-expanded',open?'true':'false');
-      btn.textContent=open?'hide':'details';
-    });
-  });
-})();
-"""
+DOWNLOADS = "downloads"
+FAILURE_KINDS = sorted(k for k, cause in UNSCORED_CAUSES.items() if cause == MODEL_ATTRIBUTABLE)
 
 
-def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+def metric_label(metric: str, rubric: Rubric) -> str:
+    if metric == "empathy":
+        return f"Empathy ({rubric.scale_min}-{rubric.scale_max}, mean of the {len(rubric.factors)} factors)"
+    return "Cosine similarity to the reference"
 
 
-def _num(block: dict[str, Any] | None, digits: int = 2) -> tuple[str, str]:
-    """(display HTML, sort value) for a {mean, ci_low, ci_high} block."""
-    if not block or block.get("mean") is None:
-        return '<span class="muted">n/a</span>', ""
-    ci = f'<div class="ci">[{block["ci_low"]:.{digits}f}, {block["ci_high"]:.{digits}f}]</div>' if block.get("ci_low") is not None else ""
-    return f"{block['mean']:.{digits}f}{ci}", f"{block['mean']:.6f}"
+def _header(board: Mapping[str, Any], title: str, back: str = "") -> str:
+    out = [f"<header>{back}<h1>{esc(title)}</h1>"]
+    if board.get("demo"):
+        out.append(
+            '<div class="banner" role="note"><b>Demo board.</b> These entries are runs of the offline demo model on the '
+            "built-in <b>synthetic sample</b>, written for tide-bench. They are not TIDE results and not a benchmark "
+            "of any model.</div>"
+        )
+    return "".join(out) + "</header>"
 
 
-def _pct(block: dict[str, Any] | None) -> tuple[str, str]:
-    """A rate block shown in percent, with its CI."""
-    if not block or block.get("mean") is None:
-        return '<span class="muted">n/a</span>', ""
-    ci = f'<div class="ci">[{100 * block["ci_low"]:.1f}%, {100 * block["ci_high"]:.1f}%]</div>' if block.get("ci_low") is not None else ""
-    return f"{100 * block['mean']:.1f}%{ci}", f"{block['mean']:.6f}"
-
-
-def _size(params: Any) -> tuple[str, str]:
-    if not params:
-        return '<span class="muted">?</span>', ""
-    return f"{params / 1e9:.2f}B" if params >= 1e8 else f"{params / 1e6:.0f}M", str(params)
-
-
-def _page(title: str, body: str) -> str:
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>{body}</main></body></html>\n"
-    )
-
-
-def _judge_stamp(board: dict[str, Any]) -> str:
+def _judge_stamp(board: Mapping[str, Any], rubric: Rubric) -> str:
     judge = board.get("judge")
     if not judge:
-        return '<div class="stamp">No judge scores on this board: entries are ranked by embedding cosine similarity to the reference replies.</div>'
-    parts = [f"Judge: <b>{esc(judge.get('name'))}</b> ({esc(judge.get('provider'))} {esc(judge.get('model'))}), configuration <code>{esc(judge.get('version'))}</code>, rubric {esc(judge.get('rubric'))}."]
+        return (
+            '<div class="stamp">No judge scores on this board: entries are ranked by embedding cosine similarity to '
+            "the reference replies.</div>"
+        )
+    names = {f.key: f.name for f in rubric.factors}
+    parts = [
+        f"Judge: <b>{esc(judge.get('name'))}</b> ({esc(judge.get('provider'))} {esc(judge.get('model'))}), "
+        f"configuration <code>{esc(judge.get('version'))}</code>, rubric {esc(judge.get('rubric'))}."
+    ]
     audit = board.get("audit")
     if audit:
         items = []
         for dim, block in audit.items():
-            a = block.get("alpha_with_judge") or block.get("human_alpha") or {}
-            h = block.get("human_alpha") or {}
+            with_judge = block.get("alpha_with_judge") or {}
+            human = block.get("human_alpha") or {}
             items.append(
-                f"{esc(FACTOR_LABELS.get(dim, dim))}: human-human alpha {_fmt(h.get('value'))} [{_fmt(h.get('ci_low'))}, {_fmt(h.get('ci_high'))}], "
-                f"with the judge {_fmt(a.get('value'))}; {esc(block.get('verdict') or '')}"
+                f"{esc(names.get(dim, dim))}: human-human alpha {_fmt(human.get('value'))} "
+                f"[{_fmt(human.get('ci_low'))}, {_fmt(human.get('ci_high'))}], with the judge "
+                f"{_fmt(with_judge.get('value'))}; {esc(block.get('verdict') or '')}"
             )
-        parts.append("Agreement with human raters (audit, interval alpha): <ul><li>" + "</li><li>".join(items) + "</li></ul>")
+        parts.append(
+            "Agreement with human raters (audit, interval alpha): <ul><li>" + "</li><li>".join(items) + "</li></ul>"
+        )
     else:
         parts.append("No human-agreement audit was attached to this build (<code>--audit agreement.json</code>).")
     return '<div class="stamp">' + " ".join(parts) + "</div>"
-
-
-def _stats_note(r: dict[str, Any], metric: str) -> str:
-    """Details row: bounds, design effect, failures and why an entry is unranked."""
-    parts = []
-    block = r.get(metric) or {}
-    if block.get("design_effect") is not None:
-        parts.append(f"{esc(metric)}: n {block['n']} items in {block['n_clusters']} personas, design effect {block['design_effect']:.2f}")
-    bounds = r.get("empathy_bounds")
-    if bounds and bounds.get("worst") is not None:
-        parts.append(f"empathy if every unscored item scored lowest / highest: {bounds['worst']:.2f} / {bounds['best']:.2f}")
-    if r.get("n_model_failures") is not None:
-        parts.append(f"{r['n_model_failures']} model failures (counted at the lowest score), {r['n_infrastructure_unscored']} unscored for infrastructure reasons")
-    if r.get("unranked_reason"):
-        parts.append(f"not ranked: {esc(r['unranked_reason'])}")
-    return f"<p>{'; '.join(parts)}.</p>" if parts else ""
 
 
 def _fmt(x: Any) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
-def _plot(rows: list[dict[str, Any]], metric: str) -> str:
-    """Score vs model size (log scale), as inline SVG."""
-    points = [r for r in rows if r.get("parameters") and r.get(metric) and r[metric]["mean"] is not None]
-    if not points:
-        return '<p class="muted">No entry reports a parameter count: no size plot.</p>'
-    w, h, pad = 720, 320, 50
-    xs = [math.log10(r["parameters"]) for r in points]
-    lows = [r[metric]["ci_low"] if r[metric]["ci_low"] is not None else r[metric]["mean"] for r in points]
-    highs = [r[metric]["ci_high"] if r[metric]["ci_high"] is not None else r[metric]["mean"] for r in points]
-    x0, x1 = min(xs) - 0.2, max(xs) + 0.2
-    y0, y1 = min(lows), max(highs)
-    y0, y1 = (y0 - 0.1, y1 + 0.1) if y1 - y0 < 1e-9 else (y0 - 0.05 * (y1 - y0), y1 + 0.05 * (y1 - y0))
-
-    def px(x: float) -> float:
-        return pad + (x - x0) / (x1 - x0) * (w - 2 * pad)
-
-    def py(y: float) -> float:
-        return h - pad - (y - y0) / (y1 - y0) * (h - 2 * pad)
-
-    out = [f'<svg role="img" aria-label="{esc(metric)} versus model size" width="{w}" height="{h}" viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg" style="background:#fff;border:1px solid #e3e3e3">']
-    out.append(f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="#999"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="#999"/>')
-    for exp in range(math.floor(x0), math.ceil(x1) + 1):
-        if x0 <= exp <= x1:
-            label = f"{10 ** exp / 1e9:g}B" if exp >= 9 else f"{10 ** exp / 1e6:g}M"
-            out.append(f'<text x="{px(exp):.1f}" y="{h - pad + 16}" font-size="11" text-anchor="middle">{label}</text>')
-    for k in range(5):
-        y = y0 + (y1 - y0) * k / 4
-        out.append(f'<text x="{pad - 6}" y="{py(y) + 4:.1f}" font-size="11" text-anchor="end">{y:.2f}</text>')
-    out.append(f'<text x="{w / 2}" y="{h - 8}" font-size="12" text-anchor="middle">parameters (log scale)</text>')
-    out.append(f'<text x="14" y="{h / 2}" font-size="12" text-anchor="middle" transform="rotate(-90 14 {h / 2})">{esc(metric)}</text>')
-    for r, x, lo, hi in zip(points, xs, lows, highs, strict=True):
-        color = "#2e8b57" if r["condition"] == "fine-tuned" else "#3b6fd8"
-        out.append(f'<line x1="{px(x):.1f}" y1="{py(lo):.1f}" x2="{px(x):.1f}" y2="{py(hi):.1f}" stroke="{color}"/>')
-        out.append(f'<circle cx="{px(x):.1f}" cy="{py(r[metric]["mean"]):.1f}" r="4.5" fill="{color}"><title>{esc(r["model_name"])}</title></circle>')
-        out.append(f'<text x="{px(x) + 7:.1f}" y="{py(r[metric]["mean"]) - 6:.1f}" font-size="10">{esc(r["model_name"])}</text>')
-    out.append("</svg>")
-    return "".join(out) + '<p class="muted">Blue: zero-shot. Green: fine-tuned. Bars: 95% CI.</p>'
+def _estimate(e: Any, digits: int = 2) -> str:
+    if not isinstance(e, dict) or e.get("value") is None:
+        return "undefined"
+    ci = f" [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]" if e.get("ci_low") is not None else ""
+    return f"{e['value']:.{digits}f}{ci}"
 
 
-def _safety_cell(row: dict[str, Any]) -> tuple[str, str]:
-    """The flag rate, with a warning (its categories on hover) when its interval excludes 0."""
-    shown, sort = _pct(row["safety_flag_rate"])
-    if row.get("safety_warning"):
-        kinds = ", ".join(f"{k}: {v}" for k, v in sorted((row.get("safety_categories") or {}).items()))
-        shown += f'<div class="warn" title="{esc(kinds)}">&#9888; flags above 0</div>'
-    return shown, sort
+def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The judge-bias block: length, halo, preference leakage (board or run)."""
+    if not diagnostics:
+        return '<p class="muted">No judge scores: no judge-bias diagnostics.</p>'
+    length, halo = diagnostics.get("length") or {}, diagnostics.get("halo") or {}
+    verdicts = {
+        "rewards length": "<b>The judge rewards longer replies</b> (the slope's interval lies above zero): compare "
+        "entries on the length-controlled score.",
+        "penalises length": "<b>The judge penalises longer replies</b> (the slope's interval lies below zero): compare "
+        "entries on the length-controlled score.",
+        "no length preference shown": "No preference for length is shown (the slope's interval includes zero).",
+        "too few personas": f"No verdict: {length.get('n_personas', 0)} personas are too few for the persona "
+        "bootstrap (or the slope is undefined because reply lengths do not vary).",
+    }
+    out = [
+        "<h3>Reply length</h3>",
+        f"<p>Within entries, overall empathy correlates with reply length at r = {_estimate(length.get('r_within'))} "
+        f"over {length.get('n_scored', 0)} scored items in {length.get('n_personas', 0)} personas. Slope of the "
+        f"length term: {_estimate(length.get('slope'))} points per unit of tanh(length difference to the reference "
+        f"/ {length.get('length_scale_tokens', 0):.0f} tokens). {verdicts.get(length.get('verdict'), '')}</p>",
+        '<p class="muted">Length-controlled empathy (table column) is the empathy an entry would have if its replies were '
+        "as long as the references (AlpacaEval-LC style; model in <code>leaderboard.json</code>, "
+        "<code>judge_bias.length.model</code>).</p>",
+        "<h3>Halo between factors</h3>",
+    ]
+    pairs = halo.get("pairs") or []
+    if pairs:
+        cells = "".join(
+            f'<tr><td class="l">{esc(p["a"])} &times; {esc(p["b"])}</td><td class="num">{_estimate(p["r"])}</td></tr>'
+            for p in pairs
+        )
+        threshold = halo.get("threshold", 0.9)
+        verdict = {
+            True: f"<b>Halo: every pair correlates above r = {threshold:.1f}</b>: the factors measure one impression; "
+            "read the overall score, not the factors.",
+            False: f"The factors are told apart (not every pair above r = {threshold:.1f}).",
+            None: f"No verdict: {halo.get('n_personas', 0)} personas are too few (or a correlation is undefined).",
+        }[halo.get("halo")]
+        out.append(
+            '<div class="table-wrap"><table class="small"><thead><tr><th scope="col" class="l">Factors</th>'
+            f'<th scope="col" class="num">r [95% CI]</th></tr></thead><tbody>{cells}</tbody></table></div>'
+            f'<p>{verdict} <span class="muted">{esc(halo.get("rule"))}</span></p>'
+        )
+    out.append("<h3>Preference leakage and self-preference</h3>")
+    flagged = [
+        r
+        for r in rows
+        if isinstance(r.get("preference_leakage"), dict) and r["preference_leakage"]["risk"] is not False
+    ]
+    flagged_self = [r for r in rows if (r.get("self_preference") or {}).get("risk")]
+    if not flagged and not flagged_self:
+        out.append(
+            "<p>No fine-tuned entry was trained on references written by the judge's model family, and no entry shares "
+            "the judge's family.</p>"
+        )
+    items = [f"<li><b>{esc(r.get('model_name'))}</b>: {esc(r['preference_leakage']['note'])}</li>" for r in flagged] + [
+        f"<li><b>{esc(r.get('model_name'))}</b>: {esc(r['self_preference'].get('note'))}</li>" for r in flagged_self
+    ]
+    if items:
+        out.append(f"<ul>{''.join(items)}</ul>")
+    return "".join(out)
 
 
-def render_index(board: dict[str, Any]) -> str:
-    rows, metric = board["rows"], board["ranking_metric"]
-    body = [f"<h1>{esc(board['name'])}</h1>"]
-    if board.get("demo"):
-        body.append('<div class="banner" role="note"><b>Demo board.</b> These entries are runs of the offline demo model on the built-in '
-                    "<b>synthetic sample</b>, written for tide-bench. They are not TIDE results and not a benchmark of any model.</div>")
-    body.append(f'<p class="muted">Built {esc(board["built_at"])} from {len(rows)} submission(s); split <code>{esc(board["split"])}</code>'
-                + (f', dataset <code>{esc((board.get("split_sha256") or "")[:16])}</code>' if board.get("split_sha256") else "") + ".</p>")
-    body.append(_judge_stamp(board))
-    body.append(f"<h2>Ranking</h2><p>Ranked by <b>{esc('overall empathy (mean of the three factors, 1-5)' if metric == 'empathy' else 'cosine similarity to the reference reply')}</b>. "
-                "A model's rank is 1 + the number of models significantly better in a paired comparison on the same items "
-                "(persona-cluster bootstrap, corrected for testing every pair); models not shown to differ share a rank. "
-                "The range under the rank is where the rank falls in 95% of resamples. "
-                "Empty replies and refusals count as the lowest score (failure rate). Click a column header to sort. "
-                "Every pairwise difference with its interval is in <code>leaderboard.json</code> (<code>pairwise</code>).</p>")
-    if board.get("safety_rule"):
-        body.append(f'<p class="muted">Safety: {esc(board["safety_rule"])}. '
-                    "&#9888; next to a safety-flag rate: its 95% CI excludes 0.</p>")
-    head = [("rank", "Rank", False), ("model", "Model", True), ("size", "Size", False), ("condition", "Condition", True)]
-    head += [("prompt", "Prompt", True), ("empathy", "Empathy", False), ("safety_adjusted", "Safety-adjusted", False)]
-    head += [(f, FACTOR_LABELS[f], False) for f in FACTORS]
-    head += [("cosine", "Cosine", False), ("rouge", "ROUGE-L", False), ("failures", "Failures", False), ("unscored", "Unscored", False),
-             ("safety", "Safety flags", False), ("n", "Items", False)]
-    body.append('<table id="board"><thead><tr>' + "".join(f'<th scope="col" data-key="{k}" class="{"l" if left else ""}">{esc(label)}</th>' for k, label, left in head) + '<th scope="col">More</th></tr></thead>')
+def browser_html(models: Sequence[tuple[str, str]], *, base: str, default: str, inline: bool = False) -> str:
+    """The instance browser's controls (``assets/instances.js`` fills and drives them)."""
+    options = "".join(f'<option value="{esc(i)}">{esc(n)}</option>' for i, n in models)
+    choose = "" if default else '<option value="">choose a model</option>'
+    pick = (
+        f'<label>Model <select id="ib-model">{choose}{options}</select></label>'
+        f'<label>Compare with <select id="ib-compare"><option value="">none</option>{options}</select></label>'
+        if len(models) > 1
+        else f'<select id="ib-model" hidden>{options}</select><select id="ib-compare" hidden></select>'
+    )
+    return (
+        f'<div class="ib" id="ib" data-base="{esc(base)}" data-default="{esc(default)}" data-inline="{int(inline)}">'
+        '<div class="controls" role="search" aria-label="Filter the replies">'
+        f"{pick}"
+        '<label>Search <input type="search" id="ib-search" autocomplete="off" '
+        'placeholder="words in the turn, reply, reference or rationale"></label>'
+        '<label>Scenario <select id="ib-scenario"><option value="">all</option></select></label>'
+        '<label>Turn <select id="ib-turn"><option value="">all</option></select></label>'
+        '<label>Empathy <select id="ib-score"><option value="">any</option></select></label>'
+        '<label>Flag <select id="ib-flag"><option value="">any</option><option value="flagged">safety flag</option>'
+        '<option value="unscored">unscored</option><option value="failure">model failure</option>'
+        '<option value="clean">scored, no flag</option></select></label>'
+        '<label>Order <select id="ib-sort"><option value="id">item id</option><option value="low">lowest first</option>'
+        '<option value="high">highest first</option><option value="diff">largest difference first (comparison)</option>'
+        "</select></label></div>"
+        '<p id="ib-status" class="muted" aria-live="polite">Choose a model to read its replies.</p>'
+        '<div id="ib-list"></div><button type="button" id="ib-more" hidden>Show more</button></div>'
+    )
+
+
+def _details(row: Mapping[str, Any], metric: str, rubric: Rubric) -> str:
+    """The details row under an entry: per scenario, statistics, and links."""
+    model = row.get("model") or {}
+    notes = []
+    block = row.get(metric) or {}
+    if block.get("design_effect") is not None:
+        notes.append(
+            f"{esc(metric)}: n {block['n']} items in {block.get('n_clusters')} personas, design effect "
+            f"{block['design_effect']:.2f}"
+        )
+    bounds = row.get("empathy_bounds") or {}
+    if bounds.get("worst") is not None:
+        notes.append(
+            f"empathy if every unscored item scored lowest / highest: {bounds['worst']:.2f} / {bounds['best']:.2f}"
+        )
+    if row.get("n_model_failures") is not None:
+        notes.append(
+            f"{row['n_model_failures']} model failures (counted at the lowest score), "
+            f"{row.get('n_infrastructure_unscored')} unscored for infrastructure reasons"
+        )
+    reasons = ", ".join(f"{esc(k)}: {v}" for k, v in sorted((row.get("unscored_reasons") or {}).items())) or "none"
+    ident = esc(model.get("hub_id") or model.get("api_model_id") or "")
+    return (
+        f"<p><b>{esc(row.get('model_name'))}</b> {ident} {esc(model.get('revision') or '')}; licence "
+        f"{esc(row.get('license'))}; unscored reasons: {reasons}.</p>"
+        + (f"<p>{'; '.join(notes)}.</p>" if notes else "")
+        + scenario_table(row, metric, (rubric.scale_min, rubric.scale_max) if metric == "empathy" else (0.0, 1.0))
+        + f'<p><a href="models/{esc(row.get("id"))}.html">Model page: provenance, metadata, every reply with the '
+        "judge's rationales, downloads</a></p>"
+    )
+
+
+def _scenario_grid(rows: Sequence[Mapping[str, Any]], metric: str, rubric: Rubric) -> str:
+    scenarios = sorted({s for r in rows for s in (r.get("per_scenario") or {})})
+    if not scenarios:
+        return ""
+    scale = (rubric.scale_min, rubric.scale_max) if metric == "empathy" else (0.0, 1.0)
+    digits = 2 if metric == "empathy" else 3
+    head = "".join(f'<th scope="col" class="num">{esc(s)}</th>' for s in scenarios)
+    body = []
     for r in rows:
-        cells: dict[str, tuple[str, str]] = {}
-        interval = r.get("rank_interval")
-        rank_range = f'<div class="ci">{interval[0]}-{interval[1]}</div>' if interval else ""
-        cells["rank"] = ((str(r["rank"]) + rank_range) if r["rank"] else f'<span class="muted" title="{esc(r.get("unranked_reason") or "")}">-</span>',
-                         str(r["rank"] or ""))
-        tag = f'<span class="tag{" ft" if r["condition"] == "fine-tuned" else ""}">{esc(r["condition"])}</span>'
-        warn = ""
-        if r.get("self_preference") and r["self_preference"].get("risk"):
-            warn = f'<div class="warn" title="{esc(r["self_preference"]["note"])}">&#9888; judge and model share a family</div>'
-        cells["model"] = (f'<a href="models/{esc(r["id"])}.html">{esc(r["model_name"])}</a>{warn}', r["model_name"])
-        cells["size"] = _size(r["parameters"])
-        cells["condition"] = (tag, r["condition"])
-        cells["prompt"] = (esc(r.get("prompt_condition") or ""), r.get("prompt_condition") or "")
-        cells["empathy"] = _num(r["empathy"])
-        cells["safety_adjusted"] = _num(r.get("safety_adjusted_empathy"))
-        for f in FACTORS:
-            cells[f] = _num((r["factors"] or {}).get(f))
-        cells["cosine"] = _num(r["cosine_sim"], 3)
-        cells["rouge"] = _num(r["rouge_l"], 3)
-        cells["unscored"] = (f"{100 * r['unscored_rate']:.1f}%", f"{r['unscored_rate']:.6f}") if r["unscored_rate"] is not None else ('<span class="muted">not judged</span>', "")
-        cells["failures"] = _pct(r.get("failure_rate"))
-        cells["safety"] = _safety_cell(r)
-        cells["n"] = (str(r["n_items"]), str(r["n_items"]))
-        attrs = " ".join(f'data-{k}="{esc(v)}"' for k, (_, v) in cells.items())
-        tds = "".join(f'<td class="{"l" if left else ""}">{cells[k][0]}</td>' for k, _, left in head)
-        detail_id = f"details-{esc(r['id'])}"
-        scen = "".join(
-            f"<tr><td class=\"l\">{esc(s)}</td><td>{v['n']}</td><td>{_num(v['empathy'])[0]}</td><td>{_num(v['cosine_sim'], 3)[0]}</td></tr>"
-            for s, v in r["per_scenario"].items()
+        cells = []
+        for s in scenarios:
+            block = ((r.get("per_scenario") or {}).get(s) or {}).get(metric)
+            cells.append(
+                f'<td class="num"{heat_style((block or {}).get("mean"), *scale)}>{fmt_block(block, digits)}</td>'
+            )
+        body.append(f'<tr><th scope="row" class="l">{esc(r.get("model_name"))}</th>{"".join(cells)}</tr>')
+    return (
+        '<div class="table-wrap"><table class="small heat"><thead><tr><th scope="col" class="l">Model</th>'
+        f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        '<p class="muted">Mean with 95% CI per scenario; darker cells are higher.</p>'
+    )
+
+
+def _figure(svg: str, caption: str, empty: str) -> str:
+    if not svg:
+        return f'<p class="muted">{empty}</p>'
+    return f'<figure class="plot"><div class="plot-scroll">{svg}</div><figcaption>{caption}</figcaption></figure>'
+
+
+def render_index(
+    board: Mapping[str, Any],
+    rubric: Rubric,
+    columns: Sequence[Column],
+    *,
+    extra_sections: Sequence[Section] = (),
+) -> str:
+    """The board's index page; ``extra_sections`` are appended before the footer."""
+    rows, metric = board["rows"], board["ranking_metric"]
+    columns = [*columns, *optional_columns(rows, columns)]
+    label = metric_label(metric, rubric)
+    built = (
+        f'<p class="muted">Built {esc(board.get("built_at"))} from {len(rows)} submission(s); split '
+        f"<code>{esc(board.get('split'))}</code>"
+        + (f", dataset <code>{esc((board.get('split_sha256') or '')[:16])}</code>" if board.get("split_sha256") else "")
+        + ".</p>"
+    )
+    ranking = (
+        f"<p>Ranked by <b>{esc(label)}</b>. Rank = 1 + the number of models significantly better in a paired "
+        "comparison on the same items (persona-cluster bootstrap, corrected for testing every pair); models not shown "
+        "to differ share a rank. The table shows each model's <b>rank interval</b>: where its rank falls in 95% of "
+        "resamples. Empty replies and refusals count as the lowest score (failure rate).</p>"
+        + _figure(
+            forest_plot(rows, metric, label),
+            "Each entry's mean with its 95% CI, best first; the right axis gives the rank interval. Blue circles: "
+            "zero-shot; green diamonds: fine-tuned; grey star and dotted line: reference anchor; hollow: not ranked.",
+            "No entry has a score to plot.",
         )
-        reasons = ", ".join(f"{esc(k)}: {v}" for k, v in sorted(r["unscored_reasons"].items())) or "none"
-        stats_note = _stats_note(r, metric)
-        details = (f'<tr class="details" id="{detail_id}" hidden><td colspan="{len(head) + 1}">'
-                   f"<p><b>{esc(r['model_name'])}</b>: {esc(r['model'].get('hub_id') or r['model'].get('api_model_id') or '')} "
-                   f"{esc(r['model'].get('revision') or '')}; licence {esc(r['license'])}; unscored reasons: {reasons}.</p>{stats_note}"
-                   f'<table><thead><tr><th class="l">Scenario</th><th>Items</th><th>Empathy</th><th>Cosine</th></tr></thead><tbody>{scen}</tbody></table>'
-                   f'<p><a href="models/{esc(r["id"])}.html">Sample dialogues, replies and the judge\'s rationales</a></p></td></tr>')
-        body.append(f'<tbody class="entry" {attrs}><tr>{tds}<td><button type="button" class="more" aria-expanded="false" aria-controls="{detail_id}">details</button></td></tr>{details}</tbody>')
-    body.append("</table>")
-    scenarios = sorted({s for r in rows for s in r["per_scenario"]})
-    if scenarios:
-        key = "empathy" if metric == "empathy" else "cosine_sim"
-        body.append(f"<h2>Per scenario ({esc('empathy' if key == 'empathy' else 'cosine similarity')})</h2><table><thead><tr><th class=\"l\">Model</th>"
-                    + "".join(f"<th>{esc(s)}</th>" for s in scenarios) + "</tr></thead><tbody>")
-        for r in rows:
-            body.append(f'<tr><td class="l">{esc(r["model_name"])}</td>' + "".join(
-                f"<td>{_num((r['per_scenario'].get(s) or {}).get(key), 2 if key == 'empathy' else 3)[0]}</td>" for s in scenarios) + "</tr>")
-        body.append("</tbody></table>")
-    body.append(f"<h2>Score versus model size</h2>{_plot(rows, metric if metric == 'empathy' else 'cosine_sim')}")
+    )
+    details = {str(r.get("id")): _details(r, metric, rubric) for r in rows}
+    safety = (
+        f'<p class="muted">Safety: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
+        "95% CI excludes 0 (the categories on hover).</p>"
+        if board.get("safety_rule")
+        else ""
+    )
+    table = (
+        '<p class="muted">Click a column header to sort (a score sorts best first); the rank interval is under '
+        "<i>Rank</i>. Unknown sizes are hidden by a size filter.</p>" + safety + board_table(rows, columns, details)
+    )
+    sections = [
+        Section("ranking", "Ranking", ranking),
+        Section("table", "Table", table),
+        Section(
+            "judge", "Judge and its biases", _judge_stamp(board, rubric) + bias_html(board.get("judge_bias"), rows)
+        ),
+        Section(
+            "pairwise",
+            "Pairwise differences",
+            _figure(
+                pairwise_plot(rows, board.get("pairwise") or [], metric),
+                f"Paired difference in {esc(metric)} (row minus column) on the items both answered; "
+                "* (or a dot) marks a difference significant after correcting for every pair. Blue: the row is better.",
+                "Fewer than two ranked entries: no pairwise differences.",
+            ),
+        ),
+        Section(
+            "size",
+            "Score versus size",
+            _figure(
+                size_plot(rows, metric, label),
+                "Mean with 95% CI against the parameter count (log scale); entries of one size are set slightly apart.",
+                "No entry reports a parameter count: no size plot.",
+            ),
+        ),
+        Section("scenarios", "Per scenario", _scenario_grid(rows, metric, rubric)),
+        Section(
+            "replies",
+            "Replies and judgments",
+            '<p class="muted">Every item: the client\'s turn with its history, the reply, the reference and the '
+            "judge's three scores with rationales. Pick a model (and another to compare on the same items).</p>"
+            + browser_html([(r["id"], r["model_name"]) for r in rows], base=f"{FOLDER}/", default=""),
+        ),
+    ]
     if board.get("refused"):
-        body.append("<h2>Refused submissions</h2><ul>" + "".join(f"<li><code>{esc(i)}</code>: {esc('; '.join(e))}</li>" for i, e in board["refused"].items()) + "</ul>")
-    body.append("<footer>Every number is recomputed from the per-item samples and judgments of each submission; numbers written by submitters are not used. "
-                f"Intervals: {esc(board.get('intervals') or '')}. Unscored items are counted, never dropped: {esc(board.get('unscored_rule') or '')}. "
-                "Data: <code>leaderboard.json</code>, <code>leaderboard.csv</code>, <code>leaderboard.md</code>. Built with tide-bench.</footer>")
-    body.append(f"<script>{SORT_JS}</script>")
-    return _page(board["name"], "\n".join(body))
-
-
-def render_model_page(row: dict[str, Any], sub: Submission, board: dict[str, Any]) -> str:
-    body = [f'<p><a href="../index.html">&larr; {esc(board["name"])}</a></p><h1>{esc(row["model_name"])}</h1>']
-    if board.get("demo"):
-        body.append('<div class="banner">Demo entry: the offline demo model on the synthetic sample (not TIDE data).</div>')
-    meta = {k: v for k, v in sub.meta.items() if k not in ("schema_version",)}
-    body.append("<table>" + "".join(f'<tr><th class="l" scope="row">{esc(k)}</th><td class="l">{esc(v)}</td></tr>' for k, v in meta.items()) + "</table>")
-    body.append(f"<h2>Sample dialogues ({min(SAMPLES_PER_MODEL, len(sub.generations))} of {len(sub.generations)})</h2>")
-    for gen in sorted(sub.generations, key=lambda g: g.item_id)[:SAMPLES_PER_MODEL]:
-        rec = sub.judgments.get(gen.item_id)
-        turns = "".join(f'<div class="turn"><span class="who">{"Client" if m.get("role") == "user" else "Supporter (reference)"}:</span> {esc(m.get("content"))}</div>' for m in gen.history)
-        judged = '<p class="muted">Not judged.</p>'
-        if rec and rec["status"] == "scored":
-            judged = "<ul>" + "".join(f"<li><b>{esc(FACTOR_LABELS.get(f, f))}: {rec['scores'][f]}</b> &mdash; {esc(rec['rationales'][f])}</li>" for f in FACTORS) + "</ul>"
-            if rec["safety"]["flagged"]:
-                category = rec["safety"].get("category")
-                kind = f" ({esc(category)})" if category and category != "none" else ""
-                judged += f'<p class="warn">&#9888; Safety flag{kind}: {esc(rec["safety"]["reason"])}</p>'
-        elif rec:
-            judged = f'<p class="muted">Unscored ({esc(rec["unscored_kind"])}): {esc(rec.get("unscored_reason"))}</p>'
-        body.append(
-            f'<div class="dialogue"><p class="muted">{esc(gen.item_id)} &middot; scenario {esc(gen.scenario or "n/a")} &middot; turn {gen.turn}</p>{turns}'
-            f'<div class="turn"><span class="who">Client:</span> {esc(gen.client_utterance)}</div>'
-            f'<div class="turn"><span class="who">Model reply:</span> {esc(gen.reply)}</div>'
-            f'<div class="turn muted"><span class="who">Reference reply:</span> {esc(gen.reference_reply)}</div>{judged}</div>'
+        sections.append(
+            Section(
+                "refused",
+                "Refused submissions",
+                "<ul>"
+                + "".join(f"<li><code>{esc(i)}</code>: {esc('; '.join(e))}</li>" for i, e in board["refused"].items())
+                + "</ul>",
+            )
         )
-    return _page(f"{row['model_name']} - {board['name']}", "\n".join(body))
+    sections += list(extra_sections)
+    footer = (
+        "<footer>Every number is recomputed from the per-item samples and judgments of each submission; numbers "
+        f"written by submitters are not used. Intervals: {esc(board.get('intervals') or '')}. Unscored items are "
+        f"counted, never dropped: {esc(board.get('unscored_rule') or '')}. Data: "
+        '<a href="leaderboard.json">leaderboard.json</a>, <a href="leaderboard.csv">leaderboard.csv</a>, '
+        '<a href="leaderboard.md">leaderboard.md</a>. Built with tide-bench.</footer>'
+    )
+    return page(
+        board["name"],
+        _header(board, board["name"]) + built,
+        sections,
+        tail=footer,
+        scripts=("board.js", "instances.js"),
+    )
+
+
+def entry_sections(
+    row: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    columns: Sequence[Column],
+    rubric: Rubric,
+    browser: str,
+    metric: str,
+    diagnostics: str = "",
+) -> list[Section]:
+    """The sections one entry's page is made of (the model page and the single-run view);
+    ``diagnostics`` (HTML) opens the judge-bias section (the run view's length and halo checks)."""
+    sections = [
+        Section("summary", "Summary", summary(row, columns)),
+        Section("replies", "Replies and judgments", browser),
+        Section("provenance", "Provenance", provenance(manifest, row.get("judge"))),
+    ]
+    if meta:
+        sections.append(Section("metadata", "Metadata (submission.yaml)", metadata(meta)))
+    sections.append(Section("bias", "Judge-bias checks", diagnostics + bias(row)))
+    scenarios = scenario_table(row, metric, (rubric.scale_min, rubric.scale_max) if metric == "empathy" else (0, 1))
+    if scenarios:
+        sections.append(Section("scenarios", "Per scenario", scenarios))
+    extra = other_fields(row, columns)
+    if extra:
+        sections.append(Section("other", "Other fields", extra))
+    return sections
+
+
+def render_model_page(
+    row: Mapping[str, Any],
+    sub: Submission,
+    board: Mapping[str, Any],
+    rubric: Rubric,
+    columns: Sequence[Column],
+    *,
+    downloads: Sequence[str] = (),
+) -> str:
+    back = f'<p><a href="../index.html">&larr; {esc(board["name"])}</a></p>'
+    models = [(row["id"], row["model_name"])] + [
+        (r["id"], r["model_name"]) for r in board["rows"] if r["id"] != row["id"]
+    ]
+    browser = browser_html(models, base=f"../{FOLDER}/", default=row["id"])
+    sections = entry_sections(
+        row, sub.manifest, sub.meta, [*columns, *optional_columns([row], columns)], rubric, browser, board["ranking_metric"]
+    )
+    if downloads:
+        links = "".join(f'<li><a href="../{esc(d)}">{esc(d.rsplit("/", 1)[-1])}</a></li>' for d in downloads)
+        sections.append(
+            Section(
+                "downloads",
+                "Downloads",
+                f'<ul>{links}</ul><p class="muted">judgments.jsonl is the submission\'s raw judge output (one line per '
+                "item, with the key that ties it to the reply); items.csv has one row per item with its scores, flags "
+                "and reply.</p>",
+            )
+        )
+    header = _header(board, row["model_name"], back)
+    if is_anchor(row):
+        header += (
+            '<div class="stamp">A reference anchor: TIDE\'s own reference replies judged like every entry. It shows '
+            "where the board's scale tops out; "
+            + ("it is not ranked." if row.get("rank") is None else "this board ranks it with the entries.")
+            + "</div>"
+        )
+    return page(f"{row['model_name']} - {board['name']}", header, sections, scripts=("instances.js",))
+
+
+def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> str:
+    """One row per item: identifiers, the scores as they were given, flags, and the reply."""
+    factors = [f[0] for f in payload["factors"]]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(
+        [
+            "item_id",
+            "persona_id",
+            "scenario",
+            "turn",
+            "status",
+            *factors,
+            "overall",
+            "safety_flagged",
+            "unscored_kind",
+            "length_tokens",
+            "cosine_sim",
+            "reply",
+        ]
+    )
+    for rec in payload["records"]:
+        item = items.get(rec["id"]) or {}
+        scores = rec.get("scores") or [None] * len(factors)
+        writer.writerow(
+            [
+                rec["id"],
+                item.get("persona"),
+                item.get("scenario"),
+                item.get("turn"),
+                rec["status"],
+                *scores,
+                rec.get("overall"),
+                rec.get("flagged"),
+                rec.get("unscored_kind"),
+                rec.get("length"),
+                rec.get("cosine"),
+                rec["reply"],
+            ]
+        )
+    return buffer.getvalue()
+
+
+def write_site(
+    folder: Path,
+    board: Mapping[str, Any],
+    accepted: Mapping[str, Submission],
+    rubric: Rubric,
+    columns: Sequence[Column],
+    *,
+    extra_sections: Sequence[Section] = (),
+    instances: bool = True,
+) -> None:
+    """Write every page, the per-entry data and the downloads into ``folder`` (a private
+    staging folder, swapped in whole by the build: files are written plainly)."""
+    (folder / "models").mkdir()
+    (folder / "index.html").write_text(render_index(board, rubric, columns, extra_sections=extra_sections), "utf-8")
+    items: dict[str, dict[str, Any]] = {}
+    payloads = []
+    for row in board["rows"]:
+        sub = accepted[row["id"]]
+        downloads: list[str] = []
+        if instances:
+            for gen in sub.generations:
+                if gen.item_id not in items:
+                    items[gen.item_id] = item_payload(gen)
+            payload = model_payload(row["id"], row["model_name"], sub.generations, sub.judgments, rubric, FAILURE_KINDS)
+            payloads.append(payload)
+            target = folder / DOWNLOADS / row["id"]
+            target.mkdir(parents=True)
+            if (sub.root / JUDGMENTS).is_file():
+                shutil.copyfile(sub.root / JUDGMENTS, target / "judgments.jsonl")
+                downloads.append(f"{DOWNLOADS}/{row['id']}/judgments.jsonl")
+            downloads.append(f"{DOWNLOADS}/{row['id']}/items.csv")
+        page_html = render_model_page(row, sub, board, rubric, columns, downloads=downloads)
+        (folder / "models" / f"{row['id']}.html").write_text(page_html, "utf-8")
+    if instances:
+        for payload in payloads:
+            (folder / DOWNLOADS / payload["id"] / "items.csv").write_text(items_csv(payload, items), "utf-8")
+        write_instances(folder, items, payloads)

@@ -1,0 +1,169 @@
+"""The leaderboard's columns, read from one declaration (``columns.yaml`` beside this module).
+
+Why one declaration: the scoring of per-item metrics (:mod:`.scores`), the exports
+(:mod:`.exports`) and the page's table (:mod:`.site`) used to spell the columns out each in
+its own way, so adding a metric meant three edits that could disagree. Here a column is one
+entry; the rubric's factors are expanded from the rubric file (their keys and names), never
+typed in code. HELM declares its columns in one schema file in the same spirit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tide_bench.core.errors import ConfigError
+from tide_bench.judging.rubric import Rubric
+
+COLUMNS_FILE = Path(__file__).with_name("columns.yaml")
+KINDS = ("rank", "model", "size", "condition", "score", "metric", "rate", "fraction", "count", "number", "text")
+BLOCK_KINDS = ("score", "metric", "rate")  # a {mean, ci_low, ci_high, ...} block
+REQUIRED_METRICS = ("cosine_sim",)  # the ranking falls back to it on a board without a judge
+FACTOR_GROUP = "factors"
+OPTIONAL_PREFIX = "safety_adjusted_"  # row fields other stages may add; shown when present
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: where its value sits in a row, how it is shown, and which end is best."""
+
+    key: str
+    label: str
+    kind: str
+    source: tuple[str, ...]
+    better: str | None = None
+    digits: int = 2
+    group: str | None = None
+    page: bool = True
+    csv: bool = True
+    md: bool = False
+    help: str = ""
+    warn: str | None = None  # a row field that, when true, marks this column's cell with a warning
+
+    @property
+    def is_block(self) -> bool:
+        return self.kind in BLOCK_KINDS
+
+    def raw(self, row: dict[str, Any]) -> Any:
+        """The row's value at ``source`` (a block for block kinds); None when absent."""
+        value: Any = row
+        for part in self.source:
+            if isinstance(value, dict):
+                value = value.get(part)
+            elif isinstance(value, list | tuple) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            else:
+                return None
+        return value
+
+    def number(self, row: dict[str, Any]) -> float | None:
+        """The column's number for sorting and export: a block's mean, or the plain value."""
+        value = self.raw(row)
+        if isinstance(value, dict):
+            value = value.get("mean")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value)
+
+
+def _column(entry: dict[str, Any], where: str) -> Column:
+    unknown = set(entry) - {"key", "label", "kind", "source", "better", "digits", "group", "page", "csv", "md", "help", "warn"}
+    if unknown or not isinstance(entry.get("key"), str) or entry.get("kind") not in KINDS:
+        raise ConfigError(
+            f"malformed column {entry!r}: needs a key and a kind ({', '.join(KINDS)})"
+            + (f"; unknown fields {sorted(unknown)}" if unknown else ""),
+            path=where,
+        )
+    if entry.get("better") not in (None, "high", "low"):
+        raise ConfigError(f"column {entry['key']}: better must be high or low", path=where)
+    return Column(
+        key=entry["key"],
+        label=str(entry.get("label") or entry["key"]),
+        kind=entry["kind"],
+        source=tuple(str(entry.get("source") or entry["key"]).split(".")),
+        better=entry.get("better"),
+        digits=int(entry.get("digits", 2)),
+        group=entry.get("group"),
+        page=bool(entry.get("page", True)),
+        csv=bool(entry.get("csv", True)),
+        md=bool(entry.get("md", False)),
+        help=str(entry.get("help") or ""),
+        warn=entry.get("warn"),
+    )
+
+
+@lru_cache(maxsize=4)
+def _declared(path: Path) -> tuple[dict[str, Any], ...]:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read the column declaration: {exc}", path=path) from None
+    entries = raw.get("columns") if isinstance(raw, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ConfigError("expected a 'columns' list of mappings", path=path)
+    keys = [e.get("key") for e in entries if "key" in e]
+    if len(keys) != len(set(keys)):
+        raise ConfigError("a column key is declared twice", path=path)
+    metrics = {e.get("key") for e in entries if e.get("kind") == "metric"}
+    missing = [m for m in REQUIRED_METRICS if m not in metrics]
+    if missing:
+        raise ConfigError(f"the columns must include the metric(s) {', '.join(missing)}", path=path)
+    return tuple(entries)
+
+
+def factor_columns(rubric: Rubric) -> list[Column]:
+    """One score column per rubric factor, named by the rubric."""
+    return [
+        Column(
+            key=f.key,
+            label=f.name,
+            kind="score",
+            source=("factors", f.key),
+            better="high",
+            digits=2,
+            group=FACTOR_GROUP,
+            help=f.question,
+        )
+        for f in rubric.factors
+    ]
+
+
+def board_columns(rubric: Rubric, path: Path | None = None) -> list[Column]:
+    """Every column in display order, the rubric's factors expanded in place."""
+    where = path or COLUMNS_FILE
+    out: list[Column] = []
+    for entry in _declared(where):
+        if entry.get("factors"):
+            out += factor_columns(rubric)
+        else:
+            out.append(_column(entry, str(where)))
+    return out
+
+
+def metric_keys(path: Path | None = None) -> tuple[str, ...]:
+    """The per-item reference metrics the board averages (the ``kind: metric`` columns)."""
+    return tuple(e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric")
+
+
+def optional_columns(rows: Sequence[dict[str, Any]], declared: Sequence[Column] = ()) -> list[Column]:
+    """Columns for row fields other stages may add (``safety_adjusted_*``), when any row has one
+    and ``declared`` (the columns.yaml columns) does not already show it: a mean block is shown
+    with its CI, a number as it is. Declaring such a field in columns.yaml sets its place and label."""
+    found: dict[str, Column] = {}
+    taken = {c.key for c in declared}
+    for row in rows:
+        for key, value in row.items():
+            if not key.startswith(OPTIONAL_PREFIX) or key in found or key in taken:
+                continue
+            label = key.replace("_", " ").capitalize()
+            better = "low" if key.endswith("rank") else "high"
+            if isinstance(value, dict) and "mean" in value:
+                found[key] = Column(key, label, "score", (key,), better=better)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                found[key] = Column(key, label, "number", (key,), better=better)
+    return list(found.values())

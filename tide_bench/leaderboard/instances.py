@@ -1,0 +1,114 @@
+"""The per-item data behind the instance browser: every item's conversation, each entry's reply
+and judgment, as compact JSON.
+
+Why separate script files (``instances/items.js`` and ``instances/<id>.js``): a page opened
+from disk cannot ``fetch()`` a JSON file in Chromium (file:// is an opaque origin), but it can
+load a ``<script src>`` from beside it, and so can a page served by any static web host. Each
+file is one call, ``tideBench.receive(kind, data)``, loaded only when a reader opens that
+entry, so the board's index page stays small however many entries and items it has. The
+conversations (client turns, history, references) are the same for every entry and are
+written once. The single-run view (:mod:`.run_view`) puts the same JSON inline instead.
+
+Nothing here is HTML: the browser inserts every string with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tide_bench.judging.rubric import Rubric
+
+FOLDER = "instances"
+ITEMS = "items"
+
+
+def item_payload(gen: Any) -> dict[str, Any]:
+    """What every entry answered: the conversation so far, the client's turn, the reference."""
+    return {
+        "persona": gen.persona_id,
+        "scenario": gen.scenario or "",
+        "turn": gen.turn,
+        "history": [[m["role"], m["content"]] for m in gen.history],
+        "client": gen.client_utterance,
+        "reference": gen.reference_reply,
+    }
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def record_payload(gen: Any, record: Mapping[str, Any] | None, factor_keys: Sequence[str]) -> dict[str, Any]:
+    """One entry's reply to one item with its judgment (or the reason there is none)."""
+    out: dict[str, Any] = {
+        "id": gen.item_id,
+        "reply": gen.reply,
+        "length": _number(gen.metrics.get("length_tokens")),
+        "cosine": _number(gen.metrics.get("cosine_sim")),
+        "status": "not judged" if record is None else record["status"],
+    }
+    if record is None:
+        return out
+    if record["status"] == "scored":
+        scores = [record["scores"][f] for f in factor_keys]
+        out |= {
+            "scores": scores,
+            "overall": sum(scores) / len(scores),
+            "rationales": [record["rationales"][f] for f in factor_keys],
+            "flagged": bool(record["safety"]["flagged"]),
+            "flag_reason": record["safety"].get("reason") or "",
+            "flag_category": "" if record["safety"].get("category") in (None, "none") else str(record["safety"]["category"]),
+        }
+    else:
+        out |= {"unscored_kind": record.get("unscored_kind"), "unscored_reason": record.get("unscored_reason") or ""}
+    return out
+
+
+def model_payload(
+    entry_id: str,
+    name: str,
+    generations: Sequence[Any],
+    judgments: Mapping[str, Mapping[str, Any]],
+    rubric: Rubric,
+    failure_kinds: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Everything the browser shows for one entry (items in id order)."""
+    return {
+        "id": entry_id,
+        "name": name,
+        "factors": [[f.key, f.name] for f in rubric.factors],
+        "scale": [rubric.scale_min, rubric.scale_max],
+        "failure_kinds": sorted(failure_kinds),
+        "records": [
+            record_payload(g, judgments.get(g.item_id), rubric.factor_keys)
+            for g in sorted(generations, key=lambda g: g.item_id)
+        ],
+    }
+
+
+def dumps(value: Any) -> bytes:
+    """JSON that is also a safe JavaScript expression and cannot end an HTML script element."""
+    raw = orjson.dumps(value)
+    return raw.replace(b"<", b"\\u003c").replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
+
+
+def data_script(kind: str, payload: Any) -> bytes:
+    return b"tideBench.receive(" + dumps(kind) + b"," + dumps(payload) + b");\n"
+
+
+def write_instances(site: Path, items: Mapping[str, dict[str, Any]], models: Iterable[dict[str, Any]]) -> list[str]:
+    """``site/instances/items.js`` and one ``<id>.js`` per entry; returns the files written. ``site``
+    is the build's private staging folder (swapped in whole), so files are written plainly."""
+    folder = site / FOLDER
+    folder.mkdir(exist_ok=True)
+    (folder / f"{ITEMS}.js").write_bytes(data_script(ITEMS, items))
+    written = [f"{FOLDER}/{ITEMS}.js"]
+    for payload in models:
+        (folder / f"{payload['id']}.js").write_bytes(data_script("model", payload))
+        written.append(f"{FOLDER}/{payload['id']}.js")
+    return written

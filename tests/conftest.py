@@ -66,3 +66,14 @@ def llm_server():
     server = FakeLLMServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest):
+    """A fake LLM API server that accepts only the test module's ``KEY`` (started with the module's
+    ``SERVER_OPTIONS``, if any): for tests of authentication, redaction and API answers."""
+    from tests.fakes.llm_server import FakeLLMServer
+
+    srv = FakeLLMServer(api_key=request.module.KEY, **getattr(request.module, "SERVER_OPTIONS", {})).start()
+    yield srv
+    srv.stop()

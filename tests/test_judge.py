@@ -37,11 +37,7 @@ N = len(ITEMS)
 FIRST_HALF = {i.item_id for i in ITEMS[: N // 2]}
 
 
-@pytest.fixture
-def server():
-    srv = FakeLLMServer(api_key=KEY, hang_s=5.0).start()
-    yield srv
-    srv.stop()
+SERVER_OPTIONS = {"hang_s": 5.0}  # for conftest's `server` fixture
 
 
 @pytest.fixture(autouse=True)

@@ -19,12 +19,6 @@ KEY = "sk-ant-test-PROBES-0123456789"
 RISK_SCENARIOS = {"suicidal_thoughts", "self_harm", "current_danger"}
 
 
-@pytest.fixture
-def server():
-    srv = FakeLLMServer(api_key=KEY).start()
-    yield srv
-    srv.stop()
-
 
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,12 +29,6 @@ ITEMS = load_dataset("sample").items_for("test")
 TAG = re.compile(r"<(candidate_reply_[0-9a-f]{12})>\n")
 
 
-@pytest.fixture
-def server():
-    srv = FakeLLMServer(api_key=KEY).start()
-    yield srv
-    srv.stop()
-
 
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,9 @@ of the reference row against itself is not a result (1 by construction) and is n
 
 from __future__ import annotations
 
+import base64
+import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -281,3 +284,51 @@ def write_report(spec: StudySpec, out: Path, plan: StudyPlan) -> Path:
     write_json(folder / "report.json", result | {"figures": figures})
     atomic_write_text(folder / "report.md", markdown(result, figures))
     return folder / "report.md"
+
+
+def report_html(report_md: Path) -> str:
+    """The written report as HTML for the study's board (its own section): headings, paragraphs
+    and tables of ``report.md``, every text escaped, and its figures inline as ``data:`` images
+    (the board's Content-Security-Policy allows no other image source)."""
+    folder = report_md.parent
+    parts: list[str] = []
+    table: list[list[str]] = []
+
+    def flush_table() -> None:
+        if table:
+            head, *body = table
+            parts.append("<table><thead><tr>" + "".join(f'<th scope="col">{_inline(c)}</th>' for c in head)
+                         + "</tr></thead><tbody>"
+                         + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body)
+                         + "</tbody></table>")
+            table.clear()
+
+    for line in report_md.read_text(encoding="utf-8").splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= {"-"} for c in cells):  # the separator row
+                table.append(cells)
+            continue
+        flush_table()
+        if not line.strip() or line.startswith("# "):
+            continue  # the page's section title stands for the report's own
+        if line.startswith("## "):
+            parts.append(f"<h3>{_inline(line[3:])}</h3>")
+        elif line.startswith("> "):
+            parts.append(f'<p class="banner">{_inline(line[2:].replace("**", ""))}</p>')
+        elif (figure := _FIGURE.fullmatch(line.strip())) and (folder / figure["name"]).is_file():
+            data = base64.b64encode((folder / figure["name"]).read_bytes()).decode("ascii")
+            parts.append(f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure["name"])}" '
+                         f'style="max-width:100%"><figcaption>{html.escape(figure["name"])}</figcaption></figure>')
+        else:
+            parts.append(f"<p>{_inline(line)}</p>")
+    flush_table()
+    return "\n".join(parts)
+
+
+_FIGURE = re.compile(r"!\[[^\]]*\]\((?P<name>[\w.-]+\.png)\)")
+
+
+def _inline(text: str) -> str:
+    """Escaped text with the report's `code` spans."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))

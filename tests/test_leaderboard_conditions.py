@@ -112,6 +112,12 @@ def test_the_reference_run_is_accepted_as_the_anchor_and_left_unranked(tmp_path:
     assert anchor["prompt_condition"] == "reference" and anchor["empathy"]["mean"] == 5
     assert (rows["model-a"]["rank"], rows["model-b"]["rank"]) == (1, 2)  # the anchor is not counted above them
     assert all(p["a"] != "tide-reference" and p["b"] != "tide-reference" for p in built.board["pairwise"])
+    # compared with itself the reference would score cosine 1 by construction: not applicable, shown as n/a
+    assert anchor["cosine_sim"] is None and anchor["rouge_l"] is None and anchor["length_tokens"]["mean"] is not None
+    assert rows["model-a"]["cosine_sim"]["mean"] is not None
+    assert all(s["cosine_sim"] is None for s in anchor["per_scenario"].values())
+    csv_rows = {r["id"]: r for r in csv.DictReader(io.StringIO((tmp_path / "site" / "leaderboard.csv").read_text()))}
+    assert csv_rows["tide-reference"]["cosine_sim"] == "" and csv_rows["model-a"]["cosine_sim"] != ""
     ranked = build_site(subs, tmp_path / "site2", board(rank_reference=True)).board["rows"]
     assert next(r for r in ranked if r["id"] == "tide-reference")["rank"] == 1
     edit_json(subs / "tide-reference" / "run" / "run.json", lambda m: m["model"].update(is_reference=False))

@@ -143,6 +143,8 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         assert {"gain_empathy.png", "gain_vs_size_empathy.png", "scenario_gains_empathy.png"} <= set(report["figures"])
         assert all((out / "report" / name).stat().st_size > 1000 for name in report["figures"])
         assert "| chat |" in (out / "report" / "report.md").read_text()
+        index = (out / "site" / "index.html").read_text()  # the report is a section of the study's board
+        assert '<section id="study-report"' in index and index.count("data:image/png;base64,") >= 3
 
         # Human ratings for the whole grid: the study folder stands for its cells' runs.
         built = CliRunner().invoke(cli, ["annotate", "build", str(out), "--per-rater", "4", "--raters", "2", "--overlap", "2",
@@ -178,6 +180,23 @@ def test_a_study_folder_stands_for_its_generated_runs(tmp_path: Path) -> None:
     (empty / "cells").mkdir(parents=True)
     refused = CliRunner().invoke(cli, ["annotate", "build", str(empty), "--out", str(tmp_path / "ann")])
     assert refused.exit_code == 2 and "study folder without generated runs" in refused.output
+
+
+def test_the_report_becomes_a_section_of_the_board_with_its_text_escaped(tmp_path: Path) -> None:
+    from tide_bench.study.report import report_html
+
+    (tmp_path / "gain_empathy.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    (tmp_path / "report.md").write_text(
+        "# Study x\n\n> **Synthetic sample: not benchmark results.**\n\nData `sample`, split `test`.\n\n## Empathy\n\n"
+        "| model | gain |\n|---|---|\n| <script>alert(1)</script> | +0.50 [0.10, 0.90] |\n\n"
+        "![gain_empathy.png](gain_empathy.png)\n![missing.png](missing.png)\n"
+    )
+    page = report_html(tmp_path / "report.md")
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<th scope=\"col\">model</th>" in page and "<td>+0.50 [0.10, 0.90]</td>" in page and "---" not in page
+    assert '<p class="banner">Synthetic sample: not benchmark results.</p>' in page and "<code>sample</code>" in page
+    assert page.count("data:image/png;base64,") == 1 and "missing.png" in page  # a missing figure stays a line of text
+    assert "<h3>Empathy</h3>" in page and "Study x" not in page
 
 
 def test_one_study_process_per_output_folder(tmp_path: Path) -> None:

@@ -72,7 +72,8 @@ class Column:
 
 
 def _column(entry: dict[str, Any], where: str) -> Column:
-    unknown = set(entry) - {"key", "label", "kind", "source", "better", "digits", "group", "page", "csv", "md", "help", "warn"}
+    unknown = set(entry) - {"key", "label", "kind", "source", "better", "digits", "group", "page", "csv", "md", "help", "warn",
+                           "against_reference"}
     if unknown or not isinstance(entry.get("key"), str) or entry.get("kind") not in KINDS:
         raise ConfigError(
             f"malformed column {entry!r}: needs a key and a kind ({', '.join(KINDS)})"
@@ -148,6 +149,12 @@ def board_columns(rubric: Rubric, path: Path | None = None) -> list[Column]:
 def metric_keys(path: Path | None = None) -> tuple[str, ...]:
     """The per-item reference metrics the board averages (the ``kind: metric`` columns)."""
     return tuple(e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric")
+
+
+def against_reference_keys(path: Path | None = None) -> tuple[str, ...]:
+    """The metrics that compare a reply with TIDE's reference reply (``against_reference``): for the
+    reference row itself they would be perfect by construction, so they are not applicable there."""
+    return tuple(e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric" and e.get("against_reference"))
 
 
 def optional_columns(rows: Sequence[dict[str, Any]], declared: Sequence[Column] = ()) -> list[Column]:

@@ -52,7 +52,7 @@ from tide_bench.judging.summary import (
     safety_categories,
     unscored_reasons,
 )
-from tide_bench.leaderboard.columns import metric_keys
+from tide_bench.leaderboard.columns import against_reference_keys, metric_keys
 from tide_bench.leaderboard.ranking import paired_ranking
 from tide_bench.leaderboard.submission import Submission
 
@@ -121,6 +121,9 @@ def score_entry(
     names = [*rubric.factor_keys, OVERALL, *metrics, SAFETY_ADJUSTED]  # the columns of `values`, by name
     col = {name: j for j, name in enumerate(names)}
     blocks = {name: ci.as_dict() for name, ci in zip(names, cis, strict=True)}
+    is_reference = bool(sub.run.model.is_reference if sub.run else (sub.manifest.get("model") or {}).get("is_reference"))
+    if is_reference:  # the reference compared with itself: 1 by construction, not a result
+        blocks |= dict.fromkeys(against_reference_keys())
     present = [r for r in records if r is not None]
     unscored = [r for r in present if r["status"] == "unscored"]
     failures = [1.0 if r is not None and is_model_failure(r) else 0.0 for r in records]
@@ -148,7 +151,7 @@ def score_entry(
         per_scenario[scen] = {
             "n": int((scenarios == scen).sum()),
             "empathy": emp.as_dict() if judged else None,
-            "cosine_sim": cos.as_dict(),
+            "cosine_sim": None if is_reference else cos.as_dict(),
         }
 
     meta, model = sub.meta, sub.manifest.get("model") or {}
@@ -199,14 +202,14 @@ def score_entry(
         "data": sub.manifest.get("data"),
         "prompt_sha256": (sub.manifest.get("prompt") or {}).get("prompt_sha256"),
         "prompt_condition": sub.run.prompt_condition if sub.run else (sub.manifest.get("prompt") or {}).get("condition"),
-        "is_reference": bool(sub.run.model.is_reference if sub.run else model.get("is_reference")),
+        "is_reference": is_reference,
         "rank": None,
         "rank_interval": None,
         "unranked_reason": None,
     }
     ranking_values = {
         "empathy": values[:, col[OVERALL]] if judged else np.full(n, np.nan),
-        "cosine_sim": values[:, col["cosine_sim"]],
+        "cosine_sim": np.full(n, np.nan) if is_reference else values[:, col["cosine_sim"]],
         SAFETY_ADJUSTED: values[:, col[SAFETY_ADJUSTED]] if judged else np.full(n, np.nan),
     }
     return ScoredEntry(row, [g.item_id for g in gens], personas, ranking_values)

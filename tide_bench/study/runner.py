@@ -260,11 +260,14 @@ def study_board(spec: StudySpec) -> Any:
     return BoardConfig(**settings)
 
 
-def build_board(spec: StudySpec, out: Path) -> Any:
-    """The study's board over its submissions."""
+def build_board(spec: StudySpec, out: Path, report: Path | None = None) -> Any:
+    """The study's board over its submissions, with the study's report as a section of its page."""
     from tide_bench.leaderboard import build_site
+    from tide_bench.leaderboard.html import render_section
+    from tide_bench.study.report import report_html
 
-    return build_site(out / "submissions", out / "site", study_board(spec))
+    sections = [render_section("Study report", report_html(report), "study-report")] if report else []
+    return build_site(out / "submissions", out / "site", study_board(spec), extra_sections=sections)
 
 
 def run_study(
@@ -278,11 +281,11 @@ def run_study(
         runner = StudyRunner(spec, out, resolve_model, echo)
         result = runner.run(plan, progress=progress)
         if report:
-            built = build_board(spec, out)
-            for sid, errors in built.refused.items():
-                echo(f"[study] board refused {sid}: {'; '.join(errors)}")
-            result.site = built.out / "index.html"
             from tide_bench.study.report import write_report
 
             result.report = write_report(spec, out, plan)
+            built = build_board(spec, out, report=result.report)
+            for sid, errors in built.refused.items():
+                echo(f"[study] board refused {sid}: {'; '.join(errors)}")
+            result.site = built.out / "index.html"
     return result

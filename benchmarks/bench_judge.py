@@ -44,12 +44,21 @@ def synthetic_run(n: int) -> RunDirectory:
     """n distinct items (sample contexts, numbered replies), in memory."""
     tmp = Path(tempfile.mkdtemp())
     base = load_run(make_run(tmp / "run", lambda i: i.reference_reply, split="all"))
-    gens = [replace(g, item_id=f"{g.item_id}#{k}", reply=f"{g.reply} ({k})") for k in range(n // len(base.generations) + 1) for g in base.generations]
+    gens = [
+        replace(g, item_id=f"{g.item_id}#{k}", reply=f"{g.reply} ({k})")
+        for k in range(n // len(base.generations) + 1)
+        for g in base.generations
+    ]
     return RunDirectory(base.root, base.manifest, gens[:n])
 
 
 def start_server_process(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes.llm_server", "--latency", str(latency)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.llm_server", "--latency", str(latency)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None  # stdout=PIPE
     port = int(proc.stdout.readline())
     return proc, f"http://127.0.0.1:{port}"
@@ -77,12 +86,22 @@ def throughput(n: int, repeats: int, serial_n: int) -> None:
     ideal = n / 32 * 0.1
     med = statistics.median(times)
     print(f"## Throughput ({n} items, 100 ms latency, concurrency 32, repeats {repeats})\n")
-    print(table(
-        ["path", "wall s (median)", "all runs s", "x ideal", "CPU s of the judging process (median)"],
-        [["tide-bench judge, concurrency 32", f"{med:.2f}", ", ".join(f"{t:.2f}" for t in times), f"{med / ideal:.2f}", f"{statistics.median(cpu):.2f}"],
-         ["ideal (N/32 x 0.1 s)", f"{ideal:.2f}", "", "1.00", ""],
-         [f"serial loop (measured on {serial_n}, projected)", f"{serial:.1f}", "", f"{serial / ideal:.1f}", ""]],
-    ))
+    print(
+        table(
+            ["path", "wall s (median)", "all runs s", "x ideal", "CPU s of the judging process (median)"],
+            [
+                [
+                    "tide-bench judge, concurrency 32",
+                    f"{med:.2f}",
+                    ", ".join(f"{t:.2f}" for t in times),
+                    f"{med / ideal:.2f}",
+                    f"{statistics.median(cpu):.2f}",
+                ],
+                ["ideal (N/32 x 0.1 s)", f"{ideal:.2f}", "", "1.00", ""],
+                [f"serial loop (measured on {serial_n}, projected)", f"{serial:.1f}", "", f"{serial / ideal:.1f}", ""],
+            ],
+        )
+    )
 
 
 def resume(n: int) -> None:
@@ -91,7 +110,19 @@ def resume(n: int) -> None:
         tmp = Path(tempfile.mkdtemp())
         items = load_dataset("sample").items
         run = make_run(tmp / "run", lambda i: f"{i.reference_reply} [{i.item_id}]", split="all", items=items)
-        args = [sys.executable, "-m", "tide_bench.cli.main", "judge", str(run), "--out", str(tmp / "judge"), "--base-url", server.url, "--concurrency", "2"]
+        args = [
+            sys.executable,
+            "-m",
+            "tide_bench.cli.main",
+            "judge",
+            str(run),
+            "--out",
+            str(tmp / "judge"),
+            "--base-url",
+            server.url,
+            "--concurrency",
+            "2",
+        ]
         env = {**os.environ, "ANTHROPIC_API_KEY": KEY}
         proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while server.total_calls < len(items) // 2:
@@ -110,10 +141,15 @@ def resume(n: int) -> None:
     finally:
         server.stop()
     print(f"\n## Resume ({len(items)} items)\n")
-    print(table(
-        ["scenario", "items missing from cache", "calls made by the rerun"],
-        [["rerun after kill -9 at ~50 %", len(items) - done, after_kill], ["rerun after completion", 0, after_done]],
-    ))
+    print(
+        table(
+            ["scenario", "items missing from cache", "calls made by the rerun"],
+            [
+                ["rerun after kill -9 at ~50 %", len(items) - done, after_kill],
+                ["rerun after completion", 0, after_done],
+            ],
+        )
+    )
 
 
 def cost() -> None:
@@ -130,20 +166,41 @@ def cost() -> None:
         fixed = est.fixed_tokens
         cached_equiv = per_item_user + fixed * (p.cache_read / p.input)
         three_calls = 3 * (fixed + per_item_user)
-        rows.append([
-            f"{name} ({config.model})", est.system_tokens, est.tool_tokens, f"{per_item_user:.0f}",
-            f"{fixed + per_item_user:.0f}", f"{est.tool_tokens / (fixed + per_item_user):.0%}",
-            f"{cached_equiv:.0f}" if name == "claude-sonnet" else "automatic (not estimated)",
-            f"1 ({fixed + per_item_user:.0f} in) vs 3 ({three_calls:.0f} in)",
-            f"${d['sync']['cost_usd'] * scale:,.0f}",
-            f"${d['batch']['cost_usd'] * scale:,.0f}" if d["batch"] else "n/a (sync only)",
-        ])
-    print("\n## Cost (estimated from the real prompts at ~4 characters/token; replies of reference length; 350 output tokens per call)\n")
-    print(table(
-        ["judge", "system tokens", "tool/schema tokens", "item tokens", "input/item, no caching", "tool share of input",
-         "input/item with caching (input-price equivalent)", "calls per item: 1 vs 3 per-factor", "$ per 10k items, sync", "$ per 10k items, batch"],
-        rows,
-    ))
+        rows.append(
+            [
+                f"{name} ({config.model})",
+                est.system_tokens,
+                est.tool_tokens,
+                f"{per_item_user:.0f}",
+                f"{fixed + per_item_user:.0f}",
+                f"{est.tool_tokens / (fixed + per_item_user):.0%}",
+                f"{cached_equiv:.0f}" if name == "claude-sonnet" else "automatic (not estimated)",
+                f"1 ({fixed + per_item_user:.0f} in) vs 3 ({three_calls:.0f} in)",
+                f"${d['sync']['cost_usd'] * scale:,.0f}",
+                f"${d['batch']['cost_usd'] * scale:,.0f}" if d["batch"] else "n/a (sync only)",
+            ]
+        )
+    print(
+        "\n## Cost (estimated from the real prompts at ~4 characters/token; replies of reference length; 350 output "
+        "tokens per call)\n"
+    )
+    print(
+        table(
+            [
+                "judge",
+                "system tokens",
+                "tool/schema tokens",
+                "item tokens",
+                "input/item, no caching",
+                "tool share of input",
+                "input/item with caching (input-price equivalent)",
+                "calls per item: 1 vs 3 per-factor",
+                "$ per 10k items, sync",
+                "$ per 10k items, batch",
+            ],
+            rows,
+        )
+    )
 
 
 def main() -> None:
@@ -151,7 +208,9 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--serial-items", type=int, default=100)
-    parser.add_argument("--sections", default="throughput,resume,cost", help="Comma-separated subset of throughput,resume,cost.")
+    parser.add_argument(
+        "--sections", default="throughput,resume,cost", help="Comma-separated subset of throughput,resume,cost."
+    )
     args = parser.parse_args()
     sections = set(args.sections.split(","))
     os.environ["ANTHROPIC_API_KEY"] = KEY

@@ -91,7 +91,8 @@ def main() -> None:
         plain_times.append(plain_once(prompts))
     tm, pm = statistics.median(tide_times), statistics.median(plain_times)
     print(
-        f"machine: {machine()}\nitems: {len(prompts)} (sample test split), batch {args.batch_size}, max_gen_toks {args.max_gen_toks}, torch threads {args.threads}, repeats {args.repeats}\n"
+        f"machine: {machine()}\nitems: {len(prompts)} (sample test split), batch {args.batch_size}, max_gen_toks "
+        f"{args.max_gen_toks}, torch threads {args.threads}, repeats {args.repeats}\n"
     )
     print(
         table(

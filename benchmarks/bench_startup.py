@@ -32,16 +32,44 @@ def main() -> None:
     work = Path(tempfile.mkdtemp())
     bin_dir = Path(sys.executable).parent
     tide = [
-        str(bin_dir / "tide-bench"), "eval", "--data", "sample", "--model", "hf",
-        "--model-args", f"pretrained={model},dtype=float32", "--device", "cpu", "--limit", "1",
-        "--gen-kwargs", "max_gen_toks=1", "--output-dir", str(work / "tide"), "--overwrite",
+        str(bin_dir / "tide-bench"),
+        "eval",
+        "--data",
+        "sample",
+        "--model",
+        "hf",
+        "--model-args",
+        f"pretrained={model},dtype=float32",
+        "--device",
+        "cpu",
+        "--limit",
+        "1",
+        "--gen-kwargs",
+        "max_gen_toks=1",
+        "--output-dir",
+        str(work / "tide"),
+        "--overwrite",
     ]
     plain = [
-        str(bin_dir / "lm_eval"), "--tasks", "tide_empathy",
-        "--metadata", json.dumps({"tide_data": "sample"}), "--model", "hf",
-        "--model_args", f"pretrained={model},dtype=float32", "--device", "cpu", "--limit", "1",
-        "--gen_kwargs", "max_gen_toks=1", "--apply_chat_template", "--log_samples",
-        "--output_path", str(work / "plain"),
+        str(bin_dir / "lm_eval"),
+        "--tasks",
+        "tide_empathy",
+        "--metadata",
+        json.dumps({"tide_data": "sample"}),
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={model},dtype=float32",
+        "--device",
+        "cpu",
+        "--limit",
+        "1",
+        "--gen_kwargs",
+        "max_gen_toks=1",
+        "--apply_chat_template",
+        "--log_samples",
+        "--output_path",
+        str(work / "plain"),
     ]
     times: dict[str, list[float]] = {"tide-bench eval": [], "lm_eval --tasks tide_empathy": []}
     for _ in range(args.repeats):  # interleaved, so both see the same machine load
@@ -50,10 +78,20 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"machine: {machine()}\nrepeats: {args.repeats}\n")
-    print(table(
-        ["command", "median wall s", "all runs s", "ratio to lm_eval"],
-        [[k, f"{med[k]:.1f}", ", ".join(f"{t:.1f}" for t in v), f"{med[k] / med['lm_eval --tasks tide_empathy']:.2f}"] for k, v in times.items()],
-    ))
+    print(
+        table(
+            ["command", "median wall s", "all runs s", "ratio to lm_eval"],
+            [
+                [
+                    k,
+                    f"{med[k]:.1f}",
+                    ", ".join(f"{t:.1f}" for t in v),
+                    f"{med[k] / med['lm_eval --tasks tide_empathy']:.2f}",
+                ]
+                for k, v in times.items()
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -98,7 +98,8 @@ def main() -> None:
         rows.append([bs, len(gens), tokens, f"{seconds:.1f}", f"{tokens / seconds:.0f}"])
         print(rows[-1], flush=True)
     print(
-        f"\nmachine: {machine()}, GPU {torch.cuda.get_device_name(0)}\nmodel: random-init Llama config, {n_params / 1e6:.0f}M parameters, bf16; max_gen_toks {args.max_gen_toks}\n"
+        f"\nmachine: {machine()}, GPU {torch.cuda.get_device_name(0)}\nmodel: random-init Llama config, "
+        f"{n_params / 1e6:.0f}M parameters, bf16; max_gen_toks {args.max_gen_toks}\n"
     )
     print(table(["batch size", "items", "generated tokens", "wall s (minus model load)", "tokens/s"], rows))
 

@@ -30,11 +30,22 @@ from _common import machine, table
 
 
 def study_file(work: Path, model: str, args: argparse.Namespace, device: str) -> Path:
-    lora = {"max_steps": args.steps, "eval_steps": args.steps, "batch_size": 4 if device != "cpu" else 1,
-            "grad_accum": 4 if device != "cpu" else 1, "max_length": 1024 if device != "cpu" else 384}
+    lora = {
+        "max_steps": args.steps,
+        "eval_steps": args.steps,
+        "batch_size": 4 if device != "cpu" else 1,
+        "grad_accum": 4 if device != "cpu" else 1,
+        "max_length": 1024 if device != "cpu" else 384,
+    }
     spec = {
-        "name": "gpu-study-benchmark", "data": "sample", "split": "test", "prompt": "neutral", "reference": True,
-        "models": [{"id": "bench", "model": model, "model_args": {"dtype": "bfloat16" if device != "cpu" else "float32"}}],
+        "name": "gpu-study-benchmark",
+        "data": "sample",
+        "split": "test",
+        "prompt": "neutral",
+        "reference": True,
+        "models": [
+            {"id": "bench", "model": model, "model_args": {"dtype": "bfloat16" if device != "cpu" else "float32"}}
+        ],
         "conditions": {"zero-shot": {}, "fine-tuned": {"lora": lora}},
         "eval": {"backend": "hf", "device": device, "batch_size": args.batch_size, "max_gen_toks": args.max_gen_toks},
         "judge": None,
@@ -72,7 +83,9 @@ def main() -> None:
     spec = load_study(study_file(work, model, args, device))
     out = work / "out"
     started = time.perf_counter()
-    result = run_study(spec, out, resolve_model=resolve_model, echo=lambda line: print(line, flush=True), progress=False)
+    result = run_study(
+        spec, out, resolve_model=resolve_model, echo=lambda line: print(line, flush=True), progress=False
+    )
     wall = time.perf_counter() - started
     rows, records = [], []
     for stage in make_plan(spec, out).stages:
@@ -80,12 +93,21 @@ def main() -> None:
         records.append({"cell": stage.cell.id, "stage": stage.stage, **measured})
         rate = measured.get("tokens_per_second") or measured.get("items_per_second")
         unit = "tokens/s" if measured.get("tokens_per_second") else "items/s" if rate else ""
-        rows.append([stage.cell.id, stage.stage, measured.get("items", ""), measured.get("seconds", ""),
-                     f"{rate} {unit}".strip() if rate else ""])
+        rows.append(
+            [
+                stage.cell.id,
+                stage.stage,
+                measured.get("items", ""),
+                measured.get("seconds", ""),
+                f"{rate} {unit}".strip() if rate else "",
+            ]
+        )
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
-    print(f"\nmachine: {machine()}, GPU {gpu}\nmodel: {args.model or model}; LoRA steps {args.steps}; "
-          f"eval batch {args.batch_size}, max_gen_toks {args.max_gen_toks}; failed cells: {result.failed or 'none'}; "
-          f"study wall time {wall:.0f} s\n")
+    print(
+        f"\nmachine: {machine()}, GPU {gpu}\nmodel: {args.model or model}; LoRA steps {args.steps}; "
+        f"eval batch {args.batch_size}, max_gen_toks {args.max_gen_toks}; failed cells: {result.failed or 'none'}; "
+        f"study wall time {wall:.0f} s\n"
+    )
     print(table(["cell", "stage", "items", "seconds", "rate"], rows))
     if args.json:
         args.json.write_text(json.dumps({"wall_s": wall, "stages": records}, indent=2))

@@ -236,23 +236,36 @@ def synthetic_snapshot(root: Path, n_personas: int, per_persona: int) -> Path:
     personas = (f"s{n}" for n in range(100_000) if split_of(f"s{n}") == "test")
     for pid in itertools.islice(personas, n_personas):
         conversations = {
-            f"c{c}": {"scenario": f"scenario_{c % 3}", "person": f"Client {pid} in conversation {c}: it keeps coming back.",
-                      "chatbot": f"That sounds hard, {pid}; it can come back like that ({c})."}
+            f"c{c}": {
+                "scenario": f"scenario_{c % 3}",
+                "person": f"Client {pid} in conversation {c}: it keeps coming back.",
+                "chatbot": f"That sounds hard, {pid}; it can come back like that ({c}).",
+            }
             for c in range(per_persona)
         }
-        (target / "conversations" / f"{pid}_conversations.json").write_text(json.dumps({"conversations": conversations}))
+        (target / "conversations" / f"{pid}_conversations.json").write_text(
+            json.dumps({"conversations": conversations})
+        )
         (target / "metadata" / f"{pid}_metadata.json").write_text(json.dumps({"synthetic": True}))
     return target
 
 
 def scripted_submission(
-    tmp: Path, server: FakeLLMServer, sid: str, data_dir: Path, judged: Callable[[int], tuple[str, str | None, Any]],
-    *, the_board: BoardConfig | None = None,
+    tmp: Path,
+    server: FakeLLMServer,
+    sid: str,
+    data_dir: Path,
+    judged: Callable[[int], tuple[str, str | None, Any]],
+    *,
+    the_board: BoardConfig | None = None,
 ) -> Path:
     """A submission whose k-th item (by id) is judged as ``judged(k) -> (status, kind, scores)``,
     through the fake judge: scores by marker, ``empty_reply`` as an empty reply, and
     ``transient_failure`` as a server error that outlasts every retry."""
-    order = {i.item_id: k for k, i in enumerate(sorted(load_dataset(str(data_dir)).items_for("test"), key=lambda i: i.item_id))}
+    order = {
+        i.item_id: k
+        for k, i in enumerate(sorted(load_dataset(str(data_dir)).items_for("test"), key=lambda i: i.item_id))
+    }
 
     def reply(item: TideItem) -> str:
         status, kind, scores = judged(order[item.item_id])
@@ -265,8 +278,11 @@ def scripted_submission(
         raise ValueError(f"cannot script {kind!r}")
 
     run = tide_run(tmp / f"run-{sid}", reply, data_dir, model_name=f"org/{sid}")
-    judge = load_judge("claude-sonnet", base_url=server.url,
-                       overrides={"backoff_base_s": 0.001, "backoff_cap_s": 0.002, "max_retries": 1, "concurrency": 16})
+    judge = load_judge(
+        "claude-sonnet",
+        base_url=server.url,
+        overrides={"backoff_base_s": 0.001, "backoff_cap_s": 0.002, "max_retries": 1, "concurrency": 16},
+    )
     judge_run(run, run / "judge", judge)
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid)))

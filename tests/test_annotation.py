@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import make_run
+from tests.helpers import launch_chromium, make_run
 from tide_bench.annotation import AssignmentOptions, build_annotation
 from tide_bench.annotation.collect import checksum, collect_returns
 from tide_bench.cli.main import cli
@@ -64,13 +63,31 @@ def _return_file(folder: Path, rater: str, *, tamper=None, drop: int = 0) -> Pat
     a = json.loads((folder / "assignment.json").read_text())
     seq = next(r["sequence"] for r in a["raters"] if r["rater_id"] == rater)
     factors = [f["key"] for f in a["rubric"]["factors"]]
-    payload = {"kind": "tide-bench-ratings", "schema_version": 1, "assignment_id": a["assignment_id"], "rater_id": rater,
-               "rubric_sha256": a["rubric_sha256"], "exported_at": "2026-11-30T00:00:00Z", "consent": True,
-               "demographics": {"age_group": "55-64" if rater in ("rater-1", "rater-2") else "25-34", "gender": "woman", "education": "", "comments": ""},
-               "ratings": [{"position": p, "unit_id": u, "scores": {f: 1 + (p + k) % 5 for k, f in enumerate(factors)},
-                            "safety": {"flagged": p % 5 == 0, "category": "risk_mishandled" if p % 5 == 0 else None}}
-                           for p, u in enumerate(seq)][: len(seq) - drop],
-               "n_items": len(seq)}
+    payload = {
+        "kind": "tide-bench-ratings",
+        "schema_version": 1,
+        "assignment_id": a["assignment_id"],
+        "rater_id": rater,
+        "rubric_sha256": a["rubric_sha256"],
+        "exported_at": "2026-11-30T00:00:00Z",
+        "consent": True,
+        "demographics": {
+            "age_group": "55-64" if rater in ("rater-1", "rater-2") else "25-34",
+            "gender": "woman",
+            "education": "",
+            "comments": "",
+        },
+        "ratings": [
+            {
+                "position": p,
+                "unit_id": u,
+                "scores": {f: 1 + (p + k) % 5 for k, f in enumerate(factors)},
+                "safety": {"flagged": p % 5 == 0, "category": "risk_mishandled" if p % 5 == 0 else None},
+            }
+            for p, u in enumerate(seq)
+        ][: len(seq) - drop],
+        "n_items": len(seq),
+    }
     if tamper:
         tamper(payload)
     payload.setdefault("checksum", checksum(payload))
@@ -109,7 +126,12 @@ def test_collection_refusals(tmp_path: Path, runs: list[Path], case: str, messag
     ann = tmp_path / "ann"
     build_annotation(runs, ann, OPTS)
     tamper = {
-        "tampered": lambda p: p.update(checksum=checksum(p)) or p["ratings"][0]["scores"].update(emotion_recognition=5 if p["ratings"][0]["scores"]["emotion_recognition"] != 5 else 4),
+        "tampered": lambda p: (
+            p.update(checksum=checksum(p))
+            or p["ratings"][0]["scores"].update(
+                emotion_recognition=5 if p["ratings"][0]["scores"]["emotion_recognition"] != 5 else 4
+            )
+        ),
         "wrong-assignment": lambda p: p.update(assignment_id="0" * 16),
         "unknown-rater": lambda p: p.update(rater_id="rater-99"),
         "out-of-scale": lambda p: p["ratings"][0]["scores"].update(emotion_recognition=9),
@@ -124,8 +146,13 @@ def test_collection_refusals(tmp_path: Path, runs: list[Path], case: str, messag
         first = _return_file(ann, "rater-1", drop=1)
         first = first.rename(first.with_name("rater-1-partial.json"))
         last = len(seq) - 1
-        second = _return_file(ann, "rater-1", tamper=lambda p: p.update(ratings=[
-            {"position": last, "unit_id": seq[last], "scores": {"emotion_recognition": 3}}]))
+        second = _return_file(
+            ann,
+            "rater-1",
+            tamper=lambda p: p.update(
+                ratings=[{"position": last, "unit_id": seq[last], "scores": {"emotion_recognition": 3}}]
+            ),
+        )
         files = [second, first]
     else:
         rater = "rater-1"
@@ -135,27 +162,13 @@ def test_collection_refusals(tmp_path: Path, runs: list[Path], case: str, messag
     assert any(message in why for why in c.refused.values()), c.refused
 
 
-CHROMIUM = "/usr/bin/chromium"
-
-
 def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, runs: list[Path]) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("TIDE_BENCH_REQUIRE_BROWSER") == "1":
-            raise
-        pytest.skip("playwright not installed")
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("TIDE_BENCH_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium missing")
-        pytest.skip("chromium not installed")
     ann = tmp_path / "ann"
     assignment = build_annotation(runs, ann, AssignmentOptions(per_rater=3, raters=2, overlap=2, repeats=1, seed=3))
     page_path = ann / "rater-1.html"
     n = len(assignment["raters"][0]["sequence"])
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"])
-        context = browser.new_context(accept_downloads=True)
+    with launch_chromium() as chromium:
+        context = chromium.new_context(accept_downloads=True)
         page = context.new_page()
         page.goto(page_path.as_uri())
         page.select_option("#demo-age_group", "55-64")
@@ -187,40 +200,66 @@ def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, run
         target = ann / "returns" / "rater-1.json"
         target.parent.mkdir()
         download.value.save_as(target)
-        browser.close()
     exported = json.loads(target.read_text())
     assert exported["demographics"]["age_group"] == "55-64" and len(exported["ratings"]) == n
-    assert exported["ratings"][0]["scores"] == {"emotion_recognition": 4, "distress_normalization": 3, "supportive_reflection": 5}
+    assert exported["ratings"][0]["scores"] == {
+        "emotion_recognition": 4,
+        "distress_normalization": 3,
+        "supportive_reflection": 5,
+    }
     assert exported["ratings"][0]["safety"] == {"flagged": False, "category": None}
     assert exported["ratings"][2]["safety"] == {"flagged": True, "category": "blame_or_shame"}
     other = _return_file(ann, "rater-2")
-    result = CliRunner().invoke(cli, ["annotate", "collect", str(target), str(other), "--out", str(tmp_path / "human.csv"), "--raters-out", str(tmp_path / "raters.csv")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "annotate",
+            "collect",
+            str(target),
+            str(other),
+            "--out",
+            str(tmp_path / "human.csv"),
+            "--raters-out",
+            str(tmp_path / "raters.csv"),
+        ],
+    )
     assert result.exit_code == 0, result.output  # the checksum the page computed is accepted
-    audit = CliRunner().invoke(cli, ["audit", "--ratings", str(tmp_path / "human.csv"), "--raters", str(tmp_path / "raters.csv"), "--resamples", "50", "--out", str(tmp_path / "audit")])
+    audit = CliRunner().invoke(
+        cli,
+        [
+            "audit",
+            "--ratings",
+            str(tmp_path / "human.csv"),
+            "--raters",
+            str(tmp_path / "raters.csv"),
+            "--resamples",
+            "50",
+            "--out",
+            str(tmp_path / "audit"),
+        ],
+    )
     assert audit.exit_code == 0, audit.output
     safety = json.loads((tmp_path / "audit" / "agreement.json").read_text())["safety"]
-    assert safety["raters"] == ["rater-1", "rater-2"] and safety["n_ratings"] >= n  # the page's safety answers reach the audit
+    assert (
+        safety["raters"] == ["rater-1", "rater-2"] and safety["n_ratings"] >= n
+    )  # the page's safety answers reach the audit
 
 
 def test_real_browser_zero_on_a_zero_based_scale_and_partial_file_name(tmp_path: Path, runs: list[Path]) -> None:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright not installed")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("chromium not installed")
     from tide_bench.annotation.page import render_page
 
-    assignment = build_annotation(runs, tmp_path / "ann", AssignmentOptions(per_rater=2, raters=1, overlap=1, repeats=0, seed=3))
+    assignment = build_annotation(
+        runs, tmp_path / "ann", AssignmentOptions(per_rater=2, raters=1, overlap=1, repeats=0, seed=3)
+    )
     rubric = assignment["rubric"]
     rubric["scale"] = {"min": 0, "max": 4}
     for f in rubric["factors"]:
         f["anchors"] = {str(int(k) - 1): v for k, v in f["anchors"].items()}
     page_path = tmp_path / "zero.html"
     page_path.write_text(render_page(assignment, assignment["raters"][0]))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
-        page = browser.new_context(accept_downloads=True).new_page()
+    with launch_chromium() as chromium:
+        context = chromium.new_context(accept_downloads=True)
+        page = context.new_page()
         page.goto(page_path.as_uri())
         page.check("#consent")
         page.click("#start")
@@ -232,7 +271,12 @@ def test_real_browser_zero_on_a_zero_based_scale_and_partial_file_name(tmp_path:
         assert download.value.suggested_filename == "ratings-rater-1-partial.json"  # never shadows the final file
         target = tmp_path / "partial.json"
         download.value.save_as(target)
-        browser.close()
     exported = json.loads(target.read_text())
-    assert exported["ratings"] == [{"position": 0, "unit_id": assignment["raters"][0]["sequence"][0],
-                                    "scores": {f["key"]: 0 for f in rubric["factors"]}, "safety": {"flagged": False, "category": None}}]
+    assert exported["ratings"] == [
+        {
+            "position": 0,
+            "unit_id": assignment["raters"][0]["sequence"][0],
+            "scores": {f["key"]: 0 for f in rubric["factors"]},
+            "safety": {"flagged": False, "category": None},
+        }
+    ]

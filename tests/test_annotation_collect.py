@@ -33,7 +33,10 @@ OPTS = AssignmentOptions(per_rater=6, raters=3, overlap=2, repeats=1, seed=11)
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("runs")
-    return [make_run(root / f"model-{m}", lambda i, m=m: f"Reply {m} to {i.item_id}", split="all", model_name=f"org/{m}") for m in "ab"]
+    return [
+        make_run(root / f"model-{m}", lambda i, m=m: f"Reply {m} to {i.item_id}", split="all", model_name=f"org/{m}")
+        for m in "ab"
+    ]
 
 
 @pytest.fixture
@@ -42,14 +45,25 @@ def ann(tmp_path: Path, runs: list[Path]) -> Path:
     return tmp_path / "ann"
 
 
-def export(ann: Path, rater: str = "rater-1", *, upto: int | None = None, score: Any = 3, **changes: Any) -> dict[str, Any]:
+def export(
+    ann: Path, rater: str = "rater-1", *, upto: int | None = None, score: Any = 3, **changes: Any
+) -> dict[str, Any]:
     a = json.loads((ann / "assignment.json").read_text())
     seq = next(r["sequence"] for r in a["raters"] if r["rater_id"] == rater)
     factors = [f["key"] for f in a["rubric"]["factors"]]
     ratings = [{"position": p, "unit_id": u, "scores": {f: score for f in factors}} for p, u in enumerate(seq)][:upto]
-    payload = {"kind": "tide-bench-ratings", "schema_version": 1, "assignment_id": a["assignment_id"], "rater_id": rater,
-               "rubric_sha256": a["rubric_sha256"], "exported_at": "2026-11-30T00:00:00Z", "consent": True,
-               "demographics": {"age_group": "25-34", "gender": "", "education": "", "comments": ""}, "ratings": ratings, "n_items": len(seq)}
+    payload = {
+        "kind": "tide-bench-ratings",
+        "schema_version": 1,
+        "assignment_id": a["assignment_id"],
+        "rater_id": rater,
+        "rubric_sha256": a["rubric_sha256"],
+        "exported_at": "2026-11-30T00:00:00Z",
+        "consent": True,
+        "demographics": {"age_group": "25-34", "gender": "", "education": "", "comments": ""},
+        "ratings": ratings,
+        "n_items": len(seq),
+    }
     return payload | changes
 
 
@@ -161,7 +175,12 @@ def test_refusal_names_the_file_once(tmp_path: Path, ann: Path) -> None:
 
 
 def test_free_text_demographics_cannot_become_spreadsheet_formulas(tmp_path: Path, ann: Path) -> None:
-    hostile = {"comments": '=HYPERLINK("http://evil.example","click")', "gender": "+cmd|' /C calc'!A0", "age_group": "@SUM(1)", "education": "-2+3"}
+    hostile = {
+        "comments": '=HYPERLINK("http://evil.example","click")',
+        "gender": "+cmd|' /C calc'!A0",
+        "age_group": "@SUM(1)",
+        "education": "-2+3",
+    }
     c = collect_returns([write(ann / "returns", "r1.json", seal(export(ann, demographics=hostile)))])
     write_outputs(c, tmp_path / "h.csv", tmp_path / "raters.csv")
     row = next(csv.DictReader((tmp_path / "raters.csv").open()))
@@ -185,9 +204,14 @@ def test_every_rater_pair_shares_items(runs: list[Path], raters: int, overlap: i
     sets = {r["rater_id"]: set(r["sequence"]) for r in a["raters"]}
     assert all(sets[x] & sets[y] for x, y in combinations(sets, 2))  # the round robin split 4/2, 6/3, 6/2 into blocks
     assert {len(s) for s in sets.values()} == {6} and all(
-        sum(u in s for s in sets.values()) == overlap for u in a["units"])
+        sum(u in s for s in sets.values()) == overlap for u in a["units"]
+    )
     d = a["design"]
-    assert d["pairs_sharing_items"] == d["rater_pairs"] == raters * (raters - 1) // 2 and d["connected"] and d["warning"] is None
+    assert (
+        d["pairs_sharing_items"] == d["rater_pairs"] == raters * (raters - 1) // 2
+        and d["connected"]
+        and d["warning"] is None
+    )
 
 
 def test_a_plan_too_small_to_link_every_pair_says_so(tmp_path: Path, runs: list[Path]) -> None:
@@ -195,8 +219,24 @@ def test_a_plan_too_small_to_link_every_pair_says_so(tmp_path: Path, runs: list[
     d = a["design"]
     assert d["pairs_sharing_items"] < d["rater_pairs"] and "share no item" in d["warning"]
     assert len(d["pairs_without_shared_items"]) == d["rater_pairs"] - d["pairs_sharing_items"]
-    result = CliRunner().invoke(cli, ["annotate", "build", *map(str, runs), "--per-rater", "2", "--raters", "8", "--overlap", "2",
-                                      "--repeats", "0", "--out", str(tmp_path / "ann")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "annotate",
+            "build",
+            *map(str, runs),
+            "--per-rater",
+            "2",
+            "--raters",
+            "8",
+            "--overlap",
+            "2",
+            "--repeats",
+            "0",
+            "--out",
+            str(tmp_path / "ann"),
+        ],
+    )
     assert result.exit_code == 0 and "warning:" in result.output and "rater pairs sharing items" in result.output
     saved = json.loads((tmp_path / "ann" / "assignment.json").read_text())["design"]
     assert saved["pairs_sharing_items"] < saved["rater_pairs"] == 28 and saved["warning"]
@@ -204,17 +244,37 @@ def test_a_plan_too_small_to_link_every_pair_says_so(tmp_path: Path, runs: list[
 
 # ------------------------------------------------------------------ fuzz: any return file
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 9) | st.floats(allow_nan=False) | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 9) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 FIELDS = ["ratings", "rater_id", "consent", "demographics", "assignment_id", "kind", "checksum"]
 
 
-@settings(max_examples=80, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(edits=st.lists(st.tuples(st.sampled_from([*FIELDS, "ratings.0", "ratings.0.scores", "ratings.0.position", "ratings.0.scores.emotion_recognition"]), JSON),
-                      max_size=3),
-       reseal=st.booleans(), raw=st.none() | st.binary(max_size=40))
-def test_fuzz_any_return_is_merged_or_refused_with_a_reason(runs: list[Path], edits: list[tuple[str, Any]], reseal: bool, raw: bytes | None) -> None:
+@settings(
+    max_examples=80,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(
+                [*FIELDS, "ratings.0", "ratings.0.scores", "ratings.0.position", "ratings.0.scores.emotion_recognition"]
+            ),
+            JSON,
+        ),
+        max_size=3,
+    ),
+    reseal=st.booleans(),
+    raw=st.none() | st.binary(max_size=40),
+)
+def test_fuzz_any_return_is_merged_or_refused_with_a_reason(
+    runs: list[Path], edits: list[tuple[str, Any]], reseal: bool, raw: bytes | None
+) -> None:
     folder = _fuzz_assignment(runs)
     returns = Path(tempfile.mkdtemp(dir=folder))
     payload: Any = export(folder)
@@ -262,4 +322,8 @@ def _fuzz_assignment(runs: list[Path]) -> Path:
 
 
 def _snapshot(folder: Path) -> dict[str, float]:
-    return {str(p): os.stat(p).st_mtime for p in folder.rglob("*") if p.is_file() and (p.suffix == ".html" or p.name == "assignment.json")}
+    return {
+        str(p): os.stat(p).st_mtime
+        for p in folder.rglob("*")
+        if p.is_file() and (p.suffix == ".html" or p.name == "assignment.json")
+    }

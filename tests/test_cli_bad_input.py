@@ -19,8 +19,13 @@ from tests.helpers import make_run
 from tide_bench.annotation import AssignmentOptions, build_annotation
 from tide_bench.cli.main import cli
 
-SETTINGS = settings(max_examples=40, derandomize=True, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=40,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +44,19 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     build_annotation([run, other], ann, AssignmentOptions(per_rater=2, raters=2, overlap=2, repeats=0))
     (ann / "returns").mkdir()
     (ann / "returns" / "garbage.json").write_text("{ratings: oops")
-    return {"run": run, "run.json": run / "run.json", "missing": root / "missing", "empty": empty, "broken": broken,
-            "bad_yaml": bad_yaml, "ann": ann, "assignment": ann / "assignment.json", "garbage": ann / "returns" / "garbage.json",
-            "pattern": root / "nothing" / "*.json", "root": root}
+    return {
+        "run": run,
+        "run.json": run / "run.json",
+        "missing": root / "missing",
+        "empty": empty,
+        "broken": broken,
+        "bad_yaml": bad_yaml,
+        "ann": ann,
+        "assignment": ann / "assignment.json",
+        "garbage": ann / "returns" / "garbage.json",
+        "pattern": root / "nothing" / "*.json",
+        "root": root,
+    }
 
 
 def assert_clean(result: Result, allowed: tuple[int, ...] = (0, 2)) -> None:
@@ -68,14 +83,35 @@ def _int(text: str) -> int | None:
 
 
 @SETTINGS
-@given(target=st.sampled_from(["run", "run", "run.json", "missing", "empty", "broken", None]),
-       judge=st.sampled_from(["claude-sonnet", "claude-sonnet", "nope", "bad_yaml", "local", "openai-gpt"]),
-       max_cost=st.none() | NUMBER, concurrency=st.none() | NUMBER, price_in=st.none() | NUMBER,
-       mode=st.sampled_from(["sync", "batch", "fast"]), probes=st.booleans())
-def test_judge_bad_input(places: dict[str, Path], target: str | None, judge: str, max_cost: str | None, concurrency: str | None,
-                         price_in: str | None, mode: str, probes: bool) -> None:
-    args = ["judge", "--out", str(places["root"] / "j"), "--dry-run", "--mode", mode,
-            "--judge", str(places[judge]) if judge in places else judge]
+@given(
+    target=st.sampled_from(["run", "run", "run.json", "missing", "empty", "broken", None]),
+    judge=st.sampled_from(["claude-sonnet", "claude-sonnet", "nope", "bad_yaml", "local", "openai-gpt"]),
+    max_cost=st.none() | NUMBER,
+    concurrency=st.none() | NUMBER,
+    price_in=st.none() | NUMBER,
+    mode=st.sampled_from(["sync", "batch", "fast"]),
+    probes=st.booleans(),
+)
+def test_judge_bad_input(
+    places: dict[str, Path],
+    target: str | None,
+    judge: str,
+    max_cost: str | None,
+    concurrency: str | None,
+    price_in: str | None,
+    mode: str,
+    probes: bool,
+) -> None:
+    args = [
+        "judge",
+        "--out",
+        str(places["root"] / "j"),
+        "--dry-run",
+        "--mode",
+        mode,
+        "--judge",
+        str(places[judge]) if judge in places else judge,
+    ]
     args += [str(places[target])] if target else []
     for flag, value in (("--max-cost", max_cost), ("--concurrency", concurrency), ("--price-in", price_in)):
         args += [flag, value] if value is not None else []
@@ -95,21 +131,34 @@ def test_judge_bad_input(places: dict[str, Path], target: str | None, judge: str
 
 
 def test_judge_refuses_a_run_json_path_with_a_hint(places: dict[str, Path]) -> None:
-    result = CliRunner().invoke(cli, ["judge", str(places["run.json"]), "--out", str(places["root"] / "j"), "--dry-run"])
-    assert result.exit_code == 2 and "is a file, not a run directory" in result.output and str(places["run"]) in result.output
+    result = CliRunner().invoke(
+        cli, ["judge", str(places["run.json"]), "--out", str(places["root"] / "j"), "--dry-run"]
+    )
+    assert (
+        result.exit_code == 2
+        and "is a file, not a run directory" in result.output
+        and str(places["run"]) in result.output
+    )
 
 
 def test_judge_refuses_a_negative_budget(places: dict[str, Path]) -> None:
-    result = CliRunner().invoke(cli, ["judge", str(places["run"]), "--out", str(places["root"] / "jn"), "--max-cost", "-1"],
-                                env={"ANTHROPIC_API_KEY": "sk-x-0123456789"})
+    result = CliRunner().invoke(
+        cli,
+        ["judge", str(places["run"]), "--out", str(places["root"] / "jn"), "--max-cost", "-1"],
+        env={"ANTHROPIC_API_KEY": "sk-x-0123456789"},
+    )
     assert result.exit_code == 2 and "--max-cost must be a non-negative" in result.output
 
 
 @SETTINGS
 @example(runs=["run"], numbers=["0", "2", "2", "0"])  # zero items per rater
 @example(runs=["run"], numbers=["2", "2", "2", "-1"])  # negative repeats
-@given(runs=st.lists(st.sampled_from(["run", "run", "run", "run.json", "missing", "empty", "broken"]), min_size=1, max_size=2),
-       numbers=st.lists(st.sampled_from(["-2", "0", "1", "2", "3", "7", "50", "x"]), min_size=4, max_size=4))
+@given(
+    runs=st.lists(
+        st.sampled_from(["run", "run", "run", "run.json", "missing", "empty", "broken"]), min_size=1, max_size=2
+    ),
+    numbers=st.lists(st.sampled_from(["-2", "0", "1", "2", "3", "7", "50", "x"]), min_size=4, max_size=4),
+)
 def test_annotate_build_bad_input(places: dict[str, Path], runs: list[str], numbers: list[str]) -> None:
     args = ["annotate", "build", *(str(places[r]) for r in runs), "--out", str(places["root"] / "build")]
     for flag, value in zip(("--per-rater", "--raters", "--overlap", "--repeats"), numbers, strict=True):
@@ -123,8 +172,14 @@ def test_annotate_build_bad_input(places: dict[str, Path], runs: list[str], numb
 
 
 @SETTINGS
-@given(files=st.lists(st.sampled_from(["missing", "empty", "garbage", "pattern", "ann", "run.json", "assignment"]), min_size=1, max_size=3),
-       assignment=st.sampled_from([None, "assignment", "missing", "garbage", "run.json"]))
+@given(
+    files=st.lists(
+        st.sampled_from(["missing", "empty", "garbage", "pattern", "ann", "run.json", "assignment"]),
+        min_size=1,
+        max_size=3,
+    ),
+    assignment=st.sampled_from([None, "assignment", "missing", "garbage", "run.json"]),
+)
 def test_annotate_collect_bad_input(places: dict[str, Path], files: list[str], assignment: str | None) -> None:
     args = ["annotate", "collect", *(str(places[f]) for f in files), "--out", str(places["root"] / "collected.csv")]
     args += ["--assignment", str(places[assignment])] if assignment else []
@@ -132,7 +187,17 @@ def test_annotate_collect_bad_input(places: dict[str, Path], files: list[str], a
 
 
 def test_collect_of_a_non_assignment_is_one_clear_error(places: dict[str, Path]) -> None:
-    result = CliRunner().invoke(cli, ["annotate", "collect", str(places["garbage"]), "--assignment", str(places["run.json"]),
-                                      "--out", str(places["root"] / "c.csv")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "annotate",
+            "collect",
+            str(places["garbage"]),
+            "--assignment",
+            str(places["run.json"]),
+            "--out",
+            str(places["root"] / "c.csv"),
+        ],
+    )
     assert result.exit_code == 2 and "not an assignment.json written by" in result.output
     assert json.loads(places["run.json"].read_text())["kind"] == "tide-bench-run"  # read, never changed

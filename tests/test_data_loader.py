@@ -60,7 +60,18 @@ def test_multi_exchange_fixture_builds_history_from_earlier_turns() -> None:
 def test_sample_references_use_only_what_the_conversation_says() -> None:
     """Context rule (A): no reference names a trauma the client's message does not mention."""
     ds = load_dataset("sample")
-    trauma_words = ("assault", "deployment", "veteran", "crash", "fire", "robbery", "gunpoint", "flood", "abuse", "paramedic")
+    trauma_words = (
+        "assault",
+        "deployment",
+        "veteran",
+        "crash",
+        "fire",
+        "robbery",
+        "gunpoint",
+        "flood",
+        "abuse",
+        "paramedic",
+    )
     for item in ds.items:
         for word in trauma_words:
             if word in item.reference_reply.lower():
@@ -116,7 +127,7 @@ def test_wrong_layout_names_what_was_found(tmp_path: Path) -> None:
 def test_invalid_json_names_file_and_line(sample_copy: Path) -> None:
     path = _conv_file(sample_copy, "3")
     lines = path.read_text().splitlines()
-    lines[5] = lines[5] + ' oops'
+    lines[5] = lines[5] + " oops"
     path.write_text("\n".join(lines))
     with pytest.raises(DataError) as err:
         load_dataset(str(sample_copy))
@@ -146,7 +157,9 @@ def test_missing_reference_key_names_file_line_field_and_keys(multi_exchange_cop
 
 def test_missing_reference_key_in_a_single_exchange(sample_copy: Path) -> None:
     _rewrite(_conv_file(sample_copy, "2"), lambda o: o["conversations"]["conversation_3"].pop("chatbot"))
-    with pytest.raises(DataError, match=r"2_conversations\.json:\d+, field 'conversation_3\.turn1': no reference reply"):
+    with pytest.raises(
+        DataError, match=r"2_conversations\.json:\d+, field 'conversation_3\.turn1': no reference reply"
+    ):
         load_dataset(str(sample_copy))
 
 
@@ -157,7 +170,9 @@ def test_missing_client_turn(sample_copy: Path) -> None:
 
 
 def test_empty_text_is_an_error(multi_exchange_copy: Path) -> None:
-    _rewrite(_conv_file(multi_exchange_copy), lambda o: o["conversations"]["conversation_2"]["turns"][0].update(person="   "))
+    _rewrite(
+        _conv_file(multi_exchange_copy), lambda o: o["conversations"]["conversation_2"]["turns"][0].update(person="   ")
+    )
     with pytest.raises(DataError, match="empty client utterance"):
         load_dataset(str(multi_exchange_copy))
 
@@ -199,9 +214,15 @@ def test_validate_lists_every_problem_and_counts(sample_copy: Path) -> None:
     "conversation",
     [
         {"scenario": "avoidance", "person_1": "a", "chatbot_1": "b", "person_2": "c", "chatbot_2": "d"},
-        {"category": "avoidance", "messages": [
-            {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
-            {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]},
+        {
+            "category": "avoidance",
+            "messages": [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "content": "b"},
+                {"role": "user", "content": "c"},
+                {"role": "assistant", "content": "d"},
+            ],
+        },
         [{"client": "a", "response": "b"}, {"client": "c", "response": "d"}],
     ],
     ids=["numbered-keys", "role-messages", "list-of-exchanges"],
@@ -251,13 +272,26 @@ def _snapshot(root: Path, files: dict[str, object], metadata: dict[str, object] 
 @pytest.mark.parametrize(
     ("name", "content", "container"),
     [
-        ("7_conversation.json", {"c1": {"person": "a", "chatbot": "b"}, "c2": {"person": "c", "chatbot": "d"}},
-         "an object keyed by conversation id"),
-        ("7_conversations.json", {"conversations": {"c1": {"person": "a", "chatbot": "b"}, "c2": {"person": "c", "chatbot": "d"}}},
-         'an object keyed by conversation id under "conversations"'),
-        ("7_conversations.json", {"conversations": [{"conversation_id": "c1", "person": "a", "chatbot": "b"},
-                                                    {"conversation_id": "c2", "person": "c", "chatbot": "d"}]},
-         'a list of conversations under "conversations"'),
+        (
+            "7_conversation.json",
+            {"c1": {"person": "a", "chatbot": "b"}, "c2": {"person": "c", "chatbot": "d"}},
+            "an object keyed by conversation id",
+        ),
+        (
+            "7_conversations.json",
+            {"conversations": {"c1": {"person": "a", "chatbot": "b"}, "c2": {"person": "c", "chatbot": "d"}}},
+            'an object keyed by conversation id under "conversations"',
+        ),
+        (
+            "7_conversations.json",
+            {
+                "conversations": [
+                    {"conversation_id": "c1", "person": "a", "chatbot": "b"},
+                    {"conversation_id": "c2", "person": "c", "chatbot": "d"},
+                ]
+            },
+            'a list of conversations under "conversations"',
+        ),
     ],
     ids=["keyed-singular-name", "keyed-under-conversations", "list-under-conversations"],
 )
@@ -277,10 +311,15 @@ def test_single_exchange_shapes_load_and_are_reported(tmp_path: Path, name: str,
 
 
 def test_a_mix_of_one_and_two_exchanges_is_reported_as_a_mix(tmp_path: Path) -> None:
-    root = _snapshot(tmp_path, {"1_conversations.json": {
-        "c1": {"person": "a", "chatbot": "b"},
-        "c2": {"turns": [{"person": "a", "chatbot": "b"}, {"person": "c", "chatbot": "d"}]},
-    }})
+    root = _snapshot(
+        tmp_path,
+        {
+            "1_conversations.json": {
+                "c1": {"person": "a", "chatbot": "b"},
+                "c2": {"turns": [{"person": "a", "chatbot": "b"}, {"person": "c", "chatbot": "d"}]},
+            }
+        },
+    )
     report = validate(str(root))
     assert report["ok"] and report["counts"]["by_turn"] == {"1": 2, "2": 1}
     assert report["shape"]["summary"] == "mixed: 1 exchange: 1, 2 exchanges: 1 conversations"
@@ -299,24 +338,35 @@ def test_a_non_string_scenario_is_an_error_not_none(tmp_path: Path, scenario: ob
 
 
 def test_metadata_persona_id_disagreeing_with_its_file_is_an_error(tmp_path: Path) -> None:
-    root = _snapshot(tmp_path, {"1_conversations.json": {"c1": {"person": "a", "chatbot": "b"}}},
-                     {"1_metadata.json": '{\n  "persona_id": "2",\n  "age": 3\n}'})
+    root = _snapshot(
+        tmp_path,
+        {"1_conversations.json": {"c1": {"person": "a", "chatbot": "b"}}},
+        {"1_metadata.json": '{\n  "persona_id": "2",\n  "age": 3\n}'},
+    )
     errors = _errors(root)
-    assert errors == ["error: metadata/1_metadata.json:2, field 'persona_id': persona_id '2' disagrees with the file name ('1')"]
+    assert errors == [
+        "error: metadata/1_metadata.json:2, field 'persona_id': persona_id '2' disagrees with the file name ('1')"
+    ]
 
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
 def test_nan_in_any_file_is_an_error_with_its_line(tmp_path: Path, token: str) -> None:
-    root = _snapshot(tmp_path, {"1_conversations.json": {"c1": {"person": "a", "chatbot": "b"}}},
-                     {"1_metadata.json": '{\n  "age": ' + token + '\n}'})
+    root = _snapshot(
+        tmp_path,
+        {"1_conversations.json": {"c1": {"person": "a", "chatbot": "b"}}},
+        {"1_metadata.json": '{\n  "age": ' + token + "\n}"},
+    )
     errors = _errors(root)
     assert len(errors) == 1 and "metadata/1_metadata.json:2" in errors[0] and "not valid JSON" in errors[0]
 
 
-@pytest.mark.parametrize(("entry", "what"), [
-    ({"person": "a", "client": "x", "chatbot": "b"}, "client utterance: both 'person' and 'client'"),
-    ({"person": "a", "chatbot": "b", "assistant": "y"}, "reference reply: both 'chatbot' and 'assistant'"),
-])
+@pytest.mark.parametrize(
+    ("entry", "what"),
+    [
+        ({"person": "a", "client": "x", "chatbot": "b"}, "client utterance: both 'person' and 'client'"),
+        ({"person": "a", "chatbot": "b", "assistant": "y"}, "reference reply: both 'chatbot' and 'assistant'"),
+    ],
+)
 def test_two_candidate_keys_in_one_turn_are_ambiguous(tmp_path: Path, entry: dict, what: str) -> None:
     root = _snapshot(tmp_path, {"1_conversations.json": {"c1": {"turns": [entry]}}})
     errors = _errors(root)
@@ -324,10 +374,17 @@ def test_two_candidate_keys_in_one_turn_are_ambiguous(tmp_path: Path, entry: dic
 
 
 def test_duplicate_explicit_conversation_ids_name_the_file(tmp_path: Path) -> None:
-    root = _snapshot(tmp_path, {"1_conversations.json": {"conversations": [
-        {"conversation_id": "c1", "person": "a", "chatbot": "b"},
-        {"conversation_id": "c1", "person": "c", "chatbot": "d"},
-    ]}})
+    root = _snapshot(
+        tmp_path,
+        {
+            "1_conversations.json": {
+                "conversations": [
+                    {"conversation_id": "c1", "person": "a", "chatbot": "b"},
+                    {"conversation_id": "c1", "person": "c", "chatbot": "d"},
+                ]
+            }
+        },
+    )
     errors = _errors(root)
     assert len(errors) == 1 and "conversations/1_conversations.json" in errors[0]
     assert "duplicate conversation id 'c1'" in errors[0]
@@ -347,22 +404,48 @@ def test_a_directory_named_json_and_a_symlink_loop_are_reported_not_raised(tmp_p
 # ---------------------------------------------------------------- fuzz: snapshot files
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["person", "client", "chatbot", "response", "turns", "messages", "role", "content",
-                         "scenario", "conversations", "persona_id", "id", "c1", "person_1", "chatbot_1", "_x"]),
-        inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "person",
+                    "client",
+                    "chatbot",
+                    "response",
+                    "turns",
+                    "messages",
+                    "role",
+                    "content",
+                    "scenario",
+                    "conversations",
+                    "persona_id",
+                    "id",
+                    "c1",
+                    "person_1",
+                    "chatbot_1",
+                    "_x",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
     max_leaves=20,
 )
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(conv=_json_values, meta=_json_values, raw=st.binary(max_size=40), third=st.sampled_from(["bytes", "dir", "loop"]))
+@settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    conv=_json_values, meta=_json_values, raw=st.binary(max_size=40), third=st.sampled_from(["bytes", "dir", "loop"])
+)
 def test_fuzz_any_snapshot_file_gives_items_or_located_problems(
     tmp_path_factory: pytest.TempPathFactory, conv, meta, raw: bytes, third: str
 ) -> None:
     root = tmp_path_factory.mktemp("fuzz")
-    _snapshot(root, {"1_conversations.json": conv, "2_conversations.json": {"c": conv}},
-              {"1_metadata.json": meta})
+    _snapshot(root, {"1_conversations.json": conv, "2_conversations.json": {"c": conv}}, {"1_metadata.json": meta})
     odd = root / "conversations" / "3_conversations.json"
     if third == "bytes":
         odd.write_bytes(raw)

@@ -13,7 +13,9 @@ from tide_bench.demo.pipeline import configured_judge, run_demo
 pytestmark = pytest.mark.slow
 
 
-def test_demo_runs_every_configured_stage_and_resumes(tmp_path: Path, demo_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_runs_every_configured_stage_and_resumes(
+    tmp_path: Path, demo_model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server = FakeLLMServer().start()
     try:
         for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
@@ -25,7 +27,10 @@ def test_demo_runs_every_configured_stage_and_resumes(tmp_path: Path, demo_model
         text = "\n".join(lines)
         cells = tmp_path / "demo" / "cells"
         assert {p.parent.parent.name for p in cells.glob("*/run/run.json")} == {
-            "smollm2-135m-zero-shot", "smollm2-135m-fine-tuned", "reference"}
+            "smollm2-135m-zero-shot",
+            "smollm2-135m-fine-tuned",
+            "reference",
+        }
         assert "not benchmark results" in text and produced["failed"] == {}
         assert len(produced["judge"]) == 3 and server.total_calls == 3 * 12  # every cell judged, once
         site = Path(produced["site"])

@@ -43,10 +43,24 @@ def _eval(data: str, out: Path, model_dir: Path, *extra: str):
     """The whole validation split (one persona, 4 items) with short replies: small, yet a run a
     board on that split accepts (a --limit run is refused)."""
     return _invoke(
-        "eval", "--data", data, "--split", "validation", "--model", "hf",
-        "--model-args", f"pretrained={model_dir},dtype=float32",
-        "--device", "cpu", "--batch-size", "4",
-        "--gen-kwargs", "max_gen_toks=16", "--output-dir", str(out), *extra,
+        "eval",
+        "--data",
+        data,
+        "--split",
+        "validation",
+        "--model",
+        "hf",
+        "--model-args",
+        f"pretrained={model_dir},dtype=float32",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "4",
+        "--gen-kwargs",
+        "max_gen_toks=16",
+        "--output-dir",
+        str(out),
+        *extra,
     )
 
 
@@ -68,8 +82,19 @@ def multi_exchange_run(tmp_path_factory: pytest.TempPathFactory, demo_model_dir:
     """Also passes lm-eval's own options through (response cache, request cache, four seeds)."""
     out = tmp_path_factory.mktemp("runs") / "multi"
     cache = out.parent / "responses"
-    result = _eval(str(MULTI_EXCHANGE), out, demo_model_dir, "--use_cache", str(cache), "--cache_requests", "true",
-                   "--seed", "1,2,3,4", "--system_instruction", "Answer in one sentence.")
+    result = _eval(
+        str(MULTI_EXCHANGE),
+        out,
+        demo_model_dir,
+        "--use_cache",
+        str(cache),
+        "--cache_requests",
+        "true",
+        "--seed",
+        "1,2,3,4",
+        "--system_instruction",
+        "Answer in one sentence.",
+    )
     assert result.exit_code == 0, result.output
     assert (out.parent / "responses_rank0.db").is_file()  # lm-eval's CachingLM wrote its sqlite file
     return out
@@ -80,7 +105,9 @@ def test_eval_with_limit_runs_to_completion_on_a_single_exchange_snapshot(
 ) -> None:
     result = _eval(str(snapshot), tmp_path / "r", demo_model_dir, "--limit", "2")
     assert result.exit_code == 0, result.output
-    assert not [r for r in caplog.records if "Custom kwargs can be passed" in r.getMessage()]  # lm-eval's irrelevant hint
+    assert not [
+        r for r in caplog.records if "Custom kwargs can be passed" in r.getMessage()
+    ]  # lm-eval's irrelevant hint
     run = load_run(tmp_path / "r")
     assert [g.turn for g in run.generations] == [1, 1]
     assert json.loads((tmp_path / "r" / "run.json").read_text())["generation"]["limit"] == 2
@@ -110,7 +137,11 @@ def test_multi_exchange_run_answers_turn_two_with_history(multi_exchange_run: Pa
     assert generation["seed"] == [1, 2, 3, 4]
     prompt = manifest["prompt"]  # the extra instruction is part of the hashed prompt
     assert prompt["system_instruction"] == "Answer in one sentence."
-    assert prompt["prompt_sha256"] == prompt_sha256(prompt["system_prompt"], "Answer in one sentence.") != prompt["task_prompt_sha256"]
+    assert (
+        prompt["prompt_sha256"]
+        == prompt_sha256(prompt["system_prompt"], "Answer in one sentence.")
+        != prompt["task_prompt_sha256"]
+    )
 
 
 def test_manifest_records_what_produced_the_run(finished_run: Path, snapshot: Path) -> None:
@@ -137,17 +168,43 @@ def test_manifest_records_what_produced_the_run(finished_run: Path, snapshot: Pa
     assert results["config"]["model"] == "hf"
 
 
-def test_plain_lm_eval_runs_the_task_on_single_exchange_data(tmp_path: Path, demo_model_dir: Path, snapshot: Path) -> None:
+def test_plain_lm_eval_runs_the_task_on_single_exchange_data(
+    tmp_path: Path, demo_model_dir: Path, snapshot: Path
+) -> None:
     """The older `lm_eval --include_path "$(tide-bench tasks-path)" --tasks tide_empathy` on the
     likely real shape: it keeps working, without "overrides existing task" warnings."""
     include = CliRunner().invoke(cli, ["tasks-path"]).stdout.strip()
     proc = subprocess.run(
-        [sys.executable, "-m", "lm_eval", "--include_path", include, "--tasks", "tide_empathy",
-         "--metadata", json.dumps({"tide_data": str(snapshot)}),
-         "--model", "hf", "--model_args", f"pretrained={demo_model_dir},dtype=float32", "--device", "cpu",
-         "--batch_size", "2", "--limit", "2", "--gen_kwargs", "max_gen_toks=8", "--apply_chat_template",
-         "--log_samples", "--output_path", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "lm_eval",
+            "--include_path",
+            include,
+            "--tasks",
+            "tide_empathy",
+            "--metadata",
+            json.dumps({"tide_data": str(snapshot)}),
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={demo_model_dir},dtype=float32",
+            "--device",
+            "cpu",
+            "--batch_size",
+            "2",
+            "--limit",
+            "2",
+            "--gen_kwargs",
+            "max_gen_toks=8",
+            "--apply_chat_template",
+            "--log_samples",
+            "--output_path",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "overrides existing task" not in proc.stderr
@@ -158,21 +215,37 @@ def test_plain_lm_eval_runs_the_task_on_single_exchange_data(tmp_path: Path, dem
 
 
 def test_a_turn_the_data_lacks_is_refused_before_the_model_loads(tmp_path: Path, snapshot: Path) -> None:
-    result = CliRunner().invoke(cli, ["eval", "--data", str(snapshot), "--tasks", "tide_empathy_turn2",
-                                      "--model-args", f"pretrained={tmp_path}/never-loaded", "--output-dir", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "eval",
+            "--data",
+            str(snapshot),
+            "--tasks",
+            "tide_empathy_turn2",
+            "--model-args",
+            f"pretrained={tmp_path}/never-loaded",
+            "--output-dir",
+            str(tmp_path / "r"),
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert "has no turn-2 items" in result.output and "run tide_empathy" in result.output
     assert "model failed to load" not in result.output and not (tmp_path / "r").exists()
 
 
 def test_finished_run_is_not_overwritten_silently(finished_run: Path) -> None:
-    result = CliRunner().invoke(cli, ["eval", "--data", "sample", "--model-args", "pretrained=x", "--output-dir", str(finished_run)])
+    result = CliRunner().invoke(
+        cli, ["eval", "--data", "sample", "--model-args", "pretrained=x", "--output-dir", str(finished_run)]
+    )
     assert result.exit_code == 2
     assert "already holds a finished run" in result.output
 
 
 def test_unknown_task_is_refused_before_loading_anything(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["eval", "--data", "sample", "--tasks", "tide_nope", "--output-dir", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        cli, ["eval", "--data", "sample", "--tasks", "tide_nope", "--output-dir", str(tmp_path / "r")]
+    )
     assert result.exit_code == 2
     assert "unknown task(s): tide_nope" in result.output and "tide_empathy_turn1" in result.output
     assert not (tmp_path / "r" / "run.json").exists()
@@ -180,7 +253,10 @@ def test_unknown_task_is_refused_before_loading_anything(tmp_path: Path) -> None
 
 def test_model_that_fails_to_load_leaves_no_manifest(tmp_path: Path) -> None:
     out = tmp_path / "r"
-    result = CliRunner().invoke(cli, ["eval", "--data", "sample", "--model-args", f"pretrained={tmp_path}/missing-model", "--output-dir", str(out)])
+    result = CliRunner().invoke(
+        cli,
+        ["eval", "--data", "sample", "--model-args", f"pretrained={tmp_path}/missing-model", "--output-dir", str(out)],
+    )
     assert result.exit_code == 2
     assert "model failed to load" in result.output
     assert "Traceback" not in result.output
@@ -188,11 +264,15 @@ def test_model_that_fails_to_load_leaves_no_manifest(tmp_path: Path) -> None:
 
 
 def test_unknown_backend(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["eval", "--data", "sample", "--model", "nope", "--output-dir", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        cli, ["eval", "--data", "sample", "--model", "nope", "--output-dir", str(tmp_path / "r")]
+    )
     assert result.exit_code == 2 and "unknown model backend 'nope'" in result.output
 
 
-@pytest.mark.parametrize("run_fixture", ["finished_run", "multi_exchange_run"], ids=["single-exchange", "multi-exchange"])
+@pytest.mark.parametrize(
+    "run_fixture", ["finished_run", "multi_exchange_run"], ids=["single-exchange", "multi-exchange"]
+)
 def test_the_whole_pipeline_runs_on_both_data_shapes(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_fixture: str
 ) -> None:
@@ -211,7 +291,11 @@ def test_the_whole_pipeline_runs_on_both_data_shapes(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-pipeline-000")
     server = FakeLLMServer().start()
     try:
-        result = judge_run(run_dir, run_dir / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
+        result = judge_run(
+            run_dir,
+            run_dir / "judge",
+            load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}),
+        )
     finally:
         server.stop()
     assert result.summary["n_scored"] == len(run.generations)
@@ -221,13 +305,24 @@ def test_the_whole_pipeline_runs_on_both_data_shapes(
     first_turn = next(g for g in run.generations if not g.history)
     assert "(this is the client's first message)" in user_text(load_judge("claude-sonnet"), first_turn)
 
-    assignment = build_annotation([run_dir], tmp_path / "annotation", AssignmentOptions(per_rater=2, raters=2, overlap=2, repeats=0))
+    assignment = build_annotation(
+        [run_dir], tmp_path / "annotation", AssignmentOptions(per_rater=2, raters=2, overlap=2, repeats=0)
+    )
     assert len(assignment["units"]) == 2 and (tmp_path / "annotation" / "rater-1.html").is_file()
 
-    meta = {"schema_version": 1, "id": "pipeline-model", "model_name": "Demo pipeline model",
-            "model": {"hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "main"},  # a local folder: tolerated on a demo board
-            "parameters": run.manifest["model"]["num_parameters"], "condition": "zero-shot", "license": "apache-2.0",
-            "contact": "dev@example.org"}
+    meta = {
+        "schema_version": 1,
+        "id": "pipeline-model",
+        "model_name": "Demo pipeline model",
+        "model": {
+            "hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct",
+            "revision": "main",
+        },  # a local folder: tolerated on a demo board
+        "parameters": run.manifest["model"]["num_parameters"],
+        "condition": "zero-shot",
+        "license": "apache-2.0",
+        "contact": "dev@example.org",
+    }
     (tmp_path / "meta.yaml").write_text(json.dumps(meta))
     # a demo board on the validation split: the sample's items (and copies of them) join demo boards only
     board = BoardConfig(split="validation", demo=True, spot_check_items=0, conversations_per_persona=None)
@@ -250,6 +345,8 @@ def test_the_reference_is_a_run_like_any_model(tmp_path: Path) -> None:
     run = load_run(tmp_path / "ref")
     assert len(run.generations) == 12 and all(g.reply == g.reference_reply for g in run.generations)
     manifest = run.manifest
-    assert manifest["model"]["name"] == "TIDE reference (Claude 3.5 Sonnet)" and manifest["model"]["is_reference"] is True
+    assert (
+        manifest["model"]["name"] == "TIDE reference (Claude 3.5 Sonnet)" and manifest["model"]["is_reference"] is True
+    )
     assert "overall" not in manifest["reference_metrics"]  # no cosine 1.0 printed as a result
     assert manifest["reference_metrics"]["not_applicable"].startswith("not applicable")

@@ -92,4 +92,6 @@ def test_lm_eval_samples_with_nan_metrics_are_read_by_every_stage(tmp_path: Path
     samples = next(run.rglob("samples_*.jsonl"))
     samples.write_text(samples.read_text().replace('"within_reply_distinct_2": 0.9', '"within_reply_distinct_2": NaN'))
     loaded = load_run(run)
-    assert len(loaded.generations) == 12 and all(g.metrics["within_reply_distinct_2"] != g.metrics["within_reply_distinct_2"] for g in loaded.generations)
+    assert len(loaded.generations) == 12 and all(
+        g.metrics["within_reply_distinct_2"] != g.metrics["within_reply_distinct_2"] for g in loaded.generations
+    )

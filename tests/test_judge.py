@@ -78,7 +78,11 @@ def test_sync_judging_scores_every_item_and_records_everything(tmp_path: Path, s
     records = _lines(tmp_path / "judge" / "judgments.jsonl")
     assert len(records) == N and server.total_calls == N
     rec = records[0]
-    assert rec["status"] == "scored" and set(rec["scores"]) == {"emotion_recognition", "distress_normalization", "supportive_reflection"}
+    assert rec["status"] == "scored" and set(rec["scores"]) == {
+        "emotion_recognition",
+        "distress_normalization",
+        "supportive_reflection",
+    }
     assert all(1 <= s <= 5 for s in rec["scores"].values()) and rec["rationales"]["emotion_recognition"]
     assert rec["judge"]["model"] == "claude-sonnet-4-5" and len(rec["judge"]["version"]) == 16
     assert rec["served_model"] == "claude-sonnet-4-5" and rec["attempts"] == 1
@@ -105,7 +109,9 @@ def test_changed_reply_or_judge_config_is_a_new_key(tmp_path: Path, server: Fake
     shared = JudgeOptions(cache_path=tmp_path / "judge" / "cache.sqlite")
     judge_run(make_run(tmp_path / "run2", "A different reply."), tmp_path / "judge2", claude(server), shared)
     assert server.total_calls == 2 * N
-    judge_run(tmp_path / "run", tmp_path / "judge3", claude(server, reference=True), shared)  # reference shown: another version
+    judge_run(
+        tmp_path / "run", tmp_path / "judge3", claude(server, reference=True), shared
+    )  # reference shown: another version
     assert server.total_calls == 3 * N
 
 
@@ -141,7 +147,9 @@ def test_failures_are_retried_or_recorded_as_unscored(tmp_path: Path, server: Fa
         assert result.summary["unscored_reasons"] == {kind: 1} and result.summary["n_unscored"] == 1
     _assert_no_secret(tmp_path, json.dumps(result.records))
     cached = JudgmentCache(tmp_path / "judge" / "cache.sqlite")
-    assert cached.count() == (0 if kind in ("api_rejected", "transient_failure") else 1)  # a failed call is never cached as a score
+    assert cached.count() == (
+        0 if kind in ("api_rejected", "transient_failure") else 1
+    )  # a failed call is never cached as a score
     cached.close()
 
 
@@ -189,9 +197,13 @@ def test_unreachable_base_url_fails_before_work(tmp_path: Path) -> None:
     assert not (tmp_path / "judge" / "judgments.jsonl").exists()
 
 
-def test_missing_key_is_refused_before_any_work(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_key_is_refused_before_any_work(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    result = CliRunner().invoke(cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--base-url", server.url])
+    result = CliRunner().invoke(
+        cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--base-url", server.url]
+    )
     assert result.exit_code == 2 and "ANTHROPIC_API_KEY" in result.output
     assert server.total_calls == 0 and not (tmp_path / "judge").exists()
 
@@ -199,7 +211,9 @@ def test_missing_key_is_refused_before_any_work(tmp_path: Path, server: FakeLLMS
 def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path) -> None:
     srv = FakeLLMServer(api_key="the-right-key-000").start()
     try:
-        result = CliRunner().invoke(cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--base-url", srv.url])
+        result = CliRunner().invoke(
+            cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--base-url", srv.url]
+        )
         assert result.exit_code == 2 and "rejected the credentials" in result.output
         _assert_no_secret(tmp_path, result.output)
         assert not (tmp_path / "judge" / "judgments.jsonl").exists()
@@ -228,7 +242,16 @@ def test_max_cost_without_a_price_is_refused_not_ignored(tmp_path: Path, server:
         judge_run(make_run(tmp_path / "run"), tmp_path / "j", snapshot, JudgeOptions(max_cost=0.01))
     assert "--price-in" in str(info.value) and "claude-sonnet-4-5" in str(info.value)
     assert server.total_calls == 0 and not (tmp_path / "j").exists()
-    args = ["judge", str(tmp_path / "run"), "--out", str(tmp_path / "j"), "--base-url", server.url, "--model", "claude-sonnet-4-5-20250929"]
+    args = [
+        "judge",
+        str(tmp_path / "run"),
+        "--out",
+        str(tmp_path / "j"),
+        "--base-url",
+        server.url,
+        "--model",
+        "claude-sonnet-4-5-20250929",
+    ]
     refused = CliRunner().invoke(cli, [*args, "--max-cost", "0.01"])
     assert refused.exit_code == 2 and "cannot be enforced" in refused.output and "Traceback" not in refused.output
     priced = CliRunner().invoke(cli, [*args, "--max-cost", "0.03", "--price-in", "3", "--price-out", "15"])
@@ -238,15 +261,38 @@ def test_max_cost_without_a_price_is_refused_not_ignored(tmp_path: Path, server:
 
 
 def test_budget_counts_calls_whose_answer_has_no_usage(tmp_path: Path, server: FakeLLMServer) -> None:
-    no_usage = {"id": "x", "object": "chat.completion", "model": "gpt-4.1", "usage": None,
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(
-                    {"risk_cue": {"present": False, "kind": "none"}, "evidence": [],
-                     "safety": {"category": "none", "reason": "", "flagged": False}}
-                    | {f: {"rationale": "ok", "score": 4} for f in ("emotion_recognition", "distress_normalization", "supportive_reflection")})}}]}
+    no_usage = {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "gpt-4.1",
+        "usage": None,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": json.dumps(
+                        {
+                            "risk_cue": {"present": False, "kind": "none"},
+                            "evidence": [],
+                            "safety": {"category": "none", "reason": "", "flagged": False},
+                        }
+                        | {
+                            f: {"rationale": "ok", "score": 4}
+                            for f in ("emotion_recognition", "distress_normalization", "supportive_reflection")
+                        }
+                    ),
+                },
+            }
+        ],
+    }
     marker = server.script(no_usage)
     run = make_run(tmp_path / "run", lambda i: f"{marker} {i.item_id}")
     config = gpt(server, concurrency=1)
-    per_call = make_plan(load_run(run), config, None, False).estimate(config).per_call_cost()  # what a call without usage is charged
+    per_call = (
+        make_plan(load_run(run), config, None, False).estimate(config).per_call_cost()
+    )  # what a call without usage is charged
     result = judge_run(run, tmp_path / "j", config, JudgeOptions(max_cost=per_call * 2.5))
     s = result.summary
     assert s["n_scored"] >= 1 and s["unscored_reasons"].get("budget_exhausted", 0) >= 1  # null usage is not free
@@ -256,11 +302,17 @@ def test_budget_counts_calls_whose_answer_has_no_usage(tmp_path: Path, server: F
 # ------------------------------------------------------------------ dry run (issue 12 item 7, issue 15 item 7)
 
 
-def test_dry_run_calls_nothing_and_needs_no_key(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dry_run_calls_nothing_and_needs_no_key(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    result = CliRunner().invoke(cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "j"), "--dry-run"])
+    result = CliRunner().invoke(
+        cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "j"), "--dry-run"]
+    )
     assert result.exit_code == 0, result.output
-    assert f"calls to make: {N}" in result.output and "batch (Message Batches)" in result.output and "$" in result.output
+    assert (
+        f"calls to make: {N}" in result.output and "batch (Message Batches)" in result.output and "$" in result.output
+    )
     assert "estimate" in result.output and "rating tool/schema" in result.output
     probes = CliRunner().invoke(cli, ["judge", "--probes", "--out", str(tmp_path / "p"), "--dry-run"])
     assert probes.exit_code == 0 and "calls to make:" in probes.output
@@ -275,7 +327,9 @@ def test_dry_run_counts_the_tool_definition(tmp_path: Path, server: FakeLLMServe
     per_call = est["tokens_per_call"]
     assert per_call["tool_definition"] > 100  # the rating schema is sent with every call
     no_cache = est["sync_without_caching"]["usage"]["input_tokens"]
-    assert no_cache == N * (per_call["system"] + per_call["tool_definition"]) + sum(estimate_tokens(t) for t in _user_texts(run, server))
+    assert no_cache == N * (per_call["system"] + per_call["tool_definition"]) + sum(
+        estimate_tokens(t) for t in _user_texts(run, server)
+    )
     share = per_call["tool_definition"] / (per_call["system"] + per_call["tool_definition"] + per_call["item"])
     assert 0.1 < share < 0.4  # about a fifth of each call's input
 
@@ -291,7 +345,9 @@ def _user_texts(run: Path, server: FakeLLMServer) -> list[str]:
 
 
 def test_batch_mode_resubmits_only_failures(tmp_path: Path, server: FakeLLMServer) -> None:
-    run = make_run(tmp_path / "run", lambda i: "Batch err [[BATCHERR:1]]" if i.item_id in FIRST_HALF else f"Fine {i.item_id}")
+    run = make_run(
+        tmp_path / "run", lambda i: "Batch err [[BATCHERR:1]]" if i.item_id in FIRST_HALF else f"Fine {i.item_id}"
+    )
     result = judge_run(run, tmp_path / "judge", claude(server), JudgeOptions(mode="batch", poll_interval_s=0.01))
     assert result.summary["n_scored"] == N and {r["mode"] for r in result.records} == {"batch"}
     assert server.batches_created == 2
@@ -301,7 +357,9 @@ def test_batch_mode_resubmits_only_failures(tmp_path: Path, server: FakeLLMServe
     version = result.records[0]["judge"]["version"]
     assert [b["id"] for b in state["jobs"][version]] == ["msgbatch_0001", "msgbatch_0002"]
     cost = result.summary["cost_usd"]["this_run"]
-    sync_cost = judge_run(make_run(tmp_path / "run2", lambda i: f"Fine {i.item_id}"), tmp_path / "j2", claude(server)).summary["cost_usd"]["this_run"]
+    sync_cost = judge_run(
+        make_run(tmp_path / "run2", lambda i: f"Fine {i.item_id}"), tmp_path / "j2", claude(server)
+    ).summary["cost_usd"]["this_run"]
     assert cost < sync_cost  # half price, despite the resubmitted items
 
 
@@ -346,8 +404,14 @@ def test_abandon_batch_gives_up_deliberately_and_keeps_the_record(tmp_path: Path
 def test_batch_state_of_schema_1_is_read(tmp_path: Path, server: FakeLLMServer) -> None:
     out = tmp_path / "judge"
     out.mkdir()
-    (out / "batch_state.json").write_text(json.dumps({"judge_version": "0123456789abcdef", "batches": [
-        {"id": "msgbatch_old", "keys": ["k"], "submitted_at": "2026-01-01T00:00:00+00:00"}]}))
+    (out / "batch_state.json").write_text(
+        json.dumps(
+            {
+                "judge_version": "0123456789abcdef",
+                "batches": [{"id": "msgbatch_old", "keys": ["k"], "submitted_at": "2026-01-01T00:00:00+00:00"}],
+            }
+        )
+    )
     with pytest.raises(ConfigError, match="msgbatch_old"):
         judge_run(make_run(tmp_path / "run"), out, claude(server))
 
@@ -384,17 +448,23 @@ def test_served_model_is_recorded_and_a_different_one_warned(tmp_path: Path, ser
     result = judge_run(make_run(tmp_path / "run"), tmp_path / "j", claude(server))
     assert {r["served_model"] for r in result.records} == {"claude-sonnet-4-5-20250929"} and result.warnings == []
     server.served_model = None
-    mixed = make_run(tmp_path / "mixed", lambda i: f"[[ALTMODEL]] {i.item_id}" if i.item_id in FIRST_HALF else f"Fine {i.item_id}")
+    mixed = make_run(
+        tmp_path / "mixed", lambda i: f"[[ALTMODEL]] {i.item_id}" if i.item_id in FIRST_HALF else f"Fine {i.item_id}"
+    )
     result = judge_run(mixed, tmp_path / "jm", claude(server))
     assert result.summary["served_models"] == {"claude-sonnet-4-5": N - len(FIRST_HALF), ALT_MODEL: len(FIRST_HALF)}
     assert any("2 different models" in w for w in result.warnings) and any(ALT_MODEL in w for w in result.warnings)
     again = judge_run(mixed, tmp_path / "jm", claude(server))  # the cache remembers who answered
-    assert again.calls_made == 0 and again.summary["served_models"] == result.summary["served_models"] and again.warnings
+    assert (
+        again.calls_made == 0 and again.summary["served_models"] == result.summary["served_models"] and again.warnings
+    )
     shown = CliRunner().invoke(cli, ["judge", str(mixed), "--out", str(tmp_path / "jm"), "--base-url", server.url])
     assert shown.exit_code == 0 and "warning: these judgments were served by 2 different models" in shown.output
 
 
-def test_config_snapshot_records_the_endpoint_from_the_environment(tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_config_snapshot_records_the_endpoint_from_the_environment(
+    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     judge_run(make_run(tmp_path / "run"), tmp_path / "j", load_judge("claude-sonnet", overrides=FAST))
     snapshot = json.loads((tmp_path / "j" / "judge_config.json").read_text())
@@ -414,8 +484,13 @@ def test_rerun_prints_the_total_spent_so_far(tmp_path: Path, server: FakeLLMServ
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tide_bench.cli.main", *args], env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tide_bench.cli.main", *args],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wait_for(predicate, timeout: float = 60.0) -> None:
@@ -432,8 +507,12 @@ def test_kill_9_mid_run_loses_nothing_and_rerun_makes_exactly_the_missing_calls(
         run = make_run(tmp_path / "run")
         cfg = tmp_path / "judge.yaml"
         judges = Path(__file__).parent.parent / "judges"
-        cfg.write_text((judges / "claude-sonnet" / "config.yaml").read_text().replace("../", f"{judges}/")
-                       .replace("concurrency: 16", "concurrency: 2"))
+        cfg.write_text(
+            (judges / "claude-sonnet" / "config.yaml")
+            .read_text()
+            .replace("../", f"{judges}/")
+            .replace("concurrency: 16", "concurrency: 2")
+        )
         args = ["judge", str(run), "--out", str(tmp_path / "judge"), "--judge", str(cfg), "--base-url", srv.url]
         proc = _cli(args, {"ANTHROPIC_API_KEY": KEY})
         _wait_for(lambda: srv.total_calls >= N // 2)
@@ -460,9 +539,26 @@ def test_interrupted_batch_is_resumed_not_resubmitted(tmp_path: Path) -> None:
     srv = FakeLLMServer(polls_before_end=10**9).start()
     try:
         run = make_run(tmp_path / "run")
-        args = ["judge", str(run), "--out", str(tmp_path / "judge"), "--base-url", srv.url, "--mode", "batch", "--poll-interval", "0.05"]
+        args = [
+            "judge",
+            str(run),
+            "--out",
+            str(tmp_path / "judge"),
+            "--base-url",
+            srv.url,
+            "--mode",
+            "batch",
+            "--poll-interval",
+            "0.05",
+        ]
         proc = _cli(args, {"ANTHROPIC_API_KEY": KEY})
-        _wait_for(lambda: (tmp_path / "judge" / "batch_state.json").exists() and srv.batches and next(iter(srv.batches.values()))["polls"] >= 2)
+        _wait_for(
+            lambda: (
+                (tmp_path / "judge" / "batch_state.json").exists()
+                and srv.batches
+                and next(iter(srv.batches.values()))["polls"] >= 2
+            )
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
         state = json.loads((tmp_path / "judge" / "batch_state.json").read_text())
@@ -478,9 +574,13 @@ def test_interrupted_batch_is_resumed_not_resubmitted(tmp_path: Path) -> None:
 
 
 def test_self_preference_is_flagged(tmp_path: Path, server: FakeLLMServer) -> None:
-    result = judge_run(make_run(tmp_path / "run", model_name="anthropic/claude-3-haiku"), tmp_path / "j", claude(server))
+    result = judge_run(
+        make_run(tmp_path / "run", model_name="anthropic/claude-3-haiku"), tmp_path / "j", claude(server)
+    )
     assert result.summary["self_preference"]["risk"] is True
-    other = judge_run(make_run(tmp_path / "run2", model_name="Qwen/Qwen2.5-0.5B-Instruct"), tmp_path / "j2", claude(server))
+    other = judge_run(
+        make_run(tmp_path / "run2", model_name="Qwen/Qwen2.5-0.5B-Instruct"), tmp_path / "j2", claude(server)
+    )
     assert other.summary["self_preference"]["risk"] is False
 
 
@@ -510,11 +610,15 @@ def test_bad_inputs(tmp_path: Path, server: FakeLLMServer) -> None:
 def test_empty_reply_is_unscored_without_a_call(tmp_path: Path, server: FakeLLMServer) -> None:
     run = make_run(tmp_path / "run", lambda i: "" if i.item_id in FIRST_HALF else "A reply.")
     result = judge_run(run, tmp_path / "j", claude(server))
-    assert result.summary["unscored_reasons"] == {"empty_reply": len(FIRST_HALF)} and server.total_calls == N - len(FIRST_HALF)
+    assert result.summary["unscored_reasons"] == {"empty_reply": len(FIRST_HALF)} and server.total_calls == N - len(
+        FIRST_HALF
+    )
 
 
 @pytest.mark.live
-@pytest.mark.skipif(not os.environ.get("TIDE_BENCH_LIVE_ANTHROPIC_KEY"), reason="opt-in live test: set TIDE_BENCH_LIVE_ANTHROPIC_KEY")
+@pytest.mark.skipif(
+    not os.environ.get("TIDE_BENCH_LIVE_ANTHROPIC_KEY"), reason="opt-in live test: set TIDE_BENCH_LIVE_ANTHROPIC_KEY"
+)
 def test_live_anthropic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", os.environ["TIDE_BENCH_LIVE_ANTHROPIC_KEY"])
     result = judge_run(make_run(tmp_path / "run", items=ITEMS[:2]), tmp_path / "j", load_judge("claude-sonnet"))

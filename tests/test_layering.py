@@ -12,7 +12,21 @@ from pathlib import Path
 
 import tide_bench
 
-ORDER = ["core", "data", "metrics", "tasks", "generation", "judging", "agreement", "leaderboard", "finetune", "annotation", "study", "demo", "cli"]
+ORDER = [
+    "core",
+    "data",
+    "metrics",
+    "tasks",
+    "generation",
+    "judging",
+    "agreement",
+    "leaderboard",
+    "finetune",
+    "annotation",
+    "study",
+    "demo",
+    "cli",
+]
 PACKAGE = Path(tide_bench.__file__).parent
 
 

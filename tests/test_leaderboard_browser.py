@@ -13,7 +13,6 @@ pytest temporary folder (``<basetemp>/screenshots/``; the path is printed) for a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,41 +20,15 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import MULTI_EXCHANGE
+from tests.helpers import MULTI_EXCHANGE, launch_chromium
 from tests.leaderboard_helpers import board, edit_jsonl, fake_judge, judged_submission
 from tide_bench.leaderboard import build_site
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-REQUIRED = os.environ.get("TIDE_BENCH_REQUIRE_BROWSER") == "1"  # set by .ci/run: never skip there
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 XSS_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 XSS_REPLY = 'Sure. <img src=x onerror="window.__pwned=3"></div></details><script>window.__pwned=4</script>'
 XSS_RATIONALE = '"><svg onload="window.__pwned=5"></svg></td></table><b>bold?</b>'
 XSS_REASON = '</p><iframe srcdoc="<script>parent.__pwned=6</script>"></iframe>'
 WIDTHS = (390, 1400)
-
-
-def _playwright() -> Any:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if REQUIRED:
-            raise
-        pytest.skip("playwright not installed")
-    if not Path(CHROMIUM).exists():
-        if REQUIRED:
-            pytest.fail(f"chromium not found at {CHROMIUM}")
-        pytest.skip("chromium not installed (apt-get install chromium)")
-    return sync_playwright
 
 
 def _hostile_judgments(folder: Path) -> None:
@@ -124,11 +97,8 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    sync_playwright = _playwright()
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with launch_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 class Page:

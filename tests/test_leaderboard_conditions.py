@@ -170,7 +170,10 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
 def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     """What people read (the page, the CSV, the Markdown) shows what leaderboard.json holds."""
     index = (site / "index.html").read_text()
-    assert re.search(r'<th scope="col" data-key="safety_adjusted_empathy" data-better="high"[^>]*><button[^>]*>Safety.adjusted<', index)
+    assert re.search(
+        r'<th scope="col" data-key="safety_adjusted_empathy" data-better="high"[^>]*><button[^>]*>Safety.adjusted<',
+        index,
+    )
     assert re.search(r'<th scope="col" data-key="prompt_condition"[^>]*><button[^>]*>Prompt<', index)
     assert index.count('data-prompt_condition="neutral"') == 2
     assert 'data-safety_adjusted_empathy="3"' in index and 'data-safety_adjusted_empathy="4"' in index

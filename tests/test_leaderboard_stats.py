@@ -268,7 +268,10 @@ def test_empty_replies_on_the_worst_items_never_outrank_an_equal_model(tmp_path:
     worst = set(np.argsort(np.mean(quality, axis=1))[: n * 12 // 100].tolist())
     scripted_submission(tmp_path, judge_server, "honest", data, lambda k: ("scored", None, tuple(quality[k])))
     scripted_submission(
-        tmp_path, judge_server, "silent", data,
+        tmp_path,
+        judge_server,
+        "silent",
+        data,
         lambda k: ("unscored", "empty_reply", None) if k in worst else ("scored", None, tuple(quality[k])),
     )
     result = build_site(tmp_path / "submissions", tmp_path / "site", board(spot_check_items=0))
@@ -281,18 +284,25 @@ def test_empty_replies_on_the_worst_items_never_outrank_an_equal_model(tmp_path:
     )  # how far the unscored share could move it
 
 
-def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the_pairs(tmp_path: Path, judge_server) -> None:
+def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the_pairs(
+    tmp_path: Path, judge_server
+) -> None:
     from tests.leaderboard_helpers import board as board_config
     from tests.leaderboard_helpers import scripted_submission, synthetic_snapshot
 
     data = synthetic_snapshot(tmp_path, 12, 5)
     scripted_submission(tmp_path, judge_server, "good", data, lambda k: ("scored", None, (4, 4, 5 if k % 3 else 4)))
     scripted_submission(
-        tmp_path, judge_server, "flaky", data,
+        tmp_path,
+        judge_server,
+        "flaky",
+        data,
         lambda k: ("unscored", "transient_failure", None) if k % 10 == 0 else ("scored", None, (5, 5, 5)),
     )
     scripted_submission(tmp_path, judge_server, "weak", data, lambda k: ("scored", None, (2, 2, 3 if k % 2 else 2)))
-    result = build_site(tmp_path / "submissions", tmp_path / "site", board_config(spot_check_items=0, min_scored_items=1))
+    result = build_site(
+        tmp_path / "submissions", tmp_path / "site", board_config(spot_check_items=0, min_scored_items=1)
+    )
     assert "--retry-unscored" in result.refused["flaky"][0] and "6 of 60 items" in result.refused["flaky"][0]
     board = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
     assert [r["id"] for r in board["rows"]] == ["good", "weak"] and [r["rank"] for r in board["rows"]] == [1, 2]

@@ -53,12 +53,20 @@ def test_copy_status_tells_current_from_stale(tmp_path: Path, monkeypatch: pytes
     if layout in ("editable-stubs", "stale-stub"):
         for path in source.glob("*.yaml"):
             target = path if layout == "editable-stubs" else tmp_path / "old-checkout" / path.name
-            (installed / path.name).write_text(f"{registry.STUB_HEADER}: the real file is in the checkout\ninclude: {target}\n")
+            (installed / path.name).write_text(
+                f"{registry.STUB_HEADER}: the real file is in the checkout\ninclude: {target}\n"
+            )
     if layout == "stale-copy":
         (installed / "tide_empathy_turn2.yaml").write_text("task: tide_empathy_turn2\n# an old version\n")
     monkeypatch.setattr(registry, "installed_tasks_dir", lambda: installed)
     status, explanation = lm_eval_copy_status()
-    expected = {"wheel-copy": "current", "editable-stubs": "current", "stale-copy": "stale", "stale-stub": "stale", "missing": "missing"}
+    expected = {
+        "wheel-copy": "current",
+        "editable-stubs": "current",
+        "stale-copy": "stale",
+        "stale-stub": "stale",
+        "missing": "missing",
+    }
     assert status == expected[layout], explanation
     result = CliRunner().invoke(cli, ["tasks-path", "--check"])
     assert result.exit_code == (0 if status == "current" else 1)
@@ -86,10 +94,24 @@ def test_literal_lm_eval_run_imports_into_a_run_that_judge_and_submit_accept(
 ) -> None:
     """lm_eval --tasks tide_empathy (no include path) -> tide-bench import -> judge --dry-run -> submit."""
     proc = _lm_eval(
-        "--tasks", "tide_empathy", "--model", "hf", "--model_args", f"pretrained={demo_model_dir},dtype=float32",
-        "--metadata", json.dumps({"tide_data": "sample", "tide_split": "validation"}), "--device", "cpu",
-        "--batch_size", "4", "--gen_kwargs", "max_gen_toks=8", "--apply_chat_template", "--log_samples",
-        "--output_path", str(tmp_path / "lm-out"),
+        "--tasks",
+        "tide_empathy",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={demo_model_dir},dtype=float32",
+        "--metadata",
+        json.dumps({"tide_data": "sample", "tide_split": "validation"}),
+        "--device",
+        "cpu",
+        "--batch_size",
+        "4",
+        "--gen_kwargs",
+        "max_gen_toks=8",
+        "--apply_chat_template",
+        "--log_samples",
+        "--output_path",
+        str(tmp_path / "lm-out"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "overrides existing task" not in proc.stderr
@@ -106,15 +128,36 @@ def test_literal_lm_eval_run_imports_into_a_run_that_judge_and_submit_accept(
     assert dry.exit_code == 0, dry.output
     assert "calls to make: 4" in dry.output
     board = tmp_path / "board.yaml"
-    board.write_text(yaml.safe_dump({"name": "validation board", "split": "validation", "require_judgments": False,
-                                     "spot_check_items": 0, "demo": True}))  # the sample joins demo boards only
+    board.write_text(
+        yaml.safe_dump(
+            {
+                "name": "validation board",
+                "split": "validation",
+                "require_judgments": False,
+                "spot_check_items": 0,
+                "demo": True,
+            }
+        )
+    )  # the sample joins demo boards only
     meta = tmp_path / "meta.yaml"
-    meta.write_text(yaml.safe_dump({"schema_version": 1, "id": "imported-demo", "model_name": "SmolLM2 via plain lm_eval",
-                                    "model": {"hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "abc123"},
-                                    "parameters": manifest["model"]["num_parameters"], "condition": "zero-shot",
-                                    "license": "apache-2.0", "contact": "dev@example.org"}))
-    submitted = runner.invoke(cli, ["submit", str(tmp_path / "run"), "--meta", str(meta), "--out", str(tmp_path / "subs"),
-                                    "--board", str(board)])
+    meta.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "id": "imported-demo",
+                "model_name": "SmolLM2 via plain lm_eval",
+                "model": {"hub_id": "HuggingFaceTB/SmolLM2-135M-Instruct", "revision": "abc123"},
+                "parameters": manifest["model"]["num_parameters"],
+                "condition": "zero-shot",
+                "license": "apache-2.0",
+                "contact": "dev@example.org",
+            }
+        )
+    )
+    submitted = runner.invoke(
+        cli,
+        ["submit", str(tmp_path / "run"), "--meta", str(meta), "--out", str(tmp_path / "subs"), "--board", str(board)],
+    )
     assert submitted.exit_code == 0, submitted.output
     assert (tmp_path / "subs" / "imported-demo" / "run" / "run.json").is_file()
 
@@ -212,7 +255,10 @@ def test_import_computes_metrics_lm_eval_skipped(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["import"]["added_metrics"] == ["rouge_l"]
-    copied = [json.loads(x) for x in (tmp_path / "run" / manifest["files"]["samples"]["tide_empathy"]).read_text().splitlines()]
+    copied = [
+        json.loads(x)
+        for x in (tmp_path / "run" / manifest["files"]["samples"]["tide_empathy"]).read_text().splitlines()
+    ]
     assert all(0.0 <= r["rouge_l"] <= 1.0 for r in copied)
     assert manifest["reference_metrics"]["overall"]["rouge_l"]["n"] == 12
 
@@ -220,8 +266,13 @@ def test_import_computes_metrics_lm_eval_skipped(tmp_path: Path) -> None:
 def test_import_masks_tokens_in_the_model_args_lm_eval_recorded(tmp_path: Path) -> None:
     out = make_lm_eval_output(tmp_path)
     token = "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2"
-    _edit_results(out, lambda d: [d["config"]["model_args"].update(token=token, add_bos_token=True),
-                                  d["configs"]["tide_empathy"]["metadata"].update(token=token)])
+    _edit_results(
+        out,
+        lambda d: [
+            d["config"]["model_args"].update(token=token, add_bos_token=True),
+            d["configs"]["tide_empathy"]["metadata"].update(token=token),
+        ],
+    )
     result = _import(out, tmp_path / "run")
     assert result.exit_code == 0, result.output
     for path in (tmp_path / "run").rglob("*"):

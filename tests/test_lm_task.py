@@ -17,7 +17,7 @@ def _tasks(node) -> dict:
     if hasattr(node, "config") and hasattr(node, "test_docs"):
         return {node.config.task: node}
     out: dict = {}
-    for child in (node.values() if isinstance(node, dict) else []):
+    for child in node.values() if isinstance(node, dict) else []:
         out |= _tasks(child)
     return out
 
@@ -41,7 +41,9 @@ def test_turn_of_task() -> None:
 def test_lm_eval_validate_accepts_the_tasks() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "lm_eval", "validate", "--tasks", TASK, "--include_path", str(tasks_path())],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "valid" in (proc.stdout + proc.stderr).lower()
@@ -99,8 +101,12 @@ def test_chat_prompt_is_genuine_multi_turn() -> None:
 def test_single_exchange_prompt_is_system_then_client() -> None:
     task = _load([TASK])[TASK]
     seen = {}
-    task.fewshot_context(next(iter(task.test_docs())), 0, apply_chat_template=True,
-                         chat_template=lambda m, add_generation_prompt=True: seen.setdefault("m", m))
+    task.fewshot_context(
+        next(iter(task.test_docs())),
+        0,
+        apply_chat_template=True,
+        chat_template=lambda m, add_generation_prompt=True: seen.setdefault("m", m),
+    )
     assert [m["role"] for m in seen["m"]] == ["system", "user"]
 
 

@@ -7,8 +7,12 @@ from tide_bench.tasks.prompts import prompt_sha256
 
 
 def _results(*conditions: str) -> dict:
-    return {"configs": {f"t{i}": {"description": f"prompt {c}", "metadata": {"version": 2.0, "prompt_condition": c}}
-                        for i, c in enumerate(conditions)}}
+    return {
+        "configs": {
+            f"t{i}": {"description": f"prompt {c}", "metadata": {"version": 2.0, "prompt_condition": c}}
+            for i, c in enumerate(conditions)
+        }
+    }
 
 
 def test_condition_and_hash_of_a_single_task_run() -> None:
@@ -26,4 +30,8 @@ def test_the_reference_run_has_its_own_condition() -> None:
 
 def test_an_extra_instruction_is_hashed_with_the_prompt() -> None:
     block = _prompt_block(_results("neutral"), {"system_instruction": "Say it makes sense."}, is_reference=False)
-    assert block["prompt_sha256"] == prompt_sha256("prompt neutral", "Say it makes sense.") != prompt_sha256("prompt neutral")
+    assert (
+        block["prompt_sha256"]
+        == prompt_sha256("prompt neutral", "Say it makes sense.")
+        != prompt_sha256("prompt neutral")
+    )

@@ -19,7 +19,6 @@ KEY = "sk-ant-test-PROBES-0123456789"
 RISK_SCENARIOS = {"suicidal_thoughts", "self_harm", "current_danger"}
 
 
-
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)

@@ -160,7 +160,9 @@ def test_any_tide_empathy_task_name_is_accepted(tmp_path: Path) -> None:
 
 def test_load_run_says_to_pass_the_folder_for_run_json(tmp_path: Path) -> None:
     run = make_run(tmp_path / "run")
-    with pytest.raises(DataError, match=r"run\.json is a file, not a run directory\n  hint: pass the folder that holds it"):
+    with pytest.raises(
+        DataError, match=r"run\.json is a file, not a run directory\n  hint: pass the folder that holds it"
+    ):
         load_run(run / "run.json")
     assert load_run(run).info is not None
 

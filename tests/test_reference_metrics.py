@@ -200,8 +200,10 @@ def test_loading_the_encoder_prints_no_weight_loading_bar() -> None:
     import subprocess
     import sys
 
-    code = ("from tide_bench.metrics.reference import DEFAULT_EMBEDDING, _load_embedder; _load_embedder(DEFAULT_EMBEDDING);"
-            "from transformers.utils import logging; assert logging.is_progress_bar_enabled()")
+    code = (
+        "from tide_bench.metrics.reference import DEFAULT_EMBEDDING, _load_embedder; _load_embedder(DEFAULT_EMBEDDING);"
+        "from transformers.utils import logging; assert logging.is_progress_bar_enabled()"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Loading weights" not in done.stderr + done.stdout

@@ -29,7 +29,6 @@ ITEMS = load_dataset("sample").items_for("test")
 TAG = re.compile(r"<(candidate_reply_[0-9a-f]{12})>\n")
 
 
-
 @pytest.fixture(autouse=True)
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
@@ -183,7 +182,7 @@ def test_a_self_contradicting_answer_is_a_schema_violation() -> None:
             parse_rating(good | bad, _v2())
 
 
-# ------------------------------------------------------------------ v1 stays reproducible; the version follows the rubric
+# ---------------------------------------------------- v1 stays reproducible; the version follows the rubric
 
 
 def test_v1_is_reproduced_byte_for_byte_and_versions_follow_the_rubric(tmp_path: Path) -> None:

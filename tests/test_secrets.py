@@ -48,7 +48,9 @@ def custom_judge(folder: Path) -> Path:
     """A judge configuration of the user's own, reading its key from CORP_GATEWAY_KEY."""
     text = (ROOT / "judges" / "claude-sonnet" / "config.yaml").read_text()
     text = text.replace("../", f"{ROOT / 'judges'}/")
-    text = text.replace("api_key_env: ANTHROPIC_API_KEY", "api_key_env: CORP_GATEWAY_KEY").replace("name: claude-sonnet", "name: corp-gateway")
+    text = text.replace("api_key_env: ANTHROPIC_API_KEY", "api_key_env: CORP_GATEWAY_KEY").replace(
+        "name: claude-sonnet", "name: corp-gateway"
+    )
     path = folder / "corp-gateway.yaml"
     path.write_text(text + "\nbackoff_base_s: 0.01\nbackoff_cap_s: 0.02\nmax_retries: 1\n")
     return path
@@ -74,14 +76,23 @@ def planted(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_redactor_units() -> None:
     from tide_bench.core.secrets import redact, redact_command, redact_model_args, redact_url, register_secret
 
-    assert redact_model_args("pretrained=org/m,token=hf_abcdefghijklmnopqrstu,dtype=bfloat16") == f"pretrained=org/m,token={REDACTED},dtype=bfloat16"
+    assert (
+        redact_model_args("pretrained=org/m,token=hf_abcdefghijklmnopqrstu,dtype=bfloat16")
+        == f"pretrained=org/m,token={REDACTED},dtype=bfloat16"
+    )
     assert redact_model_args("api_key=abc12345678,hf_token=xyz98765432,auth_token=qq11223344") == (
-        f"api_key={REDACTED},hf_token={REDACTED},auth_token={REDACTED}")
+        f"api_key={REDACTED},hf_token={REDACTED},auth_token={REDACTED}"
+    )
     kept = "pretrained=m,add_bos_token=True,max_tokens=5,pad_token=<pad>,max_gen_toks=20"
     assert redact_model_args(kept) == kept  # settings that merely mention tokens stay
-    assert redact_command(["tide-bench", "eval", "--model-args", "pretrained=x,token=secretvalue123"])[-1] == f"pretrained=x,token={REDACTED}"
+    assert (
+        redact_command(["tide-bench", "eval", "--model-args", "pretrained=x,token=secretvalue123"])[-1]
+        == f"pretrained=x,token={REDACTED}"
+    )
     assert redact_url("http://user:pw12345678@proxy.example:8080/v1?api-key=zzz#frag") == "http://proxy.example:8080/v1"
-    text = "failed: http://user:pw12345678@proxy.example/v1?key=abc and Basic dXNlcjpwdzEyMzQ1Njc4 and Bearer abcdefghijk"
+    text = (
+        "failed: http://user:pw12345678@proxy.example/v1?key=abc and Basic dXNlcjpwdzEyMzQ1Njc4 and Bearer abcdefghijk"
+    )
     assert "pw12345678" not in redact(text) and "key=abc" not in redact(text) and "dXNlcjpw" not in redact(text)
     assert "abcdefghijk" not in redact(text)
     register_secret("registered-secret-0042")
@@ -105,19 +116,69 @@ def test_planted_secrets_never_reach_a_judge_file_or_message(tmp_path: Path, pla
             return result.output
 
         custom = str(custom_judge(tmp_path))
-        tb("judge", str(run), "--out", str(tmp_path / "j-custom"), "--judge", custom, "--base-url", srv.url)  # custom api_key_env
+        tb(
+            "judge", str(run), "--out", str(tmp_path / "j-custom"), "--judge", custom, "--base-url", srv.url
+        )  # custom api_key_env
         tb("judge", str(run), "--out", str(tmp_path / "j-builtin"), "--base-url", srv.url)  # built-in ANTHROPIC_API_KEY
-        tb("judge", str(run), "--out", str(tmp_path / "j-batch"), "--judge", custom, "--base-url", srv.url, "--mode", "batch", "--poll-interval", "0.01")
-        tb("judge", str(run), "--out", str(tmp_path / "j-proxy"), "--base-url", with_userinfo(srv.url))  # credentials in the URL
+        tb(
+            "judge",
+            str(run),
+            "--out",
+            str(tmp_path / "j-batch"),
+            "--judge",
+            custom,
+            "--base-url",
+            srv.url,
+            "--mode",
+            "batch",
+            "--poll-interval",
+            "0.01",
+        )
+        tb(
+            "judge", str(run), "--out", str(tmp_path / "j-proxy"), "--base-url", with_userinfo(srv.url)
+        )  # credentials in the URL
         tb("judge", str(run), "--out", str(tmp_path / "j-dry"), "--base-url", with_userinfo(srv.url), "--dry-run")
-        tb("judge", "--probes", "--out", str(tmp_path / "probes"), "--judge", custom, "--base-url", with_userinfo(srv.url))
-        tb("judge", str(run), "--out", str(tmp_path / "j-down"), "--base-url", with_userinfo(f"http://127.0.0.1:{free_port()}"), code=2)
-        tb("annotate", "build", str(run), "--per-rater", "2", "--raters", "2", "--overlap", "2", "--repeats", "0", "--out", str(tmp_path / "ann"))
+        tb(
+            "judge",
+            "--probes",
+            "--out",
+            str(tmp_path / "probes"),
+            "--judge",
+            custom,
+            "--base-url",
+            with_userinfo(srv.url),
+        )
+        tb(
+            "judge",
+            str(run),
+            "--out",
+            str(tmp_path / "j-down"),
+            "--base-url",
+            with_userinfo(f"http://127.0.0.1:{free_port()}"),
+            code=2,
+        )
+        tb(
+            "annotate",
+            "build",
+            str(run),
+            "--per-rater",
+            "2",
+            "--raters",
+            "2",
+            "--overlap",
+            "2",
+            "--repeats",
+            "0",
+            "--out",
+            str(tmp_path / "ann"),
+        )
     finally:
         srv.stop()
     custom_records = [json.loads(x) for x in (tmp_path / "j-custom" / "judgments.jsonl").read_text().splitlines()]
     echoed = [r for r in custom_records if r["unscored_kind"] == "api_rejected"]
-    assert len(echoed) == 2 and all(REDACTED in r["unscored_reason"] for r in echoed)  # the server did quote the credentials
+    assert len(echoed) == 2 and all(
+        REDACTED in r["unscored_reason"] for r in echoed
+    )  # the server did quote the credentials
     snapshot = json.loads((tmp_path / "j-proxy" / "judge_config.json").read_text())
     assert snapshot["base_url"].rstrip("/") == srv.url  # the endpoint is recorded, without its credentials
     assert any("cannot reach the judge API at http://127.0.0.1:" in o for o in outputs)
@@ -125,34 +186,70 @@ def test_planted_secrets_never_reach_a_judge_file_or_message(tmp_path: Path, pla
 
 
 @pytest.mark.slow
-def test_planted_secrets_never_reach_a_file_from_eval_to_submission(tmp_path: Path, planted: None, demo_model_dir: Path) -> None:
+def test_planted_secrets_never_reach_a_file_from_eval_to_submission(
+    tmp_path: Path, planted: None, demo_model_dir: Path
+) -> None:
     """The whole path with a real model: eval (an HF token in --model-args), judge, submit."""
     srv = FakeLLMServer().start()
     outputs = []
     try:
         runner = CliRunner()
         run = tmp_path / "runs" / "demo"
-        result = runner.invoke(cli, ["eval", "--data", "sample", "--split", "validation", "--model", "hf", "--device", "cpu",
-                                     "--model-args", f"pretrained={demo_model_dir},dtype=float32,token={HF_TOKEN}",
-                                     "--gen-kwargs", "max_gen_toks=8", "--output-dir", str(run)])
+        result = runner.invoke(
+            cli,
+            [
+                "eval",
+                "--data",
+                "sample",
+                "--split",
+                "validation",
+                "--model",
+                "hf",
+                "--device",
+                "cpu",
+                "--model-args",
+                f"pretrained={demo_model_dir},dtype=float32,token={HF_TOKEN}",
+                "--gen-kwargs",
+                "max_gen_toks=8",
+                "--output-dir",
+                str(run),
+            ],
+        )
         assert result.exit_code == 0, result.output
         outputs.append(result.output)
         manifest = json.loads((run / "run.json").read_text())
-        assert f"token={REDACTED}" in manifest["model"]["args"] and manifest["model"]["parsed_args"]["token"] == REDACTED
+        assert (
+            f"token={REDACTED}" in manifest["model"]["args"] and manifest["model"]["parsed_args"]["token"] == REDACTED
+        )
         lm_results = json.loads((run / manifest["files"]["results"]).read_text())
         assert f"token={REDACTED}" in lm_results["config"]["model_args"]
-        result = runner.invoke(cli, ["judge", str(run), "--out", str(run / "judge"), "--judge", str(custom_judge(tmp_path)),
-                                     "--base-url", with_userinfo(srv.url)])
+        result = runner.invoke(
+            cli,
+            [
+                "judge",
+                str(run),
+                "--out",
+                str(run / "judge"),
+                "--judge",
+                str(custom_judge(tmp_path)),
+                "--base-url",
+                with_userinfo(srv.url),
+            ],
+        )
         assert result.exit_code == 0, result.output
         outputs.append(result.output)
         meta = tmp_path / "submission.yaml"
-        meta.write_text("schema_version: 1\nid: demo-secret\nmodel_name: Demo\nmodel: {hub_id: org/demo, revision: abc123}\n"
-                        f"parameters: {manifest['model']['num_parameters']}\ncondition: zero-shot\nlicense: apache-2.0\n"
-                        "contact: dev@example.org\n")
+        meta.write_text(
+            "schema_version: 1\nid: demo-secret\nmodel_name: Demo\nmodel: {hub_id: org/demo, revision: abc123}\n"
+            f"parameters: {manifest['model']['num_parameters']}\ncondition: zero-shot\nlicense: apache-2.0\n"
+            "contact: dev@example.org\n"
+        )
         board = tmp_path / "board.yaml"  # the sample joins demo boards only
         board.write_text("split: validation\ndemo: true\nspot_check_items: 0\n")
-        result = runner.invoke(cli, ["submit", str(run), "--meta", str(meta), "--out", str(tmp_path / "submissions"),
-                                     "--board", str(board)])
+        result = runner.invoke(
+            cli,
+            ["submit", str(run), "--meta", str(meta), "--out", str(tmp_path / "submissions"), "--board", str(board)],
+        )
         outputs.append(result.output)
         assert result.exit_code == 0, result.output
         copied = [p.name for p in (tmp_path / "submissions" / "demo-secret").rglob("*") if p.is_file()]

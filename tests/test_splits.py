@@ -10,7 +10,16 @@ from tide_bench.data import load_dataset, split_of
 def test_split_is_deterministic_and_pinned() -> None:
     # Pinned values: if these change, every published result changes split.
     assert [split_of(str(i)) for i in range(1, 11)] == [
-        "train", "test", "train", "train", "test", "train", "train", "validation", "train", "test",
+        "train",
+        "test",
+        "train",
+        "train",
+        "test",
+        "train",
+        "train",
+        "validation",
+        "train",
+        "test",
     ]
 
 

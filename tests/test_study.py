@@ -27,8 +27,19 @@ STUDY = {
         {"id": "plain", "model": "demo", "model_args": {"dtype": "float32"}, "chat_template": False},
     ],
     # a large learning rate, so that two steps change the replies (a board refuses two entries with identical replies)
-    "conditions": {"zero-shot": {}, "fine-tuned": {"lora": {"max_steps": 2, "eval_steps": 2, "batch_size": 1,
-                                                             "grad_accum": 1, "max_length": 384, "learning_rate": 0.02}}},
+    "conditions": {
+        "zero-shot": {},
+        "fine-tuned": {
+            "lora": {
+                "max_steps": 2,
+                "eval_steps": 2,
+                "batch_size": 1,
+                "grad_accum": 1,
+                "max_length": 384,
+                "learning_rate": 0.02,
+            }
+        },
+    },
     "eval": {"backend": "hf", "device": "cpu", "batch_size": 4, "max_gen_toks": 8},
 }
 
@@ -83,7 +94,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["study", str(_write(tmp_path, STUDY)), "--out", str(out), "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "chat-fine-tuned" in result.output and "plain-zero-shot" in result.output and "reference" in result.output
-    assert "stages to run: 12 of 12" in result.output  # 2 x (eval, submit) + 2 x (finetune, eval, submit) + 2 (reference)
+    assert (
+        "stages to run: 12 of 12" in result.output
+    )  # 2 x (eval, submit) + 2 x (finetune, eval, submit) + 2 (reference)
     assert not out.exists()
 
 
@@ -93,7 +106,9 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
 ) -> None:
     server = FakeLLMServer().start()
     try:
-        study = json.loads(json.dumps(STUDY)) | {"judge": {"name": "local", "model": "fake-judge", "base_url": server.url + "/v1"}}
+        study = json.loads(json.dumps(STUDY)) | {
+            "judge": {"name": "local", "model": "fake-judge", "base_url": server.url + "/v1"}
+        }
         spec = load_study(_write(tmp_path, study))
         out = tmp_path / "out"
 
@@ -124,14 +139,18 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         assert make_plan(spec, out).pending() == []
 
         # 4. A changed LoRA setting redoes the fine-tuned cells' chains, and nothing else.
-        changed = replace(spec, conditions=spec.conditions | {"fine-tuned": {"lora": spec.lora() | {"learning_rate": 0.03}}})
+        changed = replace(
+            spec, conditions=spec.conditions | {"fine-tuned": {"lora": spec.lora() | {"learning_rate": 0.03}}}
+        )
         pending = {(s.cell.id, s.stage) for s in make_plan(changed, out).pending()}
         assert {cell for cell, _ in pending} == {"chat-fine-tuned", "plain-fine-tuned"}
         assert {stage for _, stage in pending} == {"finetune", "eval", "judge", "submit"}
         again = run_study(changed, out, resolve_model=resolve_model, echo=lambda _: None, progress=False)
         assert {label.split("/")[0] for label in again.ran} == {"chat-fine-tuned", "plain-fine-tuned"}
         assert {"chat-fine-tuned/judge", "plain-fine-tuned/judge"} <= set(again.ran)
-        assert server.total_calls <= calls_after + 2 * 4  # new replies judged; unchanged ones come from the judge's cache
+        assert (
+            server.total_calls <= calls_after + 2 * 4
+        )  # new replies judged; unchanged ones come from the judge's cache
 
         # The board: the reference row is the anchor, and the report's figures are written.
         rows = json.loads((out / "site" / "leaderboard.json").read_text())["rows"]
@@ -147,12 +166,34 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         assert '<section id="study-report"' in index and index.count("data:image/png;base64,") >= 3
 
         # Human ratings for the whole grid: the study folder stands for its cells' runs.
-        built = CliRunner().invoke(cli, ["annotate", "build", str(out), "--per-rater", "4", "--raters", "2", "--overlap", "2",
-                                         "--repeats", "0", "--out", str(tmp_path / "annotation")])
+        built = CliRunner().invoke(
+            cli,
+            [
+                "annotate",
+                "build",
+                str(out),
+                "--per-rater",
+                "4",
+                "--raters",
+                "2",
+                "--overlap",
+                "2",
+                "--repeats",
+                "0",
+                "--out",
+                str(tmp_path / "annotation"),
+            ],
+        )
         assert built.exit_code == 0, built.output
         assignment = json.loads((tmp_path / "annotation" / "assignment.json").read_text())
         # each run is named by its cell (every cell's folder is called "run"), in the ratings table and in the audit
-        assert sorted(assignment["runs"]) == ["chat-fine-tuned", "chat-zero-shot", "plain-fine-tuned", "plain-zero-shot", "reference"]
+        assert sorted(assignment["runs"]) == [
+            "chat-fine-tuned",
+            "chat-zero-shot",
+            "plain-fine-tuned",
+            "plain-zero-shot",
+            "reference",
+        ]
         from tide_bench.agreement.ratings import Rating, RatingsTable, annotation_prefix
 
         unit = next(iter(assignment["units"].values()))
@@ -175,7 +216,9 @@ def test_a_study_folder_stands_for_its_generated_runs(tmp_path: Path) -> None:
     assert study_run_dirs(out) == [out / "cells" / "a-zero-shot" / "run", out / "cells" / "b-zero-shot" / "run"]
     assert study_run_dirs(out / "cells" / "a-zero-shot" / "run") is None  # a run folder is itself
     assert study_run_dirs(tmp_path) is None
-    assert run_label(out / "cells" / "a-zero-shot" / "run") == "a-zero-shot" and run_label(tmp_path / "runs" / "x") == "x"
+    assert (
+        run_label(out / "cells" / "a-zero-shot" / "run") == "a-zero-shot" and run_label(tmp_path / "runs" / "x") == "x"
+    )
     empty = tmp_path / "empty"
     (empty / "cells").mkdir(parents=True)
     refused = CliRunner().invoke(cli, ["annotate", "build", str(empty), "--out", str(tmp_path / "ann")])
@@ -193,7 +236,7 @@ def test_the_report_becomes_a_section_of_the_board_with_its_text_escaped(tmp_pat
     )
     page = report_html(tmp_path / "report.md")
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "<th scope=\"col\">model</th>" in page and "<td>+0.50 [0.10, 0.90]</td>" in page and "---" not in page
+    assert '<th scope="col">model</th>' in page and "<td>+0.50 [0.10, 0.90]</td>" in page and "---" not in page
     assert '<p class="banner">Synthetic sample: not benchmark results.</p>' in page and "<code>sample</code>" in page
     assert page.count("data:image/png;base64,") == 1 and "missing.png" in page  # a missing figure stays a line of text
     assert "<h3>Empathy</h3>" in page and "Study x" not in page

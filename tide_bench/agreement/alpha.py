@@ -52,7 +52,9 @@ def unit_coincidences(data: np.ndarray, domain: list[float]) -> np.ndarray:
 def _delta2(level: str, domain: np.ndarray, marginals: np.ndarray) -> np.ndarray:
     """``(B, V, V)`` squared distances; ordinal distances use each resample's marginals."""
     if level == "nominal":
-        return np.broadcast_to((domain[:, None] != domain[None, :]).astype(float), (marginals.shape[0], len(domain), len(domain)))
+        return np.broadcast_to(
+            (domain[:, None] != domain[None, :]).astype(float), (marginals.shape[0], len(domain), len(domain))
+        )
     if level == "interval":
         diff = domain[:, None] - domain[None, :]
         return np.broadcast_to(diff**2, (marginals.shape[0], len(domain), len(domain)))

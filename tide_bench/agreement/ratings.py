@@ -178,7 +178,9 @@ def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     except UnicodeDecodeError as exc:
         raise DataError(f"invalid UTF-8 ({exc.reason})", path=path) from None
     except csv.Error as exc:  # a field over csv.field_size_limit(), a stray NUL byte, ...
-        raise DataError(f"malformed CSV: {exc}", path=path, line=reader.line_num + 1 if reader else None) from None  # the line being read
+        raise DataError(
+            f"malformed CSV: {exc}", path=path, line=reader.line_num + 1 if reader else None
+        ) from None  # the line being read
 
 
 def load_ratings(
@@ -209,7 +211,9 @@ def load_ratings(
                 line=line,
             )
         seen[cell] = line
-        table.rows.append(Rating(*cell, parse_score(rec["score"], BINARY if dimension == SAFETY else scale, path, line)))
+        table.rows.append(
+            Rating(*cell, parse_score(rec["score"], BINARY if dimension == SAFETY else scale, path, line))
+        )
     table.sources.append(str(path))
     return table
 

@@ -158,7 +158,7 @@ def _safety_section(safety: dict[str, Any]) -> list[str]:
         "## safety (binary: could the reply harm?)",
         "",
         f"{safety['n_items']} items, {len(safety['raters'])} human raters, {safety['n_ratings']} answers; people said "
-        f"\"could harm\" in {_rate(safety['human_flag_rate'])}; {safety['n_items_flagged_by_majority']} items flagged by "
+        f'"could harm" in {_rate(safety["human_flag_rate"])}; {safety["n_items_flagged_by_majority"]} items flagged by '
         f"the majority, {safety['n_items_tied']} tied (left out of sensitivity and specificity).",
         "",
         f"- human-human Krippendorff's alpha (nominal): {_ci(safety['alpha'])}",

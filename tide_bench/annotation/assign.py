@@ -72,7 +72,9 @@ def _stratified(units: list[dict[str, Any]], n: int, rng: random.Random) -> list
 DESIGN_ATTEMPTS = 30  # greedy designs tried (the first that links every rater pair is kept)
 
 
-def _greedy_design(n_units: int, n_raters: int, overlap: int, rng: random.Random) -> tuple[list[list[int]], list[list[int]]]:
+def _greedy_design(
+    n_units: int, n_raters: int, overlap: int, rng: random.Random
+) -> tuple[list[list[int]], list[list[int]]]:
     load = [0] * n_raters
     together = [[0] * n_raters for _ in range(n_raters)]
     design: list[list[int]] = []
@@ -128,15 +130,23 @@ def design_report(sequences: dict[str, list[str]], overlap: int) -> dict[str, An
         "warning": None,
     }
     if overlap < 2:
-        report["warning"] = "--overlap 1: no item is rated by two raters, so agreement between people cannot be computed"
+        report["warning"] = (
+            "--overlap 1: no item is rated by two raters, so agreement between people cannot be computed"
+        )
     elif apart:
-        report["warning"] = (f"{len(apart)} of {len(shared)} rater pairs share no item (too few items to link every pair): "
-                             "pairwise agreement for them is undefined; raise --per-rater or --overlap")
+        report["warning"] = (
+            f"{len(apart)} of {len(shared)} rater pairs share no item (too few items to link every pair): "
+            "pairwise agreement for them is undefined; raise --per-rater or --overlap"
+        )
     return report
 
 
 def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
-    for name, value, least in (("--per-rater", options.per_rater, 1), ("--raters", options.raters, 1), ("--repeats", options.repeats, 0)):
+    for name, value, least in (
+        ("--per-rater", options.per_rater, 1),
+        ("--raters", options.raters, 1),
+        ("--repeats", options.repeats, 0),
+    ):
         if value < least:
             raise ConfigError(f"{name} must be at least {least}, got {value}")
     if options.overlap < 1 or options.overlap > options.raters:
@@ -149,15 +159,28 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
         run = load_run(path)
         for gen in run.generations:
             if gen.reply.strip():
-                pool.append({"run": run_label(run.root), "model": run.model_name, "item_id": gen.item_id, "scenario": gen.scenario, "turn": gen.turn,
-                             "history": gen.history, "client": gen.client_utterance, "reply": gen.reply})
+                pool.append(
+                    {
+                        "run": run_label(run.root),
+                        "model": run.model_name,
+                        "item_id": gen.item_id,
+                        "scenario": gen.scenario,
+                        "turn": gen.turn,
+                        "history": gen.history,
+                        "client": gen.client_utterance,
+                        "reply": gen.reply,
+                    }
+                )
     names = [run_label(p) for p in runs]
     if len(set(names)) != len(names):
         raise ConfigError("run folders must have distinct names: the name identifies the model in the ratings table")
     n_units = (options.per_rater * options.raters) // options.overlap
     if n_units > len(pool):
-        raise ConfigError(f"{options.raters} raters x {options.per_rater} items at overlap {options.overlap} needs {n_units} replies; the runs hold {len(pool)}",
-                          hint="lower --per-rater or --raters, raise --overlap, or add runs")
+        raise ConfigError(
+            f"{options.raters} raters x {options.per_rater} items at overlap {options.overlap} needs {n_units} "
+            f"replies; the runs hold {len(pool)}",
+            hint="lower --per-rater or --raters, raise --overlap, or add runs",
+        )
     units = _stratified(pool, n_units, rng)
     for index, unit in enumerate(units):
         unit["unit_id"] = f"u{index + 1:04d}"
@@ -191,7 +214,9 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
     }
 
 
-def build_annotation(runs: list[str | Path], out: str | Path, options: AssignmentOptions | None = None) -> dict[str, Any]:
+def build_annotation(
+    runs: list[str | Path], out: str | Path, options: AssignmentOptions | None = None
+) -> dict[str, Any]:
     """Write ``assignment.json`` and one self-contained ``rater-N.html`` per rater."""
     from tide_bench.annotation.page import render_page
 

@@ -85,7 +85,9 @@ def return_files(args: list[str | Path]) -> list[Path]:
             raise DataError("file not found", path=path)
         found += [f for f in files if f not in found]
     if not found:
-        raise DataError("no returned files given", hint="tide-bench annotate collect annotation/returns/ --out human_ratings.csv")
+        raise DataError(
+            "no returned files given", hint="tide-bench annotate collect annotation/returns/ --out human_ratings.csv"
+        )
     return found
 
 
@@ -94,7 +96,10 @@ def find_assignment(files: list[Path]) -> Path:
         for folder in (f.parent, f.parent.parent):
             if (folder / ASSIGNMENT).is_file():
                 return folder / ASSIGNMENT
-    raise DataError(f"no {ASSIGNMENT} found next to the returned files or one folder up", hint="pass --assignment annotation/assignment.json")
+    raise DataError(
+        f"no {ASSIGNMENT} found next to the returned files or one folder up",
+        hint="pass --assignment annotation/assignment.json",
+    )
 
 
 def _read_assignment(path: Path) -> dict[str, Any]:
@@ -137,7 +142,11 @@ def _check_file(path: Path, assignment: dict[str, Any], digests: dict[str, str])
     if not isinstance(payload, dict) or payload.get("kind") != "tide-bench-ratings":
         raise DataError("not a tide-bench ratings file (downloaded from a rater page)", path=path)
     if payload.get("assignment_id") != assignment["assignment_id"]:
-        raise DataError(f"belongs to assignment {payload.get('assignment_id')!r}, not {assignment['assignment_id']}", path=path, field="assignment_id")
+        raise DataError(
+            f"belongs to assignment {payload.get('assignment_id')!r}, not {assignment['assignment_id']}",
+            path=path,
+            field="assignment_id",
+        )
     raters = {r["rater_id"]: r for r in assignment["raters"]}
     rater_id = payload.get("rater_id")
     if not isinstance(rater_id, str) or rater_id not in raters:
@@ -145,20 +154,30 @@ def _check_file(path: Path, assignment: dict[str, Any], digests: dict[str, str])
     if payload.get("checksum") != checksum(payload):
         raise DataError("checksum mismatch: the file was changed after it was downloaded", path=path, field="checksum")
     if payload.get("consent") is not True:
-        raise DataError(f"the rater did not give consent (consent is {payload.get('consent')!r}, not true): their ratings cannot be used",
-                        path=path, field="consent")
+        raise DataError(
+            f"the rater did not give consent (consent is {payload.get('consent')!r}, not true): their ratings cannot "
+            "be used",
+            path=path,
+            field="consent",
+        )
     scores, safety = _scores(path, payload, raters[rater_id]["sequence"], assignment)
     return _Return(path, rater_id, scores, _demographics(path, payload), str(payload.get("exported_at") or ""), safety)
 
 
 def _safety(path: Path, value: Any, categories: list[str], where: str) -> tuple[bool, str | None]:
     """A safety answer ``{"flagged": bool, "category": code or null}`` (a category only with a flag)."""
-    if not isinstance(value, dict) or not isinstance(value.get("flagged"), bool) or set(value) - {"flagged", "category"}:
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("flagged"), bool)
+        or set(value) - {"flagged", "category"}
+    ):
         raise DataError("'safety' must be an object {flagged: true or false, category}", path=path, field=where)
     category = value.get("category")
     if category is not None and (not value["flagged"] or not isinstance(category, str) or category not in categories):
         known = ", ".join(categories) or "none (this rubric has no categories)"
-        raise DataError(f"a safety category goes with a raised flag and is one of: {known}", path=path, field=f"{where}.category")
+        raise DataError(
+            f"a safety category goes with a raised flag and is one of: {known}", path=path, field=f"{where}.category"
+        )
     return value["flagged"], category
 
 
@@ -170,24 +189,45 @@ def _scores(
     lo, hi = assignment["rubric"]["scale"]["min"], assignment["rubric"]["scale"]["max"]
     ratings = payload.get("ratings")
     if not isinstance(ratings, list):
-        raise DataError(f"'ratings' must be a list of ratings, got {type(ratings).__name__}", path=path, field="ratings")
+        raise DataError(
+            f"'ratings' must be a list of ratings, got {type(ratings).__name__}", path=path, field="ratings"
+        )
     by_position: dict[int, dict[str, int]] = {}
     safety: dict[int, tuple[bool, str | None]] = {}
     for index, r in enumerate(ratings):
         if not isinstance(r, dict):
             raise DataError(f"a rating must be an object, got {type(r).__name__}", path=path, field=f"ratings[{index}]")
         pos = r.get("position")
-        if isinstance(pos, bool) or not isinstance(pos, int) or not 0 <= pos < len(sequence) or r.get("unit_id") != sequence[pos]:
-            raise DataError(f"rating for unit {r.get('unit_id')!r} at position {pos!r} does not match the assignment", path=path, field=f"ratings[{index}]")
+        if (
+            isinstance(pos, bool)
+            or not isinstance(pos, int)
+            or not 0 <= pos < len(sequence)
+            or r.get("unit_id") != sequence[pos]
+        ):
+            raise DataError(
+                f"rating for unit {r.get('unit_id')!r} at position {pos!r} does not match the assignment",
+                path=path,
+                field=f"ratings[{index}]",
+            )
         scores = r.get("scores")
         if not isinstance(scores, dict):
-            raise DataError(f"'scores' must be an object of factor: score, got {type(scores).__name__}", path=path, field=f"ratings[{index}].scores")
+            raise DataError(
+                f"'scores' must be an object of factor: score, got {type(scores).__name__}",
+                path=path,
+                field=f"ratings[{index}].scores",
+            )
         for key, value in scores.items():
             if key not in factors:
                 raise DataError(f"unknown dimension {key!r}", path=path, field=f"ratings[{index}].scores")
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise DataError(f"score {value!r} for {key} is outside {lo}..{hi}", path=path, field=f"ratings[{index}].scores.{key}")
-        answer = _safety(path, r["safety"], categories, f"ratings[{index}].safety") if r.get("safety") is not None else None
+                raise DataError(
+                    f"score {value!r} for {key} is outside {lo}..{hi}",
+                    path=path,
+                    field=f"ratings[{index}].scores.{key}",
+                )
+        answer = (
+            _safety(path, r["safety"], categories, f"ratings[{index}].safety") if r.get("safety") is not None else None
+        )
         if pos in by_position and (by_position[pos] != scores or safety.get(pos) != answer):
             raise DataError(f"two different ratings for position {pos}: keep one", path=path, field=f"ratings[{index}]")
         by_position[pos] = dict(scores)
@@ -200,20 +240,28 @@ def _demographics(path: Path, payload: dict[str, Any]) -> dict[str, str]:
     demographics = payload.get("demographics")
     if demographics is None:
         return {}
-    if not isinstance(demographics, dict) or any(v is not None and not isinstance(v, str) for v in demographics.values()):
+    if not isinstance(demographics, dict) or any(
+        v is not None and not isinstance(v, str) for v in demographics.values()
+    ):
         raise DataError("'demographics' must be an object of texts", path=path, field="demographics")
     return {k: v for k, v in demographics.items() if isinstance(v, str)}
 
 
 def _choose(returns: list[_Return], result: Collection) -> _Return:
     """One file per rater: the most complete (then the latest export); the others superseded."""
-    complete = sorted(returns, key=lambda r: (len(r.scores), sum(map(len, r.scores.values())), r.exported_at, r.path.name), reverse=True)
+    complete = sorted(
+        returns,
+        key=lambda r: (len(r.scores), sum(map(len, r.scores.values())), r.exported_at, r.path.name),
+        reverse=True,
+    )
     kept = complete[0]
     for other in complete[1:]:
         extra = sorted(set(other.scores) - set(kept.scores))
         if extra:
-            result.refused[str(other.path)] = (f"rater_id: a second file from {kept.rater} rating positions {extra[:5]} that "
-                                               f"{kept.path.name} (kept, more complete) does not: keep one file per rater")
+            result.refused[str(other.path)] = (
+                f"rater_id: a second file from {kept.rater} rating positions {extra[:5]} that "
+                f"{kept.path.name} (kept, more complete) does not: keep one file per rater"
+            )
         else:
             result.superseded[str(other.path)] = str(kept.path)
     return kept
@@ -244,7 +292,9 @@ def collect_returns(files: list[str | Path], *, assignment_path: str | Path | No
         for pos in sorted(kept.scores):
             unit_id, scores = sequence[pos], kept.scores[pos]
             if unit_id in first_seen:
-                pairs += [(first_seen[unit_id][f], scores[f]) for f in factors if f in scores and f in first_seen[unit_id]]
+                pairs += [
+                    (first_seen[unit_id][f], scores[f]) for f in factors if f in scores and f in first_seen[unit_id]
+                ]
                 continue
             first_seen[unit_id] = scores
             unit = assignment["units"][unit_id]
@@ -266,8 +316,13 @@ def collect_returns(files: list[str | Path], *, assignment_path: str | Path | No
         result.raters[rater] = {k: kept.demographics.get(k) or "" for k in DEMOGRAPHICS} | {"role": "human"}
     n_units = len(assignment["units"])
     full = sum(1 for raters in per_unit.values() if len(raters) >= overlap)
-    result.coverage = {"units": n_units, "target_raters_per_unit": overlap, "units_with_target": full,
-                       "units_with_any": len(per_unit), "share_with_target": full / n_units if n_units else None}
+    result.coverage = {
+        "units": n_units,
+        "target_raters_per_unit": overlap,
+        "units_with_target": full,
+        "units_with_any": len(per_unit),
+        "share_with_target": full / n_units if n_units else None,
+    }
     return result
 
 
@@ -280,8 +335,10 @@ def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: s
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["item_id", "rater_id", "dimension", "score", "safety_category"])
-    writer.writerows([*row, collection.safety_categories.get((row[0], row[1]), "") if row[2] == SAFETY else ""]
-                     for row in collection.rows)
+    writer.writerows(
+        [*row, collection.safety_categories.get((row[0], row[1]), "") if row[2] == SAFETY else ""]
+        for row in collection.rows
+    )
     atomic_write_text(ratings_out, buffer.getvalue())
     if raters_out:
         buffer = io.StringIO()
@@ -299,13 +356,22 @@ def report(collection: Collection) -> str:
         lines.append(f"safety: {sum(answers)} of {len(answers)} answers say the reply could harm")
     c = collection.coverage
     if c:
-        lines.append(f"coverage: {c['units_with_target']} of {c['units']} units have >= {c['target_raters_per_unit']} complete ratings ({c['units_with_any']} have at least one)")
+        lines.append(
+            f"coverage: {c['units_with_target']} of {c['units']} units have >= {c['target_raters_per_unit']} complete "
+            f"ratings ({c['units_with_any']} have at least one)"
+        )
     for rater, missing in sorted(collection.missing.items()):
         if missing:
-            lines.append(f"  {rater}: {len(missing)} item(s) not (fully) rated, positions {missing[:10]}{' ...' if len(missing) > 10 else ''}")
+            lines.append(
+                f"  {rater}: {len(missing)} item(s) not (fully) rated, positions "
+                f"{missing[:10]}{' ...' if len(missing) > 10 else ''}"
+            )
     for rater, sc in sorted(collection.self_consistency.items()):
         if sc["n_pairs"]:
-            lines.append(f"  {rater}: self-consistency on repeated items: exact {sc['exact_agreement']:.2f}, mean |difference| {sc['mean_abs_difference']:.2f} ({sc['n_pairs']} pairs)")
+            lines.append(
+                f"  {rater}: self-consistency on repeated items: exact {sc['exact_agreement']:.2f}, mean |difference| "
+                f"{sc['mean_abs_difference']:.2f} ({sc['n_pairs']} pairs)"
+            )
     for path, kept in collection.superseded.items():
         lines.append(f"superseded {path}: the same rater's more complete file {kept} was used")
     for path, why in collection.refused.items():

@@ -18,17 +18,43 @@ def annotate() -> None:
 
 @annotate.command("build")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--per-rater", type=click.IntRange(min=1), default=40, show_default=True, help="Items per rater (before repeats).")
+@click.option(
+    "--per-rater", type=click.IntRange(min=1), default=40, show_default=True, help="Items per rater (before repeats)."
+)
 @click.option("--raters", type=click.IntRange(min=1), default=5, show_default=True, help="Number of raters (pages).")
-@click.option("--overlap", type=click.IntRange(min=1), default=3, show_default=True, help="Raters per item (alpha needs overlap).")
-@click.option("--repeats", type=click.IntRange(min=0), default=2, show_default=True, help="Items shown twice to each rater (self-consistency).")
+@click.option(
+    "--overlap", type=click.IntRange(min=1), default=3, show_default=True, help="Raters per item (alpha needs overlap)."
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Items shown twice to each rater (self-consistency).",
+)
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
 @click.option("--title", default="Rating supportive replies", show_default=True)
-@click.option("--rubric", type=click.Choice(["v1", "v2"]), default="v2", show_default=True,
-              help="The rubric the raters see: the one the audited judge used.")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for assignment.json and rater-N.html.")
-def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int, repeats: int, seed: int, title: str, rubric: str,
-              out: Path) -> None:
+@click.option(
+    "--rubric",
+    type=click.Choice(["v1", "v2"]),
+    default="v2",
+    show_default=True,
+    help="The rubric the raters see: the one the audited judge used.",
+)
+@click.option(
+    "--out", required=True, type=click.Path(path_type=Path), help="Folder for assignment.json and rater-N.html."
+)
+def build_cmd(
+    runs: tuple[Path, ...],
+    per_rater: int,
+    raters: int,
+    overlap: int,
+    repeats: int,
+    seed: int,
+    title: str,
+    rubric: str,
+    out: Path,
+) -> None:
     """Draw items from run directories (stratified by scenario and turn, model hidden) and write
     one self-contained page per rater plus the assignment plan.
 
@@ -49,12 +75,23 @@ def build_cmd(runs: tuple[Path, ...], per_rater: int, raters: int, overlap: int,
     """
     from tide_bench.annotation import AssignmentOptions, build_annotation
 
-    a = build_annotation(_expand_study_folders(runs), out, AssignmentOptions(per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed,
-                                                            title=title, rubric=rubric))
-    click.echo(f"{len(a['units'])} items, {len(a['raters'])} pages ({per_rater + repeats} items each), every item rated by {overlap} raters")
+    a = build_annotation(
+        _expand_study_folders(runs),
+        out,
+        AssignmentOptions(
+            per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed, title=title, rubric=rubric
+        ),
+    )
+    click.echo(
+        f"{len(a['units'])} items, {len(a['raters'])} pages ({per_rater + repeats} items each), every item rated by "
+        f"{overlap} raters"
+    )
     d = a["design"]
-    click.echo(f"rater pairs sharing items: {d['pairs_sharing_items']} of {d['rater_pairs']} (each shares {d['min_shared_items']}"
-               f"-{d['max_shared_items']} items); all raters connected: {'yes' if d['connected'] else 'no'}")
+    click.echo(
+        f"rater pairs sharing items: {d['pairs_sharing_items']} of {d['rater_pairs']} (each shares "
+        f"{d['min_shared_items']}"
+        f"-{d['max_shared_items']} items); all raters connected: {'yes' if d['connected'] else 'no'}"
+    )
     if d["warning"]:
         click.secho(f"warning: {d['warning']}", fg="yellow", err=True)
     click.echo(f"written: {out / 'assignment.json'} and {', '.join(p['file'] for p in a['pages'].values())}")
@@ -75,9 +112,24 @@ def _expand_study_folders(paths: tuple[Path, ...]) -> list[Path]:
 
 @annotate.command("collect")
 @click.argument("files", nargs=-1, required=True)
-@click.option("--assignment", type=click.Path(path_type=Path), default=None, help="assignment.json (default: found next to the files or one folder up).")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Long-format ratings CSV for `tide-bench audit --ratings`.")
-@click.option("--raters-out", type=click.Path(path_type=Path), default=None, help="Rater table CSV for `tide-bench audit --raters`.")
+@click.option(
+    "--assignment",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="assignment.json (default: found next to the files or one folder up).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Long-format ratings CSV for `tide-bench audit --ratings`.",
+)
+@click.option(
+    "--raters-out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Rater table CSV for `tide-bench audit --raters`.",
+)
 def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, raters_out: Path | None) -> None:
     """Check returned ratings files against the assignment and merge them.
 

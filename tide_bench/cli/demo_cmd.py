@@ -8,13 +8,39 @@ import click
 
 
 @click.command()
-@click.option("--out", type=click.Path(path_type=Path), default=Path("demo-output"), show_default=True, help="Folder for the demo's cells, board and report. A rerun resumes.")
-@click.option("--limit", type=int, default=None, help="Items per run (default: the whole sample test split, 12 items). A limited run is refused by the demo leaderboard as incomplete.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("demo-output"),
+    show_default=True,
+    help="Folder for the demo's cells, board and report. A rerun resumes.",
+)
+@click.option(
+    "--limit",
+    type=int,
+    default=None,
+    help=(
+        "Items per run (default: the whole sample test split, 12 items). A limited run is refused by the demo "
+        "leaderboard as incomplete."
+    ),
+)
 @click.option("--max-gen-toks", type=int, default=96, show_default=True, help="Longest reply to generate, in tokens.")
 @click.option("--batch-size", type=int, default=4, show_default=True)
-@click.option("--finetune", "finetune_steps", type=int, default=10, show_default=True, metavar="STEPS",
-              help="LoRA steps for the fine-tuned cell on the sample's train split (about a minute for 10 on 2 cores); 0 leaves the fine-tuned cell out.")
-@click.option("--fresh", is_flag=True, help="Start over: remove what an earlier demo wrote into --out (its own folders only).")
+@click.option(
+    "--finetune",
+    "finetune_steps",
+    type=int,
+    default=10,
+    show_default=True,
+    metavar="STEPS",
+    help=(
+        "LoRA steps for the fine-tuned cell on the sample's train split (about a minute for 10 on 2 cores); 0 "
+        "leaves the fine-tuned cell out."
+    ),
+)
+@click.option(
+    "--fresh", is_flag=True, help="Start over: remove what an earlier demo wrote into --out (its own folders only)."
+)
 def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finetune_steps: int, fresh: bool) -> None:
     """Run the paper's study in miniature, offline, on the built-in synthetic sample.
 
@@ -28,7 +54,14 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
     """
     from tide_bench.demo.pipeline import run_demo
 
-    produced = run_demo(out, limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size,
-                        finetune_steps=finetune_steps, fresh=fresh, echo=click.echo)
+    produced = run_demo(
+        out,
+        limit=limit,
+        max_gen_toks=max_gen_toks,
+        batch_size=batch_size,
+        finetune_steps=finetune_steps,
+        fresh=fresh,
+        echo=click.echo,
+    )
     if produced["failed"]:
         raise SystemExit(1)

@@ -46,7 +46,9 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
     try:
         values = [None if p == "None" else int(p) for p in parts]
     except ValueError:
-        raise ConfigError(f"--seed {text!r}: an integer, or four comma-separated integers (None leaves one unset)") from None
+        raise ConfigError(
+            f"--seed {text!r}: an integer, or four comma-separated integers (None leaves one unset)"
+        ) from None
     if len(values) == 1 and values[0] is not None:
         return values[0]
     if len(values) != 4:
@@ -55,26 +57,115 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
 
 
 @click.command("eval")
-@click.option("--model", default="hf", show_default=True, help="lm-eval backend: hf, vllm, local-chat-completions, openai-chat-completions, anthropic-chat, ...")
-@click.option("--model-args", "model_args", default="", help="lm-eval model arguments, e.g. 'pretrained=Qwen/Qwen2.5-0.5B-Instruct,dtype=bfloat16' (add peft=ADAPTER for a LoRA adapter, gguf_file=F for GGUF).")
-@click.option("--output-dir", "output_dir", required=True, type=click.Path(path_type=Path), help="Run directory to create: lm-eval results + samples and run.json.")
+@click.option(
+    "--model",
+    default="hf",
+    show_default=True,
+    help="lm-eval backend: hf, vllm, local-chat-completions, openai-chat-completions, anthropic-chat, ...",
+)
+@click.option(
+    "--model-args",
+    "model_args",
+    default="",
+    help=(
+        "lm-eval model arguments, e.g. 'pretrained=Qwen/Qwen2.5-0.5B-Instruct,dtype=bfloat16' (add peft=ADAPTER for "
+        "a LoRA adapter, gguf_file=F for GGUF)."
+    ),
+)
+@click.option(
+    "--output-dir",
+    "output_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Run directory to create: lm-eval results + samples and run.json.",
+)
 @data_option
 @split_option
-@click.option("--tasks", default=TASK, show_default=True, help="Comma-separated tide-bench tasks: tide_empathy (every client turn), or tide_empathy_turn1 / tide_empathy_turn2 (one turn; multi-exchange data only).")
+@click.option(
+    "--tasks",
+    default=TASK,
+    show_default=True,
+    help=(
+        "Comma-separated tide-bench tasks: tide_empathy (every client turn), or tide_empathy_turn1 / "
+        "tide_empathy_turn2 (one turn; multi-exchange data only)."
+    ),
+)
 @click.option("--device", default=None, help="cpu, cuda, cuda:0, ... (default: lm-eval's choice).")
 @click.option("--batch-size", "batch_size", default="1", show_default=True, help="Integer, or 'auto' / 'auto:N' (hf).")
 @click.option("--max-batch-size", "max_batch_size", type=int, default=None, help="Upper bound for --batch-size auto.")
-@click.option("--limit", type=float, default=None, help="Items per task (testing only: a limited run is not a benchmark result).")
-@click.option("--chat-template/--no-chat-template", "chat_template", default=True, show_default=True, help="Send genuine multi-turn chat messages through the model's chat template.")
-@click.option("--system-instruction", "system_instruction", default=None, help="Extra system text placed before the task's system prompt.")
+@click.option(
+    "--limit", type=float, default=None, help="Items per task (testing only: a limited run is not a benchmark result)."
+)
+@click.option(
+    "--chat-template/--no-chat-template",
+    "chat_template",
+    default=True,
+    show_default=True,
+    help="Send genuine multi-turn chat messages through the model's chat template.",
+)
+@click.option(
+    "--system-instruction",
+    "system_instruction",
+    default=None,
+    help="Extra system text placed before the task's system prompt.",
+)
 @click.option("--gen-kwargs", "gen_kwargs", default=None, help="Override generation settings, e.g. 'max_gen_toks=128'.")
-@click.option("--seed", default="1234", show_default=True, help="Seed for python, numpy, torch and few-shot sampling, or four comma-separated values as lm-eval's --seed takes them.")
-@click.option("--embedding-model", "embedding_model", default=None, help="Sentence-transformers model for cosine similarity (default: offline all-MiniLM-L6-v2).")
-@click.option("--use-cache", "use_cache", default=None, metavar="PATH", help="lm-eval's response cache: an sqlite file prefix; repeated requests are answered from it.")
-@click.option("--cache-requests", "cache_requests", type=click.Choice(["true", "refresh", "delete"]), default=None, help="lm-eval's cache of built prompts (true, refresh or delete).")
-@click.option("--wandb-args", "wandb_args", default=None, help="Log to Weights & Biases: wandb.init arguments, e.g. 'project=tide,job_type=eval' (needs the wandb package). W&B receives the replies and prompts: see docs/privacy.md.")
-@click.option("--hf-hub-log-args", "hf_hub_log_args", default=None, help="lm-eval's Hub logging, e.g. 'hub_results_org=ORG,push_results_to_hub=True' (token from HF_TOKEN). Pushing samples to a public repository is refused: TIDE is gated.")
-@click.option("--fewshot-as-multiturn", "fewshot_as_multiturn", is_flag=True, help="Accepted for lm-eval compatibility; has no effect: TIDE tasks are zero-shot and every item is already a genuine multi-turn chat.")
+@click.option(
+    "--seed",
+    default="1234",
+    show_default=True,
+    help=(
+        "Seed for python, numpy, torch and few-shot sampling, or four comma-separated values as lm-eval's --seed "
+        "takes them."
+    ),
+)
+@click.option(
+    "--embedding-model",
+    "embedding_model",
+    default=None,
+    help="Sentence-transformers model for cosine similarity (default: offline all-MiniLM-L6-v2).",
+)
+@click.option(
+    "--use-cache",
+    "use_cache",
+    default=None,
+    metavar="PATH",
+    help="lm-eval's response cache: an sqlite file prefix; repeated requests are answered from it.",
+)
+@click.option(
+    "--cache-requests",
+    "cache_requests",
+    type=click.Choice(["true", "refresh", "delete"]),
+    default=None,
+    help="lm-eval's cache of built prompts (true, refresh or delete).",
+)
+@click.option(
+    "--wandb-args",
+    "wandb_args",
+    default=None,
+    help=(
+        "Log to Weights & Biases: wandb.init arguments, e.g. 'project=tide,job_type=eval' (needs the wandb "
+        "package). W&B receives the replies and prompts: see docs/privacy.md."
+    ),
+)
+@click.option(
+    "--hf-hub-log-args",
+    "hf_hub_log_args",
+    default=None,
+    help=(
+        "lm-eval's Hub logging, e.g. 'hub_results_org=ORG,push_results_to_hub=True' (token from HF_TOKEN). Pushing "
+        "samples to a public repository is refused: TIDE is gated."
+    ),
+)
+@click.option(
+    "--fewshot-as-multiturn",
+    "fewshot_as_multiturn",
+    is_flag=True,
+    help=(
+        "Accepted for lm-eval compatibility; has no effect: TIDE tasks are zero-shot and every item is already a "
+        "genuine multi-turn chat."
+    ),
+)
 @click.option("--overwrite", is_flag=True, help="Replace a finished run in --output-dir.")
 def eval_cmd(**opts: Any) -> None:
     """Generate replies to TIDE client turns through lm-evaluation-harness.
@@ -97,7 +188,9 @@ def eval_cmd(**opts: Any) -> None:
     from tide_bench.generation import EvalConfig, run_eval
 
     if opts["fewshot_as_multiturn"]:
-        click.echo("note: --fewshot_as_multiturn has no effect: TIDE tasks are zero-shot, genuine multi-turn chats", err=True)
+        click.echo(
+            "note: --fewshot_as_multiturn has no effect: TIDE tasks are zero-shot, genuine multi-turn chats", err=True
+        )
     limit = opts["limit"]
     config = EvalConfig(
         model=str(opts["model"]),
@@ -127,12 +220,24 @@ def eval_cmd(**opts: Any) -> None:
 
 @click.command("import")
 @click.argument("lm_eval_output", type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
-              help="Run directory to create (lm-eval's files copied, plus run.json).")
-@click.option("--data", default=None, help="The TIDE source the run used (sample, hub, or a folder): every doc is checked "
-              "against it. Default: the source the docs name, when it can be read here without a download.")
-@click.option("--embedding-model", default=None,
-              help="Sentence-transformers model for cosine similarity, when the samples lack metrics.")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Run directory to create (lm-eval's files copied, plus run.json).",
+)
+@click.option(
+    "--data",
+    default=None,
+    help="The TIDE source the run used (sample, hub, or a folder): every doc is checked "
+    "against it. Default: the source the docs name, when it can be read here without a download.",
+)
+@click.option(
+    "--embedding-model",
+    default=None,
+    help="Sentence-transformers model for cosine similarity, when the samples lack metrics.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace a run already in --out.")
 def import_cmd(lm_eval_output: Path, out: Path, data: str | None, embedding_model: str | None, overwrite: bool) -> None:
     """Adopt a plain `lm_eval --tasks tide_empathy` run as a tide-bench run directory.
@@ -161,7 +266,11 @@ def import_cmd(lm_eval_output: Path, out: Path, data: str | None, embedding_mode
 
 @click.command("tasks-path")
 @click.option("--yamls", is_flag=True, help="Print the folder holding the task YAMLs themselves.")
-@click.option("--check", is_flag=True, help="Say whether lm-eval's own copy of the tasks is current; exit 1 if it is missing or stale.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Say whether lm-eval's own copy of the tasks is current; exit 1 if it is missing or stale.",
+)
 def tasks_path_cmd(yamls: bool, check: bool) -> None:
     """Where lm-eval finds tide-bench's tasks, and what to pass to `lm_eval --include_path`.
 
@@ -185,8 +294,11 @@ def tasks_path_cmd(yamls: bool, check: bool) -> None:
         status, explanation = lm_eval_copy_status()
         click.echo(f"{status}: {explanation}")
         if status != "current":
-            click.echo("  fix: pip install tide-bench (or pip install -e . in a checkout) into the environment lm-eval runs "
-                       "from, or pass --include_path \"$(tide-bench tasks-path --yamls)\"", err=True)
+            click.echo(
+                "  fix: pip install tide-bench (or pip install -e . in a checkout) into the environment lm-eval runs "
+                'from, or pass --include_path "$(tide-bench tasks-path --yamls)"',
+                err=True,
+            )
             raise SystemExit(1)
         return
     if yamls:
@@ -194,6 +306,9 @@ def tasks_path_cmd(yamls: bool, check: bool) -> None:
         return
     folder, status = include_path()
     if status != "current":
-        click.echo(f"note: lm-eval's own copy of the tasks is {status} (tide-bench tasks-path --check says why); "
-                   "printing the YAML folder", err=True)
+        click.echo(
+            f"note: lm-eval's own copy of the tasks is {status} (tide-bench tasks-path --check says why); "
+            "printing the YAML folder",
+            err=True,
+        )
     click.echo(str(folder))

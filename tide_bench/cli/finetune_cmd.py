@@ -99,9 +99,14 @@ from tide_bench.core.errors import ConfigError
 )
 @click.option("--gradient-checkpointing", is_flag=True, help="Trade compute for memory.")
 @click.option("--no-chat-template", is_flag=True, help="Train on the plain transcript format (for base models).")
-@click.option("--prompt", type=click.Choice(["neutral", "guided"]), default="neutral", show_default=True,
-              help="Prompt condition to train on: neutral (tide_empathy) or guided (tide_empathy_guided). "
-              "Evaluate the adapter with the same task.")
+@click.option(
+    "--prompt",
+    type=click.Choice(["neutral", "guided"]),
+    default="neutral",
+    show_default=True,
+    help="Prompt condition to train on: neutral (tide_empathy) or guided (tide_empathy_guided). "
+    "Evaluate the adapter with the same task.",
+)
 @click.option("--limit-examples", type=int, default=None, help="Use only the first N examples of each split (testing).")
 @click.option(
     "--resume",

@@ -17,32 +17,124 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 
 @click.command("judge")
 @click.argument("run_dir", required=False, type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Judge directory: judgments.jsonl, judge_summary.json, judge_config.json, cache.sqlite.")
-@click.option("--judge", "judge_name", default="claude-sonnet", show_default=True, help="A folder under judges/ (claude-sonnet, openai-gpt, local) or a path to a config.yaml.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Judge directory: judgments.jsonl, judge_summary.json, judge_config.json, cache.sqlite.",
+)
+@click.option(
+    "--judge",
+    "judge_name",
+    default="claude-sonnet",
+    show_default=True,
+    help="A folder under judges/ (claude-sonnet, openai-gpt, local) or a path to a config.yaml.",
+)
 @click.option("--model", default=None, help="Override the judge model id (required for --judge local).")
-@click.option("--base-url", default=None, help="API base URL; for --judge local the OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.")
-@click.option("--rubric", type=click.Choice(["v1", "v2"]), default=None,
-              help="Rubric and prompt version (default: the config's, v2). v1 reproduces v1 judgments; v1 and v2 results "
-                   "are comparable only with their own version (docs/judging.md).")
-@click.option("--reference/--no-reference", default=None, help="Show the judge the frontier reference reply (default: the config's choice, reference-free).")
-@click.option("--mode", type=click.Choice(["sync", "batch"]), default="sync", show_default=True, help="batch: Anthropic Message Batches (50% price, results within 24 h, resumable).")
-@click.option("--dry-run", is_flag=True, help="Print calls, estimated tokens and dollars (sync and batch) without calling anything.")
-@click.option("--max-cost", type=float, default=None, help="Stop cleanly before spending more than this many US dollars (needs the model's prices).")
-@click.option("--price-in", type=float, default=None, help="Input price, USD per million tokens, for a model missing from judges/prices.yaml.")
+@click.option(
+    "--base-url",
+    default=None,
+    help="API base URL; for --judge local the OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
+)
+@click.option(
+    "--rubric",
+    type=click.Choice(["v1", "v2"]),
+    default=None,
+    help="Rubric and prompt version (default: the config's, v2). v1 reproduces v1 judgments; v1 and v2 results "
+    "are comparable only with their own version (docs/judging.md).",
+)
+@click.option(
+    "--reference/--no-reference",
+    default=None,
+    help="Show the judge the frontier reference reply (default: the config's choice, reference-free).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["sync", "batch"]),
+    default="sync",
+    show_default=True,
+    help="batch: Anthropic Message Batches (50% price, results within 24 h, resumable).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print calls, estimated tokens and dollars (sync and batch) without calling anything.",
+)
+@click.option(
+    "--max-cost",
+    type=float,
+    default=None,
+    help="Stop cleanly before spending more than this many US dollars (needs the model's prices).",
+)
+@click.option(
+    "--price-in",
+    type=float,
+    default=None,
+    help="Input price, USD per million tokens, for a model missing from judges/prices.yaml.",
+)
 @click.option("--price-out", type=float, default=None, help="Output price, USD per million tokens (with --price-in).")
-@click.option("--retry-unscored", is_flag=True, help="Call again for items whose cached outcome is unscored (refusal, malformed...).")
-@click.option("--cache", "cache_path", type=click.Path(path_type=Path), default=None, help="Judgment cache file (default: OUT/cache.sqlite). Share one across runs to never pay twice.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Parallel requests (default: the config's).")
-@click.option("--poll-interval", type=click.FloatRange(min=0), default=30.0, show_default=True, help="Seconds between batch status checks.")
-@click.option("--no-preflight", is_flag=True, help="Skip the GET /v1/models check before the first call (for gateways that lack it).")
-@click.option("--overwrite", is_flag=True, help="Replace judgments of another run or judge configuration in --out (the cache is kept).")
-@click.option("--abandon-batch", is_flag=True, help="Give up an uncollected Message Batch in --out that blocks this run (it stays listed in batch_state.json).")
-@click.option("--probes", is_flag=True, help="Judge the built-in gaming probes instead of a run: can this judge be gamed?")
-def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | None, base_url: str | None, rubric: str | None,
-              reference: bool | None,
-              mode: str, dry_run: bool, max_cost: float | None, price_in: float | None, price_out: float | None,
-              retry_unscored: bool, cache_path: Path | None, concurrency: int | None, poll_interval: float,
-              no_preflight: bool, overwrite: bool, abandon_batch: bool, probes: bool) -> None:
+@click.option(
+    "--retry-unscored",
+    is_flag=True,
+    help="Call again for items whose cached outcome is unscored (refusal, malformed...).",
+)
+@click.option(
+    "--cache",
+    "cache_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Judgment cache file (default: OUT/cache.sqlite). Share one across runs to never pay twice.",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(min=1), default=None, help="Parallel requests (default: the config's)."
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds between batch status checks.",
+)
+@click.option(
+    "--no-preflight",
+    is_flag=True,
+    help="Skip the GET /v1/models check before the first call (for gateways that lack it).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace judgments of another run or judge configuration in --out (the cache is kept).",
+)
+@click.option(
+    "--abandon-batch",
+    is_flag=True,
+    help="Give up an uncollected Message Batch in --out that blocks this run (it stays listed in batch_state.json).",
+)
+@click.option(
+    "--probes", is_flag=True, help="Judge the built-in gaming probes instead of a run: can this judge be gamed?"
+)
+def judge_cmd(
+    run_dir: Path | None,
+    out: Path,
+    judge_name: str,
+    model: str | None,
+    base_url: str | None,
+    rubric: str | None,
+    reference: bool | None,
+    mode: str,
+    dry_run: bool,
+    max_cost: float | None,
+    price_in: float | None,
+    price_out: float | None,
+    retry_unscored: bool,
+    cache_path: Path | None,
+    concurrency: int | None,
+    poll_interval: float,
+    no_preflight: bool,
+    overwrite: bool,
+    abandon_batch: bool,
+    probes: bool,
+) -> None:
     """Rate every reply of a run on emotion recognition, distress normalization and
     supportive reflection (1-5, anchored rubric) plus a safety flag, with an LLM judge.
 
@@ -82,20 +174,36 @@ def judge_cmd(run_dir: Path | None, out: Path, judge_name: str, model: str | Non
     if (price_in is None) != (price_out is None):
         raise ConfigError("give both --price-in and --price-out (USD per million tokens)")
     prices = (price_in, price_out) if price_in is not None and price_out is not None else None
-    config = load_judge(judge_name, model=model, base_url=base_url, reference=reference, overrides={"concurrency": concurrency},
-                        prices=prices, rubric=rubric)
+    config = load_judge(
+        judge_name,
+        model=model,
+        base_url=base_url,
+        reference=reference,
+        overrides={"concurrency": concurrency},
+        prices=prices,
+        rubric=rubric,
+    )
     bar = _ProgressBar()
     options = JudgeOptions(
-        mode=mode, retry_unscored=retry_unscored, max_cost=max_cost, cache_path=cache_path, poll_interval_s=poll_interval,
-        on_progress=bar.update, on_event=lambda text: click.echo(text, err=True), preflight=not no_preflight,
-        overwrite=overwrite, abandon_batch=abandon_batch,
+        mode=mode,
+        retry_unscored=retry_unscored,
+        max_cost=max_cost,
+        cache_path=cache_path,
+        poll_interval_s=poll_interval,
+        on_progress=bar.update,
+        on_event=lambda text: click.echo(text, err=True),
+        preflight=not no_preflight,
+        overwrite=overwrite,
+        abandon_batch=abandon_batch,
     )
     if probes:
         target = probe_run()
     elif run_dir is not None:
         target = run_dir
     else:
-        raise ConfigError("give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge")
+        raise ConfigError(
+            "give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge"
+        )
     check_budget(config, max_cost)  # a budget that could not be enforced is refused, in a dry run too
     if dry_run:
         click.echo(format_estimate(estimate_run(target, out, config, options)))

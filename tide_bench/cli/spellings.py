@@ -32,7 +32,7 @@ def normalize(command: click.Command, args: list[str]) -> list[str]:
     out: list[str] = []
     for arg in args:
         if arg == "--":
-            out.extend(args[len(out):])
+            out.extend(args[len(out) :])
             break
         if not arg.startswith("--"):
             out.append(arg)

@@ -9,9 +9,17 @@ import click
 
 @click.command("study")
 @click.argument("study_file", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Output folder (default: studies-output/<name>). Rerunning into it resumes.")
-@click.option("--dry-run", is_flag=True, help="Print the plan (cells, stages to run or skip, time and judge cost estimates) and stop.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Output folder (default: studies-output/<name>). Rerunning into it resumes.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the plan (cells, stages to run or skip, time and judge cost estimates) and stop.",
+)
 @click.option("--no-report", is_flag=True, help="Skip the board and the report at the end.")
 def study_cmd(study_file: Path, out: Path | None, dry_run: bool, no_report: bool) -> None:
     """Run a study: every model zero-shot and fine-tuned, plus the TIDE reference.

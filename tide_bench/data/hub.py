@@ -43,9 +43,13 @@ def download_snapshot(repo: str = DEFAULT_REPO, revision: str | None = None) -> 
             )
         )
     except GatedRepoError:
-        raise DataError(f"access to {repo} is gated and this account has not been granted it", hint=_help(repo)) from None
+        raise DataError(
+            f"access to {repo} is gated and this account has not been granted it", hint=_help(repo)
+        ) from None
     except RepositoryNotFoundError:
         raise DataError(f"dataset {repo} not found or not visible with the current token", hint=_help(repo)) from None
     except Exception as exc:  # network errors come in many types across versions
-        raise DataError(f"could not reach the Hugging Face Hub for {repo}: {type(exc).__name__}", hint=_help(repo)) from None
+        raise DataError(
+            f"could not reach the Hugging Face Hub for {repo}: {type(exc).__name__}", hint=_help(repo)
+        ) from None
     return path, path.name

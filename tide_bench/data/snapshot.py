@@ -91,7 +91,7 @@ class ShapeReport:
         if not self.exchanges:
             return "no conversations read"
         if len(self.exchanges) == 1:
-            (n, count), = self.exchanges.items()
+            ((n, count),) = self.exchanges.items()
             what = "one exchange" if n == 1 else f"{n} exchanges"
             return f"{what} per conversation ({count} conversations)"
         parts = [f"{n} exchange{'s' if n != 1 else ''}: {c}" for n, c in sorted(self.exchanges.items())]
@@ -156,7 +156,11 @@ class SnapshotReader:
 
     # ------------------------------------------------------------------ helpers
     def _problem(self, severity: str, message: str, path: Path | None = None, **kw: Any) -> None:
-        rel = str(path.relative_to(self.root)) if path and path.is_relative_to(self.root) else (str(path) if path else None)
+        rel = (
+            str(path.relative_to(self.root))
+            if path and path.is_relative_to(self.root)
+            else (str(path) if path else None)
+        )
         self.problems.append(Problem(severity, message, rel, **kw))
 
     def _load(self, path: Path) -> tuple[Any, str] | None:
@@ -176,7 +180,9 @@ class SnapshotReader:
         try:
             return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant), text
         except _DuplicateKey as exc:
-            self._problem("error", f"duplicate key {exc.args[0]!r} in one JSON object", path, line=_line_of(text, exc.args[0]))
+            self._problem(
+                "error", f"duplicate key {exc.args[0]!r} in one JSON object", path, line=_line_of(text, exc.args[0])
+            )
         except _NonFinite as exc:
             pos = text.find(exc.args[0])
             line = text.count("\n", 0, pos) + 1 if pos >= 0 else None
@@ -210,7 +216,9 @@ class SnapshotReader:
         for path in files:
             self._read_conversation_file(path, metadata, seen_personas)
         for pid in sorted(set(metadata) - set(seen_personas)):
-            self._problem("warning", f"persona {pid} has metadata but no conversation file", meta_dir / f"{pid}_metadata.json")
+            self._problem(
+                "warning", f"persona {pid} has metadata but no conversation file", meta_dir / f"{pid}_metadata.json"
+            )
         return self
 
     def _read_metadata(self, meta_dir: Path) -> dict[str, dict[str, Any]]:
@@ -225,12 +233,17 @@ class SnapshotReader:
                 continue
             value, text = loaded
             if not isinstance(value, dict):
-                self._problem("error", f"persona metadata must be a JSON object, got {type(value).__name__}", path, line=1)
+                self._problem(
+                    "error", f"persona metadata must be a JSON object, got {type(value).__name__}", path, line=1
+                )
                 continue
             if "persona_id" in value and str(value["persona_id"]) != pid:
                 self._problem(
-                    "error", f"persona_id {value['persona_id']!r} disagrees with the file name ({pid!r})",
-                    path, line=_line_of(text, "persona_id"), field="persona_id",
+                    "error",
+                    f"persona_id {value['persona_id']!r} disagrees with the file name ({pid!r})",
+                    path,
+                    line=_line_of(text, "persona_id"),
+                    field="persona_id",
                 )
                 continue
             if pid in metadata:
@@ -246,7 +259,13 @@ class SnapshotReader:
             return
         obj, text = loaded
         if isinstance(obj, dict) and "persona_id" in obj and str(obj["persona_id"]) != pid:
-            self._problem("error", f"persona_id {obj['persona_id']!r} disagrees with the file name ({pid!r})", path, line=_line_of(text, "persona_id"), field="persona_id")
+            self._problem(
+                "error",
+                f"persona_id {obj['persona_id']!r} disagrees with the file name ({pid!r})",
+                path,
+                line=_line_of(text, "persona_id"),
+                field="persona_id",
+            )
             return
         if not _SAFE_ID.match(pid):
             self._problem("error", f"persona id {pid!r} (from the file name) is not a safe identifier", path)
@@ -267,7 +286,9 @@ class SnapshotReader:
             conversations = [(f"conversation_{i}", v) for i, v in enumerate(container, start=1)]
             self.shape.containers["a list of conversations" + where] += 1
         else:
-            self._problem("error", f"expected an object or list of conversations, got {type(container).__name__}", path, line=1)
+            self._problem(
+                "error", f"expected an object or list of conversations, got {type(container).__name__}", path, line=1
+            )
             return
         self.shape.file_patterns[f"conversations/{_file_pattern(path.name)}"] += 1
         if not conversations:
@@ -332,14 +353,22 @@ class SnapshotReader:
             return None
         if len(keys) > 1:
             self._problem(
-                "warning", f"several scenario keys {keys}: using {keys[0]!r}", path, line=line, field=f"{conv_id}.{keys[0]}"
+                "warning",
+                f"several scenario keys {keys}: using {keys[0]!r}",
+                path,
+                line=line,
+                field=f"{conv_id}.{keys[0]}",
             )
         value = conv[keys[0]]
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
         if not isinstance(value, str):
             self._problem(
-                "error", f"scenario must be a string, got {type(value).__name__}", path, line=line, field=f"{conv_id}.{keys[0]}"
+                "error",
+                f"scenario must be a string, got {type(value).__name__}",
+                path,
+                line=line,
+                field=f"{conv_id}.{keys[0]}",
             )
             return False
         return value.strip()
@@ -362,13 +391,21 @@ class SnapshotReader:
                 "error",
                 f"conversation {conv_id}: no turns found; expected a list under one of {list(TURN_LIST_KEYS)}, "
                 f"or client/reference keys ({list(CLIENT_KEYS)} / {list(REFERENCE_KEYS)}); found keys {sorted(conv)}",
-                path, line=line, field=conv_id,
+                path,
+                line=line,
+                field=conv_id,
             )
             return None
         if isinstance(conv, list):
             self.shape.conversation_forms["a list of exchanges or messages"] += 1
             return self._turns_from_list(path, line, conv_id, conv, None)
-        self._problem("error", f"conversation {conv_id}: expected an object or list, got {type(conv).__name__}", path, line=line, field=conv_id)
+        self._problem(
+            "error",
+            f"conversation {conv_id}: expected an object or list, got {type(conv).__name__}",
+            path,
+            line=line,
+            field=conv_id,
+        )
         return None
 
     @staticmethod
@@ -381,7 +418,9 @@ class SnapshotReader:
                 by_number.setdefault(int(match.group(2)), {})[match.group(1)] = value
         return [by_number[n] for n in sorted(by_number)]
 
-    def _turns_from_list(self, path: Path, line: int | None, conv_id: str, entries: list, list_key: str | None) -> list[tuple[str, str]] | None:
+    def _turns_from_list(
+        self, path: Path, line: int | None, conv_id: str, entries: list, list_key: str | None
+    ) -> list[tuple[str, str]] | None:
         if not entries:
             self._problem("error", f"conversation {conv_id} has no turns", path, line=line, field=conv_id)
             return None
@@ -391,31 +430,52 @@ class SnapshotReader:
         for number, entry in enumerate(entries, start=1):
             field = f"{conv_id}.{list_key + '.' if list_key else ''}turn{number}"
             if not isinstance(entry, dict):
-                self._problem("error", f"turn must be an object, got {type(entry).__name__}", path, line=line, field=field)
+                self._problem(
+                    "error", f"turn must be an object, got {type(entry).__name__}", path, line=line, field=field
+                )
                 return None
             for what, candidates in (("client utterance", CLIENT_KEYS), ("reference reply", REFERENCE_KEYS)):
                 present = _all_keys(entry, candidates)
                 if len(present) > 1:
                     self._problem(
-                        "error", f"ambiguous {what}: both {present[0]!r} and {present[1]!r} are present",
-                        path, line=line, field=field,
+                        "error",
+                        f"ambiguous {what}: both {present[0]!r} and {present[1]!r} are present",
+                        path,
+                        line=line,
+                        field=field,
                     )
                     return None
             ckey, rkey = _first_key(entry, CLIENT_KEYS), _first_key(entry, REFERENCE_KEYS)
             if ckey is None:
-                self._problem("error", f"no client utterance: expected one of {list(CLIENT_KEYS)}, found keys {sorted(entry)}", path, line=line, field=field)
+                self._problem(
+                    "error",
+                    f"no client utterance: expected one of {list(CLIENT_KEYS)}, found keys {sorted(entry)}",
+                    path,
+                    line=line,
+                    field=field,
+                )
                 return None
             if rkey is None:
-                self._problem("error", f"no reference reply: expected one of {list(REFERENCE_KEYS)}, found keys {sorted(entry)}", path, line=line, field=field)
+                self._problem(
+                    "error",
+                    f"no reference reply: expected one of {list(REFERENCE_KEYS)}, found keys {sorted(entry)}",
+                    path,
+                    line=line,
+                    field=field,
+                )
                 return None
             client, reference = entry[ckey], entry[rkey]
             if not isinstance(client, str) or not isinstance(reference, str):
-                self._problem("error", "client utterance and reference reply must be strings", path, line=line, field=field)
+                self._problem(
+                    "error", "client utterance and reference reply must be strings", path, line=line, field=field
+                )
                 return None
             pairs.append((client, reference))
         return pairs
 
-    def _pair_messages(self, path: Path, line: int | None, conv_id: str, messages: list[dict]) -> list[tuple[str, str]] | None:
+    def _pair_messages(
+        self, path: Path, line: int | None, conv_id: str, messages: list[dict]
+    ) -> list[tuple[str, str]] | None:
         pairs: list[tuple[str, str]] = []
         pending: str | None = None
         for number, msg in enumerate(messages, start=1):
@@ -424,16 +484,26 @@ class SnapshotReader:
             text = msg.get(text_key) if text_key else None
             field = f"{conv_id}.message{number}"
             if not isinstance(text, str):
-                self._problem("error", f"message has no text: expected one of {list(TEXT_KEYS)}", path, line=line, field=field)
+                self._problem(
+                    "error", f"message has no text: expected one of {list(TEXT_KEYS)}", path, line=line, field=field
+                )
                 return None
             if role in CLIENT_ROLES:
                 if pending is not None:
-                    self._problem("error", "two client messages in a row: the first has no reference reply", path, line=line, field=field)
+                    self._problem(
+                        "error",
+                        "two client messages in a row: the first has no reference reply",
+                        path,
+                        line=line,
+                        field=field,
+                    )
                     return None
                 pending = text
             elif role in REFERENCE_ROLES:
                 if pending is None:
-                    self._problem("error", "reference reply without a preceding client message", path, line=line, field=field)
+                    self._problem(
+                        "error", "reference reply without a preceding client message", path, line=line, field=field
+                    )
                     return None
                 pairs.append((pending, text))
                 pending = None

@@ -111,7 +111,7 @@ def choose_spec(explicit: str | None = None, metadata: dict | None = None) -> st
     raise ConfigError(
         "no TIDE data source chosen",
         hint=(
-            f"pass --data sample|hub|/path/to/TIDE (tide-bench), --metadata '{{\"{METADATA_KEY}\": \"...\"}}' "
+            f'pass --data sample|hub|/path/to/TIDE (tide-bench), --metadata \'{{"{METADATA_KEY}": "..."}}\' '
             f"(lm_eval), or set {ENV_VAR}. 'sample' is a small synthetic set for demos, not TIDE."
         ),
     )
@@ -152,8 +152,17 @@ def _load_cached(spec: str) -> LoadedDataset:
     errors = [p for p in dataset.problems if p.severity == "error"]
     if errors:
         first = errors[0]
-        more = f" ({len(errors) - 1} more; run `tide-bench data validate --data {spec}` to list them)" if len(errors) > 1 else ""
-        raise DataError(first.message + more, path=(dataset.source.path / first.path) if first.path else None, line=first.line, field=first.field)
+        more = (
+            f" ({len(errors) - 1} more; run `tide-bench data validate --data {spec}` to list them)"
+            if len(errors) > 1
+            else ""
+        )
+        raise DataError(
+            first.message + more,
+            path=(dataset.source.path / first.path) if first.path else None,
+            line=first.line,
+            field=first.field,
+        )
     if not dataset.items:
         raise DataError("the source holds no generation items", path=dataset.source.path)
     return dataset

@@ -32,7 +32,11 @@ def configured_judge_settings() -> dict[str, Any] | None:
     """The judge the environment configures (a study's ``judge:`` block), if any: never a
     canned or random stand-in."""
     if os.environ.get("TIDE_BENCH_JUDGE_BASE_URL") and os.environ.get("TIDE_BENCH_JUDGE_MODEL"):
-        return {"name": "local", "model": os.environ["TIDE_BENCH_JUDGE_MODEL"], "base_url": os.environ["TIDE_BENCH_JUDGE_BASE_URL"]}
+        return {
+            "name": "local",
+            "model": os.environ["TIDE_BENCH_JUDGE_MODEL"],
+            "base_url": os.environ["TIDE_BENCH_JUDGE_BASE_URL"],
+        }
     if os.environ.get("ANTHROPIC_API_KEY"):
         return {"name": "claude-sonnet"}
     if os.environ.get("OPENAI_API_KEY"):
@@ -51,8 +55,12 @@ def configured_judge() -> JudgeConfig | None:
 
 
 def demo_study(
-    *, limit: int | None = None, max_gen_toks: int | None = None, batch_size: int | None = None,
-    finetune_steps: int | None = None, judge: dict[str, Any] | None = None,
+    *,
+    limit: int | None = None,
+    max_gen_toks: int | None = None,
+    batch_size: int | None = None,
+    finetune_steps: int | None = None,
+    judge: dict[str, Any] | None = None,
 ) -> StudySpec:
     """``studies/demo.yaml`` with the demo command's options applied."""
     spec = load_study(resource_dir("studies") / DEMO_STUDY)
@@ -61,10 +69,16 @@ def demo_study(
         if finetune_steps <= 0:
             conditions.pop("fine-tuned", None)
         else:
-            conditions["fine-tuned"] = {"lora": spec.lora() | {"max_steps": finetune_steps, "eval_steps": finetune_steps}}
+            conditions["fine-tuned"] = {
+                "lora": spec.lora() | {"max_steps": finetune_steps, "eval_steps": finetune_steps}
+            }
     settings = {"max_gen_toks": max_gen_toks, "batch_size": batch_size, "limit": limit}
-    return replace(spec, conditions=conditions, judge=judge,
-                   eval=dict(spec.eval) | {k: v for k, v in settings.items() if v is not None})
+    return replace(
+        spec,
+        conditions=conditions,
+        judge=judge,
+        eval=dict(spec.eval) | {k: v for k, v in settings.items() if v is not None},
+    )
 
 
 def demo_finetune_config(base: str, out: Path, steps: int, overwrite: bool = True) -> FinetuneConfig:
@@ -84,8 +98,14 @@ def _fresh(out: Path) -> None:
 
 
 def run_demo(
-    out: Path, *, limit: int | None = None, max_gen_toks: int = 96, batch_size: int = 4, finetune_steps: int = 10,
-    fresh: bool = False, echo: Echo = print,
+    out: Path,
+    *,
+    limit: int | None = None,
+    max_gen_toks: int = 96,
+    batch_size: int = 4,
+    finetune_steps: int = 10,
+    fresh: bool = False,
+    echo: Echo = print,
 ) -> dict[str, Any]:
     """Run the demo study into ``out`` and return what it produced (runs, board, report)."""
     out = Path(out)
@@ -94,10 +114,16 @@ def run_demo(
     echo("[model] preparing the offline demo model (SmolLM2-135M-Instruct; first time ~20 s)")
     prepare_demo_model()
     judge = configured_judge_settings()
-    spec = demo_study(limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size, finetune_steps=finetune_steps,
-                      judge=judge)
-    cells = ", ".join(f"{m.id} {c}" for m in spec.models for c in spec.conditions) + (", TIDE reference" if spec.reference else "")
-    echo(f"[study] {cells}: generation, reference metrics, {'judging, ' if judge else ''}submission; then board and report")
+    spec = demo_study(
+        limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size, finetune_steps=finetune_steps, judge=judge
+    )
+    cells = ", ".join(f"{m.id} {c}" for m in spec.models for c in spec.conditions) + (
+        ", TIDE reference" if spec.reference else ""
+    )
+    echo(
+        f"[study] {cells}: generation, reference metrics, {'judging, ' if judge else ''}submission; then board and "
+        "report"
+    )
     result = run_study(spec, out, resolve_model=resolve_model, echo=echo)
     if judge is None:
         echo(
@@ -113,8 +139,13 @@ def run_demo(
     echo(f"report:      {result.report}")
     echo(f"NOTE: {DEMO_MODEL_NAME} on a synthetic sample; these are not benchmark results.")
     runs = sorted(str(p.parent) for p in (out / "cells").glob("*/run/run.json"))
-    return {"runs": runs, "site": str(result.site), "report": str(result.report),
-            "judge": [str(p.parent) for p in (out / "cells").glob("*/run/judge/judgments.jsonl")], "failed": result.failed}
+    return {
+        "runs": runs,
+        "site": str(result.site),
+        "report": str(result.report),
+        "judge": [str(p.parent) for p in (out / "cells").glob("*/run/judge/judgments.jsonl")],
+        "failed": result.failed,
+    }
 
 
 def summary_table(report: dict[str, Any]) -> str:

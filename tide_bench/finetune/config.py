@@ -148,7 +148,9 @@ def check_config(config: FinetuneConfig) -> None:
     if config.resume and config.overwrite:
         raise ConfigError("--resume continues the run in --out; --overwrite would delete it: choose one")
     if config.prompt not in PROMPT_CONDITIONS:
-        raise ConfigError(f"unknown prompt condition {config.prompt!r}", hint=", ".join(PROMPT_CONDITIONS), field="prompt")
+        raise ConfigError(
+            f"unknown prompt condition {config.prompt!r}", hint=", ".join(PROMPT_CONDITIONS), field="prompt"
+        )
 
 
 @dataclass(frozen=True)

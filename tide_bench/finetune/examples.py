@@ -62,7 +62,11 @@ class EncodedSplit:
 
 
 def encode(
-    item: TideItem, tokenizer: Any, max_length: int, chat_template: bool, split: EncodedSplit | None = None,
+    item: TideItem,
+    tokenizer: Any,
+    max_length: int,
+    chat_template: bool,
+    split: EncodedSplit | None = None,
     prompt: str = "neutral",
 ) -> dict[str, list[int]] | None:
     """input_ids / labels for one item, or None when it is longer than ``max_length``."""

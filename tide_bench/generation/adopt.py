@@ -68,11 +68,14 @@ def find_output(source: str | Path) -> LmEvalOutput:
     if not candidates:
         raise DataError(
             "no lm-eval results_*.json here: not an lm-eval output folder, or the run did not finish",
-            path=source, hint="pass lm-eval's --output_path folder (or the results file) of a finished run",
+            path=source,
+            hint="pass lm-eval's --output_path folder (or the results file) of a finished run",
         )
     if len(candidates) > 1:
         listed = ", ".join(str(p.relative_to(source) if p.is_relative_to(source) else p) for p in candidates)
-        raise ConfigError(f"{len(candidates)} lm-eval runs in {source}: {listed}", hint="pass the results file of the run to import")
+        raise ConfigError(
+            f"{len(candidates)} lm-eval runs in {source}: {listed}", hint="pass the results file of the run to import"
+        )
     results_path = candidates[0]
     results = read_json(results_path, DataError)
     if not isinstance(results, dict) or not isinstance(results.get("configs"), dict):
@@ -82,11 +85,15 @@ def find_output(source: str | Path) -> LmEvalOutput:
     if not ours:
         raise DataError(
             f"results of task(s) {', '.join(tasks) or 'none'}, not of tide-bench's tasks ({TASK_PREFIX}*)",
-            path=results_path, field="configs",
+            path=results_path,
+            field="configs",
         )
     if len(ours) != len(tasks):
-        raise DataError(f"this run mixes other tasks ({', '.join(sorted(set(tasks) - set(ours)))}) with tide-bench's",
-                        path=results_path, hint="run tide_empathy on its own, then import it")
+        raise DataError(
+            f"this run mixes other tasks ({', '.join(sorted(set(tasks) - set(ours)))}) with tide-bench's",
+            path=results_path,
+            hint="run tide_empathy on its own, then import it",
+        )
     date = _RESULTS.match(results_path.name).group("date")  # type: ignore[union-attr]  # filtered above
     samples: dict[str, Path] = {}
     for task in ours:
@@ -94,7 +101,8 @@ def find_output(source: str | Path) -> LmEvalOutput:
         if not path.is_file():
             raise DataError(
                 f"no samples file for task {task} ({path.name}): the replies are not in the results file",
-                path=results_path, hint="run lm_eval with --log_samples",
+                path=results_path,
+                hint="run lm_eval with --log_samples",
             )
         samples[task] = path
     return LmEvalOutput(results_path, results, samples)
@@ -108,7 +116,8 @@ def _read_generations(output: LmEvalOutput) -> list[Generation]:
         expected = ((output.results.get("n-samples") or {}).get(task) or {}).get("effective")
         if isinstance(expected, int) and len(these) != expected:
             raise DataError(
-                f"{len(these)} samples, but the results file reports {expected} for {task}: an interrupted or edited run",
+                f"{len(these)} samples, but the results file reports {expected} for {task}: an interrupted or edited "
+                "run",
                 path=path,
             )
         for gen in these:
@@ -131,10 +140,15 @@ def _claimed(generations: list[Generation], output: LmEvalOutput) -> tuple[str, 
             docs.setdefault(key, (path, line))
     if len(docs) != 1:
         (first, where), (second, other) = list(docs.items())[:2]
-        raise DataError(f"the docs name different data: {first} and {second} (line {other[1]})", path=where[0], line=where[1])
+        raise DataError(
+            f"the docs name different data: {first} and {second} (line {other[1]})", path=where[0], line=where[1]
+        )
     source, split, split_sha = next(iter(docs))
     if not source or not split:
-        raise DataError("the docs carry no tide_source/split: not samples of a tide-bench task", path=next(iter(output.samples.values())))
+        raise DataError(
+            "the docs carry no tide_source/split: not samples of a tide-bench task",
+            path=next(iter(output.samples.values())),
+        )
     return source, split, split_sha
 
 
@@ -155,9 +169,15 @@ def _verify_docs(generations: list[Generation], dataset: LoadedDataset, split: s
         item = items.get(gen.item_id)
         if item is None:
             raise DataError(f"item {gen.item_id} is not in split {split!r} of {dataset.source.label}", path=path)
-        same = (item.client_utterance, item.reference_reply, item.history) == (gen.client_utterance, gen.reference_reply, gen.history)
+        same = (item.client_utterance, item.reference_reply, item.history) == (
+            gen.client_utterance,
+            gen.reference_reply,
+            gen.history,
+        )
         if not same:
-            raise DataError(f"item {gen.item_id} differs from {dataset.source.label}: the doc's texts were changed", path=path)
+            raise DataError(
+                f"item {gen.item_id} differs from {dataset.source.label}: the doc's texts were changed", path=path
+            )
 
 
 def _provenance(generations: list[Generation], output: LmEvalOutput, data: str | None) -> dict[str, Any]:
@@ -165,9 +185,14 @@ def _provenance(generations: list[Generation], output: LmEvalOutput, data: str |
     spec = _data_spec(label, data)
     if spec is None:
         return {
-            "source": label, "source_kind": label.split(":", 1)[0] if ":" in label else "unknown",
-            "is_synthetic_sample": label == _SAMPLE_LABEL, "split": split, "split_version": None,
-            "n_items": None, "split_sha256": split_sha or None, "dataset_sha256": None,
+            "source": label,
+            "source_kind": label.split(":", 1)[0] if ":" in label else "unknown",
+            "is_synthetic_sample": label == _SAMPLE_LABEL,
+            "split": split,
+            "split_version": None,
+            "n_items": None,
+            "split_sha256": split_sha or None,
+            "dataset_sha256": None,
             "verified": False,
             "note": "the data named by the docs is not readable here: pass --data to check every item against it",
         }
@@ -177,7 +202,8 @@ def _provenance(generations: list[Generation], output: LmEvalOutput, data: str |
     if split_sha and provenance["split_sha256"] != split_sha:
         raise DataError(
             f"the docs name split hash {split_sha[:12]}..., but split {split!r} of {dataset.source.label} "
-            f"hashes to {provenance['split_sha256'][:12]}...: other data, or a changed snapshot", path=path,
+            f"hashes to {provenance['split_sha256'][:12]}...: other data, or a changed snapshot",
+            path=path,
         )
     _verify_docs(generations, dataset, split, path)
     return provenance | {"verified": True}
@@ -205,25 +231,48 @@ def _public_results(results: dict[str, Any]) -> dict[str, Any]:
 
 def _started_at(results: dict[str, Any]) -> str | None:
     date = results.get("date")
-    return datetime.fromtimestamp(float(date), UTC).isoformat(timespec="seconds") if isinstance(date, int | float) else None
+    return (
+        datetime.fromtimestamp(float(date), UTC).isoformat(timespec="seconds")
+        if isinstance(date, int | float)
+        else None
+    )
 
 
-def _with_metrics(output: LmEvalOutput, generations: list[Generation], embedding_model: str | None) -> tuple[dict[str, list[dict]], list[str]]:
+def _with_metrics(
+    output: LmEvalOutput, generations: list[Generation], embedding_model: str | None
+) -> tuple[dict[str, list[dict]], list[str]]:
     """Samples records per task, with reference metrics computed where lm-eval skipped them."""
-    records = {task: [s for _, s in iter_jsonl(path, DataError, allow_nan=True)] for task, path in output.samples.items()}
-    missing = sorted({m for rows in records.values() for row in rows for m in METRIC_NAMES if not isinstance(row.get(m), int | float)})
+    records = {
+        task: [s for _, s in iter_jsonl(path, DataError, allow_nan=True)] for task, path in output.samples.items()
+    }
+    missing = sorted(
+        {
+            m
+            for rows in records.values()
+            for row in rows
+            for m in METRIC_NAMES
+            if not isinstance(row.get(m), int | float)
+        }
+    )
     if missing:
         scorer = ReferenceScorer(embedding_model)
         by_id = {g.item_id: g for g in generations}
         for rows in records.values():
-            values = scorer.score([by_id[str(r["doc"]["item_id"])].reply for r in rows], [r["doc"]["reference_reply"] for r in rows])
+            values = scorer.score(
+                [by_id[str(r["doc"]["item_id"])].reply for r in rows], [r["doc"]["reference_reply"] for r in rows]
+            )
             for row, metrics in zip(rows, values, strict=True):
                 row.update({m: metrics[m] for m in missing})
     return records, missing
 
 
 def import_lm_eval_run(
-    source: str | Path, out: str | Path, *, data: str | None = None, embedding_model: str | None = None, overwrite: bool = False
+    source: str | Path,
+    out: str | Path,
+    *,
+    data: str | None = None,
+    embedding_model: str | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Turn lm-eval's output of a ``tide_empathy`` run into a run directory; returns ``run.json``."""
     output = find_output(source)
@@ -231,7 +280,9 @@ def import_lm_eval_run(
     provenance = _provenance(generations, output, data)
     out = Path(out)
     if (out / MANIFEST_NAME).exists() and not overwrite:
-        raise ConfigError(f"{out} already holds a finished run ({MANIFEST_NAME})", hint="choose another --out or pass --overwrite")
+        raise ConfigError(
+            f"{out} already holds a finished run ({MANIFEST_NAME})", hint="choose another --out or pass --overwrite"
+        )
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST_NAME).exists():
         raise ConfigError(f"{out} is not empty and holds no run", hint="choose an empty or new folder")
     records, added = _with_metrics(output, generations, embedding_model)
@@ -250,12 +301,20 @@ def import_lm_eval_run(
     scorer = ReferenceScorer(embedding_model)
     per_item = {
         str(r["doc"]["item_id"]): {m: float(r[m]) for m in METRIC_NAMES if isinstance(r.get(m), int | float)}
-        for rows in records.values() for r in rows
+        for rows in records.values()
+        for r in rows
     }
     reference = summarize_metrics({**per_item[g.item_id], "turn": g.turn, "scenario": g.scenario} for g in generations)
-    unknown = ["command", "environment.python", "environment.platform", "environment.packages (except lm_eval, transformers)"]
+    unknown = [
+        "command",
+        "environment.python",
+        "environment.platform",
+        "environment.packages (except lm_eval, transformers)",
+    ]
     environment = {
-        "python": None, "platform": None, "machine": None,
+        "python": None,
+        "platform": None,
+        "machine": None,
         "packages": {"lm_eval": results.get("lm_eval_version"), "transformers": results.get("transformers_version")},
         "pretty_env_info": results.get("pretty_env_info"),
     }
@@ -273,17 +332,31 @@ def import_lm_eval_run(
     }
     started = _started_at(results)
     manifest = build_manifest(
-        config=eval_config, results=results, files=files, provenance=provenance,
-        reference_metrics=reference | {"method": scorer.describe() if added else {
-            "computed_by": "the lm-eval run (tide-bench's task code), per item in the samples; summarised here"}},
-        n_generations=len(generations), started_at=started or "unknown", finished_at="unknown",
+        config=eval_config,
+        results=results,
+        files=files,
+        provenance=provenance,
+        reference_metrics=reference
+        | {
+            "method": scorer.describe()
+            if added
+            else {"computed_by": "the lm-eval run (tide-bench's task code), per item in the samples; summarised here"}
+        },
+        n_generations=len(generations),
+        started_at=started or "unknown",
+        finished_at="unknown",
         timings={"total_s": _float(results.get("total_evaluation_time_seconds"))},
-        command=None, environment=environment,
+        command=None,
+        environment=environment,
     )
     manifest["import"] = {
-        "from": "lm-eval output", "results_file": output.results_path.name,
-        "samples_files": sorted(p.name for p in output.samples.values()), "imported_at": utc_now(),
-        "added_metrics": added, "unknown": unknown, "chat_template_sha": results.get("chat_template_sha"),
+        "from": "lm-eval output",
+        "results_file": output.results_path.name,
+        "samples_files": sorted(p.name for p in output.samples.values()),
+        "imported_at": utc_now(),
+        "added_metrics": added,
+        "unknown": unknown,
+        "chat_template_sha": results.get("chat_template_sha"),
     }
     write_json(out / MANIFEST_NAME, manifest)
     return out / MANIFEST_NAME
@@ -300,4 +373,7 @@ def describe(manifest_path: Path) -> str:
     """One line for the terminal: what was imported and whether the data was verified."""
     m = json.loads(manifest_path.read_text(encoding="utf-8"))
     verified = "verified against the data" if m["data"].get("verified") else "NOT verified (pass --data to check)"
-    return f"imported {m['n_generations']} replies of {m['model']['name']} on {m['data']['source']} ({m['data']['split']}): {verified}"
+    return (
+        f"imported {m['n_generations']} replies of {m['model']['name']} on {m['data']['source']} "
+        f"({m['data']['split']}): {verified}"
+    )

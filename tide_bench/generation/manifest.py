@@ -57,7 +57,11 @@ def _prompt_block(results: dict[str, Any], config: dict[str, Any], is_reference:
     configs = results.get("configs", {})
     first = next(iter(configs.values()), {})
     metadata = first.get("metadata") if isinstance(first.get("metadata"), dict) else {}
-    conditions = {str((c.get("metadata") or {}).get("prompt_condition")) for c in configs.values() if isinstance(c.get("metadata"), dict)}
+    conditions = {
+        str((c.get("metadata") or {}).get("prompt_condition"))
+        for c in configs.values()
+        if isinstance(c.get("metadata"), dict)
+    }
     instruction = config.get("system_instruction")
     return {
         "condition": "reference" if is_reference else (conditions.pop() if len(conditions) == 1 else "mixed"),
@@ -103,7 +107,9 @@ def build_manifest(
             "backend": config["model"],
             "args": config["model_args"],
             "parsed_args": parsed,
-            "name": reference.LABEL if is_reference else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            "name": reference.LABEL
+            if is_reference
+            else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
             "is_reference": is_reference,
             "revision": parsed.get("revision") or lm_config.get("model_revision"),
             "sha": lm_config.get("model_sha"),

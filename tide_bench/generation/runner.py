@@ -40,10 +40,20 @@ from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS
 from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
 
 LM_EVAL_SUBDIR = "lm_eval"
-HUB_LOG_KEYS = frozenset({
-    "hub_results_org", "hub_repo_name", "details_repo_name", "results_repo_name", "push_results_to_hub",
-    "push_samples_to_hub", "public_repo", "leaderboard_url", "point_of_contact", "gated",
-})
+HUB_LOG_KEYS = frozenset(
+    {
+        "hub_results_org",
+        "hub_repo_name",
+        "details_repo_name",
+        "results_repo_name",
+        "push_results_to_hub",
+        "push_samples_to_hub",
+        "public_repo",
+        "leaderboard_url",
+        "point_of_contact",
+        "gated",
+    }
+)
 TEMPLATE_KWARG_BACKENDS = ("hf", "vllm")  # lm-eval backends that take enable_thinking= as a model argument
 
 
@@ -101,7 +111,10 @@ def _prepare_output_dir(config: EvalConfig) -> Path:
     out = Path(config.output_dir)
     manifest = out / MANIFEST_NAME
     if manifest.exists() and not config.overwrite:
-        raise ConfigError(f"{out} already holds a finished run ({MANIFEST_NAME})", hint="choose another --output-dir or pass --overwrite")
+        raise ConfigError(
+            f"{out} already holds a finished run ({MANIFEST_NAME})",
+            hint="choose another --output-dir or pass --overwrite",
+        )
     if out.exists() and config.overwrite:
         manifest.unlink(missing_ok=True)  # first, so a crash below never leaves an old manifest beside new files
         shutil.rmtree(out / LM_EVAL_SUBDIR, ignore_errors=True)
@@ -113,7 +126,9 @@ def _check_tasks(tasks: list[str], manager: Any) -> None:
     known = set(manager.all_tasks)
     unknown = [t for t in tasks if t not in known]
     if unknown:
-        raise ConfigError(f"unknown task(s): {', '.join(unknown)}", hint=f"tide-bench tasks are: {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"unknown task(s): {', '.join(unknown)}", hint=f"tide-bench tasks are: {', '.join(sorted(known))}"
+        )
 
 
 def create_model(config: EvalConfig) -> Any:
@@ -140,7 +155,9 @@ def create_model(config: EvalConfig) -> Any:
         raise
     except Exception as exc:
         raise ConfigError(
-            redact_model_args(f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}"),
+            redact_model_args(
+                f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}"
+            ),
             hint="check the model path or hub id, --model-args, network access and available memory",
         ) from None
 
@@ -179,10 +196,13 @@ def _hub_args(config: EvalConfig) -> dict[str, Any]:
     hub = dict(config.hf_hub_log_args or {})
     unknown = sorted(set(hub) - HUB_LOG_KEYS)
     if unknown:
-        raise ConfigError(f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}")
+        raise ConfigError(
+            f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}"
+        )
     if str(hub.get("push_samples_to_hub", "")).lower() == "true" and str(hub.get("public_repo", "")).lower() == "true":
         raise ConfigError(
-            "push_samples_to_hub with public_repo would publish TIDE dialogue (gated, CC BY-NC 4.0) to a public repository",
+            "push_samples_to_hub with public_repo would publish TIDE dialogue (gated, CC BY-NC 4.0) to a public "
+            "repository",
             hint="push to a private repository (public_repo=False), or push results only",
         )
     return hub
@@ -282,7 +302,14 @@ def run_eval(config: EvalConfig) -> Path:
     scorer = ReferenceScorer(config.embedding_model)
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
     reference = summarize_metrics(
-        {**g.metrics, "turn": g.turn, "scenario": g.scenario, "item_id": g.item_id, "persona_id": g.persona_id, "reply": g.reply}
+        {
+            **g.metrics,
+            "turn": g.turn,
+            "scenario": g.scenario,
+            "item_id": g.item_id,
+            "persona_id": g.persona_id,
+            "reply": g.reply,
+        }
         for g in generations
     ) | {"method": scorer.describe()}
     if is_reference(config.model):

@@ -55,7 +55,9 @@ class _BatchJob:
         self.batches = self.state.batches(self.config.version)
 
     async def _api(self, fn: Callable[[], Awaitable[Any]]) -> Any:
-        result, _ = await call_with_retries(fn, max_retries=self.config.max_retries, base_s=self.config.backoff_base_s, cap_s=self.config.backoff_cap_s)
+        result, _ = await call_with_retries(
+            fn, max_retries=self.config.max_retries, base_s=self.config.backoff_base_s, cap_s=self.config.backoff_cap_s
+        )
         return result
 
     # ----------------------------------------------------------------- outcome handling
@@ -70,7 +72,10 @@ class _BatchJob:
         kind = _get(result, "type")
         if kind != "succeeded":
             error = _get(_get(result, "error"), "error")
-            self.problem[key] = ("transient_failure", f"batch request {kind}" + (f": {_get(error, 'message') or ''}" if error else ""))
+            self.problem[key] = (
+                "transient_failure",
+                f"batch request {kind}" + (f": {_get(error, 'message') or ''}" if error else ""),
+            )
             return
         try:
             outcome = interpret_message(_get(result, "message"))
@@ -90,8 +95,10 @@ class _BatchJob:
             batch = await self._api(lambda: self.client.messages.batches.retrieve(batch_id))
             counts = _get(batch, "request_counts")
             status = _get(batch, "processing_status")
-            self.session.event(f"batch {batch_id}: {status} (processing {_get(counts, 'processing')}, "
-                               f"succeeded {_get(counts, 'succeeded')}, errored {_get(counts, 'errored')})")
+            self.session.event(
+                f"batch {batch_id}: {status} (processing {_get(counts, 'processing')}, "
+                f"succeeded {_get(counts, 'succeeded')}, errored {_get(counts, 'errored')})"
+            )
             if status == "ended":
                 return
             await asyncio.sleep(self.session.options.poll_interval_s)
@@ -118,7 +125,9 @@ class _BatchJob:
         if spend.max_cost is None:
             return pending
         cost_each = spend.per_call * (self.config.prices.batch if self.config.prices else 1.0)
-        affordable = int(max(0.0, spend.max_cost - (spend.spent or 0.0)) // cost_each) if cost_each > 0 else len(pending)
+        affordable = (
+            int(max(0.0, spend.max_cost - (spend.spent or 0.0)) // cost_each) if cost_each > 0 else len(pending)
+        )
         for key in pending[affordable:]:
             self._finish(key, Unscored("budget_exhausted", f"--max-cost {spend.max_cost} would be exceeded"))
         return pending[:affordable]
@@ -138,11 +147,20 @@ class _BatchJob:
             pending = self._stop_over_budget([k for k in pending if k not in self.final])
             if not pending:
                 break
-            requests = [{"custom_id": k, "params": self.provider.params(self.session.system, user_text(self.config, self.gens[k]))} for k in pending]
+            requests = [
+                {
+                    "custom_id": k,
+                    "params": self.provider.params(self.session.system, user_text(self.config, self.gens[k])),
+                }
+                for k in pending
+            ]
             batch = await self._api(lambda reqs=requests: self.client.messages.batches.create(requests=reqs))
             batch_id = _get(batch, "id")
             if not isinstance(batch_id, str) or not batch_id:
-                raise FatalJudgeError(f"the server at {self.provider.public_endpoint} did not answer like the Anthropic API (a batch without an id)")
+                raise FatalJudgeError(
+                    f"the server at {self.provider.public_endpoint} did not answer like the Anthropic API (a batch "
+                    "without an id)"
+                )
             entry = {"id": batch_id, "keys": pending, "submitted_at": utc_now()}
             self.batches.append(entry)
             self.state.save()  # the batch id is on disk before anything else happens

@@ -45,7 +45,12 @@ class BatchState:
 
     def open_batches(self) -> list[tuple[str, dict[str, Any]]]:
         """(judge version, entry) of every batch neither collected nor abandoned."""
-        return [(v, b) for v, entries in self.jobs.items() for b in entries if not b.get("collected_at") and not b.get("abandoned_at")]
+        return [
+            (v, b)
+            for v, entries in self.jobs.items()
+            for b in entries
+            if not b.get("collected_at") and not b.get("abandoned_at")
+        ]
 
     def guard(self, version: str, mode: str, abandon: bool) -> list[str]:
         """Refuse to start while another configuration's (or a sync run's) batch is open;
@@ -53,10 +58,16 @@ class BatchState:
         blocking = [(v, b) for v, b in self.open_batches() if v != version or mode != "batch"]
         if not blocking:
             return []
-        names = ", ".join(f"{b.get('id')} (judge configuration {v}, submitted {b.get('submitted_at')})" for v, b in blocking)
+        names = ", ".join(
+            f"{b.get('id')} (judge configuration {v}, submitted {b.get('submitted_at')})" for v, b in blocking
+        )
         if not abandon:
             same = all(v == version for v, _ in blocking)
-            hint = ("rerun with --mode batch to collect it" if same else "rerun with that judge configuration and --mode batch to collect it")
+            hint = (
+                "rerun with --mode batch to collect it"
+                if same
+                else "rerun with that judge configuration and --mode batch to collect it"
+            )
             raise ConfigError(
                 f"{self.path.parent} has an uncollected, paid Message Batch: {names}",
                 hint=hint + ", or pass --abandon-batch to give it up deliberately",

@@ -57,7 +57,9 @@ class JudgmentCache:
         with self._lock:
             for start in range(0, len(keys), 500):
                 chunk = keys[start : start + 500]
-                rows = self._db.execute(f"SELECT key, record FROM judgments WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                rows = self._db.execute(
+                    f"SELECT key, record FROM judgments WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                )
                 found.update({key: json.loads(record) for key, record in rows})
         return found
 
@@ -67,7 +69,13 @@ class JudgmentCache:
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO judgments (key, judge_version, item_id, status, record) VALUES (?, ?, ?, ?, ?)",
-                (key, record["judge"]["version"], record["item_id"], record["status"], json.dumps(record, ensure_ascii=False)),
+                (
+                    key,
+                    record["judge"]["version"],
+                    record["item_id"],
+                    record["status"],
+                    json.dumps(record, ensure_ascii=False),
+                ),
             )
 
     def count(self) -> int:

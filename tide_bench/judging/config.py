@@ -94,10 +94,16 @@ class JudgeConfig:
             "provider": self.provider,
             "model": self.model,
             "rubric": self.rubric.to_dict(),
-            "prompt": {"system": self.prompt.system, "user": self.prompt.user, "reference_block": self.prompt.reference_block},
+            "prompt": {
+                "system": self.prompt.system,
+                "user": self.prompt.user,
+                "reference_block": self.prompt.reference_block,
+            },
             "reference": self.reference,
             "decoding": self.decoding,
-            "output_schema_version": OUTPUT_SCHEMA_VERSION_CATEGORIES if self.rubric.has_categories else OUTPUT_SCHEMA_VERSION,
+            "output_schema_version": OUTPUT_SCHEMA_VERSION_CATEGORIES
+            if self.rubric.has_categories
+            else OUTPUT_SCHEMA_VERSION,
             "prompt_rendering": PROMPT_RENDERING_RANDOM_TAG if self.prompt.random_tag else PROMPT_RENDERING,
         }
 
@@ -151,8 +157,16 @@ def given_prices(provider: str, price_in: float, price_out: float) -> Prices:
     upper bound, so a budget computed from them is never too low: cache writes at 1.25 x input
     (Anthropic's published rate), cache reads at the full input price."""
     if price_in < 0 or price_out < 0 or not all(map(math.isfinite, (price_in, price_out))):
-        raise ConfigError(f"prices must be finite and non-negative, got {price_in} and {price_out}", field="--price-in/--price-out")
-    return Prices(input=price_in, output=price_out, cache_write=1.25 * price_in, cache_read=price_in, batch=0.5 if provider == "anthropic" else 1.0)
+        raise ConfigError(
+            f"prices must be finite and non-negative, got {price_in} and {price_out}", field="--price-in/--price-out"
+        )
+    return Prices(
+        input=price_in,
+        output=price_out,
+        cache_write=1.25 * price_in,
+        cache_read=price_in,
+        batch=0.5 if provider == "anthropic" else 1.0,
+    )
 
 
 def nearest_priced_model(model: str) -> str | None:
@@ -174,11 +188,19 @@ def _load_prompt(path: Path) -> PromptTemplate:
         expected = raw.get("expected_output_tokens")
         if not isinstance(decoding, dict) or not (expected is None or (isinstance(expected, int) and expected > 0)):
             raise TypeError
-        return PromptTemplate(system=str(raw["system"]), user=str(raw["user"]), reference_block=str(raw["reference_block"]),
-                              decoding=dict(decoding), expected_output_tokens=expected)
+        return PromptTemplate(
+            system=str(raw["system"]),
+            user=str(raw["user"]),
+            reference_block=str(raw["reference_block"]),
+            decoding=dict(decoding),
+            expected_output_tokens=expected,
+        )
     except (KeyError, TypeError, AttributeError):
-        raise ConfigError("prompt template needs 'system', 'user' and 'reference_block' (optional: 'decoding' "
-                          "mapping, 'expected_output_tokens' > 0)", path=path) from None
+        raise ConfigError(
+            "prompt template needs 'system', 'user' and 'reference_block' (optional: 'decoding' "
+            "mapping, 'expected_output_tokens' > 0)",
+            path=path,
+        ) from None
 
 
 def _rubric_files(raw: dict[str, Any], folder: Path, rubric: str | None) -> tuple[Path, Path]:
@@ -186,7 +208,9 @@ def _rubric_files(raw: dict[str, Any], folder: Path, rubric: str | None) -> tupl
     if rubric is not None:
         path = rubric_path(rubric)
         return path, path.with_name(path.name.replace("rubric_", "prompt_"))
-    return (folder / raw.get("rubric", "../rubric_v1.yaml")).resolve(), (folder / raw.get("prompt", "../prompt_v1.yaml")).resolve()
+    return (folder / raw.get("rubric", "../rubric_v1.yaml")).resolve(), (
+        folder / raw.get("prompt", "../prompt_v1.yaml")
+    ).resolve()
 
 
 def load_judge(
@@ -206,9 +230,16 @@ def load_judge(
     the configuration's rubric and prompt template with that version's pair.
     """
     candidate = Path(name_or_path)
-    path = candidate if candidate.suffix in (".yaml", ".yml") and candidate.is_file() else resource_dir("judges") / name_or_path / "config.yaml"
+    path = (
+        candidate
+        if candidate.suffix in (".yaml", ".yml") and candidate.is_file()
+        else resource_dir("judges") / name_or_path / "config.yaml"
+    )
     if not path.is_file():
-        raise ConfigError(f"unknown judge {name_or_path!r}", hint=f"available: {', '.join(available_judges())}, or a path to a config.yaml")
+        raise ConfigError(
+            f"unknown judge {name_or_path!r}",
+            hint=f"available: {', '.join(available_judges())}, or a path to a config.yaml",
+        )
     try:
         raw: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
@@ -226,7 +257,12 @@ def load_judge(
     if not raw.get("model"):
         raise ConfigError("no judge model given", path=path, field="model", hint="pass --model MODEL_ID")
     if provider == "openai-compatible" and not raw.get("base_url"):
-        raise ConfigError("an OpenAI-compatible judge needs a server URL", path=path, field="base_url", hint="pass --base-url http://HOST:PORT/v1")
+        raise ConfigError(
+            "an OpenAI-compatible judge needs a server URL",
+            path=path,
+            field="base_url",
+            hint="pass --base-url http://HOST:PORT/v1",
+        )
     folder = path.parent
     rubric_file, prompt_file = _rubric_files(raw, folder, rubric)
     prompt = _load_prompt(prompt_file)

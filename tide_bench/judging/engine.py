@@ -101,7 +101,9 @@ def _as_run(run: str | Path | RunDirectory) -> RunDirectory:
     return run if isinstance(run, RunDirectory) else load_run(run)
 
 
-def dry_run(run: str | Path | RunDirectory, out: str | Path, config: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
+def dry_run(
+    run: str | Path | RunDirectory, out: str | Path, config: JudgeConfig, options: JudgeOptions
+) -> dict[str, Any]:
     """Calls, tokens and dollars this run would cost (nothing is called, no key needed).
     ``run`` is a run directory, or a :class:`RunDirectory` such as ``probes.probe_run()``."""
     cache_path = default_cache_path(Path(out), options)
@@ -123,7 +125,8 @@ def check_budget(config: JudgeConfig, max_cost: float | None) -> None:
         near = nearest_priced_model(config.model)
         similar = f" (judges/prices.yaml has {near!r}; if this is a snapshot of it, use its prices)" if near else ""
         raise ConfigError(
-            f"--max-cost cannot be enforced: the judge model {config.model!r} has no price in judges/prices.yaml{similar}",
+            f"--max-cost cannot be enforced: the judge model {config.model!r} has no price in "
+            f"judges/prices.yaml{similar}",
             hint="pass --price-in and --price-out (USD per million tokens), or add a row to judges/prices.yaml",
         )
 
@@ -136,15 +139,19 @@ def _check_out(out: Path, run: RunDirectory, config: JudgeConfig, overwrite: boo
     try:
         existing = [rec for _, rec in iter_jsonl(path, DataError)]
     except DataError as exc:
-        raise ConfigError(f"{out} holds a judgments file that cannot be read ({exc.detail})",
-                          path=path, hint="choose another --out, or pass --overwrite to replace it") from None
+        raise ConfigError(
+            f"{out} holds a judgments file that cannot be read ({exc.detail})",
+            path=path,
+            hint="choose another --out, or pass --overwrite to replace it",
+        ) from None
     keys = {rec.get("key") if isinstance(rec, dict) else None for rec in existing}
     if keys == {judgment_key(config.version, g) for g in run.generations}:
         return
     versions = sorted({str((rec.get("judge") or {}).get("version")) for rec in existing if isinstance(rec, dict)})
-    what = ("another judge configuration" if config.version not in versions else "another run (other items or replies)")
+    what = "another judge configuration" if config.version not in versions else "another run (other items or replies)"
     raise ConfigError(
-        f"{out} already holds judgments of {what}: {len(existing)} judgment(s), configuration {', '.join(versions) or '?'}",
+        f"{out} already holds judgments of {what}: {len(existing)} judgment(s), configuration "
+        f"{', '.join(versions) or '?'}",
         hint="choose another --out, or pass --overwrite to replace them (the cache is kept: nothing paid is lost)",
     )
 
@@ -155,7 +162,13 @@ async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[s
     last = Retry("malformed_output", "no answer")
     for _ in range(config.schema_retries + 1):
         if not spend.may_start():
-            return session.record(gen, key, tally, Unscored("budget_exhausted", f"--max-cost {spend.max_cost} reached before this item"), mode="sync")
+            return session.record(
+                gen,
+                key,
+                tally,
+                Unscored("budget_exhausted", f"--max-cost {spend.max_cost} reached before this item"),
+                mode="sync",
+            )
         spend.in_flight += 1
         try:
             outcome, tries = await call_with_retries(
@@ -171,7 +184,9 @@ async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[s
             return session.record(gen, key, tally, Unscored(exc.kind, str(exc)), mode="sync")
         except Exception as exc:  # an answer the SDK could not handle: it costs this item, never the run
             tally.attempts += 1
-            return session.record(gen, key, tally, Unscored("api_rejected", f"unexpected answer: {describe(exc)}"), mode="sync")
+            return session.record(
+                gen, key, tally, Unscored("api_rejected", f"unexpected answer: {describe(exc)}"), mode="sync"
+            )
         finally:
             spend.in_flight -= 1
         tally.add(outcome, tries)
@@ -181,7 +196,9 @@ async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[s
             last = verdict
             continue
         return session.record(gen, key, tally, verdict, mode="sync")
-    return session.record(gen, key, tally, Unscored(last.kind, f"{last.reason} (after {config.schema_retries + 1} tries)"), mode="sync")
+    return session.record(
+        gen, key, tally, Unscored(last.kind, f"{last.reason} (after {config.schema_retries + 1} tries)"), mode="sync"
+    )
 
 
 async def _judge_sync(session: JudgeSession, plan: Plan) -> list[dict[str, Any]]:
@@ -225,13 +242,17 @@ async def _execute(session: JudgeSession, plan: Plan, warnings: list[str]) -> li
         await session.provider.aclose()
 
 
-def judge_run(run_dir: str | Path | RunDirectory, out: str | Path, config: JudgeConfig, options: JudgeOptions | None = None) -> JudgeResult:
+def judge_run(
+    run_dir: str | Path | RunDirectory, out: str | Path, config: JudgeConfig, options: JudgeOptions | None = None
+) -> JudgeResult:
     """Judge every generation of a run directory and write the judge directory ``out``."""
     options = options or JudgeOptions()
     if options.mode not in ("sync", "batch"):
         raise ConfigError(f"unknown mode {options.mode!r}: choose sync or batch")
     if options.mode == "batch" and config.provider != "anthropic":
-        raise ConfigError("batch mode is implemented for Anthropic Message Batches only", hint="use --mode sync with this judge")
+        raise ConfigError(
+            "batch mode is implemented for Anthropic Message Batches only", hint="use --mode sync with this judge"
+        )
     check_budget(config, options.max_cost)
     run = _as_run(run_dir)
     out = Path(out)
@@ -240,7 +261,9 @@ def judge_run(run_dir: str | Path | RunDirectory, out: str | Path, config: Judge
     provider = make_provider(config)  # a missing key fails here, before any work
     _check_out(out, run, config, options.overwrite)
     abandoned = BatchState(out / STATE_FILE).guard(config.version, options.mode, options.abandon_batch)
-    warnings = [f"abandoned uncollected batch {b} (--abandon-batch); it stays listed in {STATE_FILE}" for b in abandoned]
+    warnings = [
+        f"abandoned uncollected batch {b} (--abandon-batch); it stays listed in {STATE_FILE}" for b in abandoned
+    ]
     out.mkdir(parents=True, exist_ok=True)
     cache = JudgmentCache(default_cache_path(out, options))
     try:
@@ -252,9 +275,13 @@ def judge_run(run_dir: str | Path | RunDirectory, out: str | Path, config: Judge
             new = asyncio.run(_execute(session, plan, warnings))
         records_by_key = {**plan.reused, **{r["key"]: r for r in new}}
         for gen, key in plan.empty:
-            records_by_key[key] = make_record(gen, config, key, kind="empty_reply", reason="the model produced an empty reply")
+            records_by_key[key] = make_record(
+                gen, config, key, kind="empty_reply", reason="the model produced an empty reply"
+            )
         records = [records_by_key[key] for _, key in plan.keyed]
-        summary = summarize_judgments(records, run, config, mode=options.mode, calls_made=spend.usage.calls, new_usage=spend.usage)
+        summary = summarize_judgments(
+            records, run, config, mode=options.mode, calls_made=spend.usage.calls, new_usage=spend.usage
+        )
         warnings += served_model_warnings(records, config.model)
         write_json(out / CONFIG_SNAPSHOT, config.snapshot() | {"base_url": provider.public_endpoint})
         write_jsonl(out / JUDGMENTS, records)

@@ -55,7 +55,10 @@ class Estimate:
         p = self.config.prices
         if p is None or not self.n_calls:
             return 0.0
-        return ((self.fixed_tokens + self.user_tokens / self.n_calls) * p.input + self.output_tokens / self.n_calls * p.output) / 1e6
+        return (
+            (self.fixed_tokens + self.user_tokens / self.n_calls) * p.input
+            + self.output_tokens / self.n_calls * p.output
+        ) / 1e6
 
     def as_dict(self) -> dict[str, Any]:
         caching = self.config.prompt_caching and self.config.provider == "anthropic"
@@ -69,14 +72,23 @@ class Estimate:
             "calls_per_item": 1,
             "token_estimate_method": (
                 f"estimate: ~{CHARS_PER_TOKEN:g} characters per token (no offline token counter for this provider); "
-                f"input per call includes the rating tool/schema ({self.tool_tokens} tokens) but not the provider's own "
+                f"input per call includes the rating tool/schema ({self.tool_tokens} tokens) but not the provider's "
+                "own "
                 f"tool-use preamble; output {self.config.expected_output_tokens} tokens per call"
             ),
-            "tokens_per_call": {"system": self.system_tokens, "tool_definition": self.tool_tokens,
-                                "item": round(self.user_tokens / self.n_calls) if self.n_calls else 0},
+            "tokens_per_call": {
+                "system": self.system_tokens,
+                "tool_definition": self.tool_tokens,
+                "item": round(self.user_tokens / self.n_calls) if self.n_calls else 0,
+            },
             "sync": {"usage": sync.as_dict(), "cost_usd": sync.cost(self.config.prices), "prompt_caching": caching},
-            "sync_without_caching": {"usage": self._usage(caching=False).as_dict(), "cost_usd": self._usage(caching=False).cost(self.config.prices)},
-            "batch": {"usage": batch.as_dict(), "cost_usd": batch.cost(self.config.prices, batch=True)} if self.config.provider == "anthropic" else None,
+            "sync_without_caching": {
+                "usage": self._usage(caching=False).as_dict(),
+                "cost_usd": self._usage(caching=False).cost(self.config.prices),
+            },
+            "batch": {"usage": batch.as_dict(), "cost_usd": batch.cost(self.config.prices, batch=True)}
+            if self.config.provider == "anthropic"
+            else None,
             "prices_usd_per_mtok": None if self.config.prices is None else vars(self.config.prices),
         }
 
@@ -86,8 +98,10 @@ def format_estimate(est: dict[str, Any]) -> str:
         return "unknown (no price entry for this model)" if x is None else f"${x:,.2f}"
 
     lines = [
-        f"judge: {est['judge']['name']} ({est['judge']['provider']} {est['judge']['model']}, config {est['judge']['version']})",
-        f"items: {est['n_items']}   already judged (cache): {est['n_cached']}   calls to make: {est['n_calls']} (1 per item)",
+        f"judge: {est['judge']['name']} ({est['judge']['provider']} {est['judge']['model']}, config "
+        f"{est['judge']['version']})",
+        f"items: {est['n_items']}   already judged (cache): {est['n_cached']}   calls to make: {est['n_calls']} (1 per "
+        "item)",
         f"tokens: {est['token_estimate_method']}",
         "",
         f"{'mode':<28}{'input':>12}{'cache write':>13}{'cache read':>13}{'output':>10}   cost",
@@ -97,5 +111,8 @@ def format_estimate(est: dict[str, Any]) -> str:
         rows.append(("batch (Message Batches)", est["batch"]))
     for label, row in rows:
         u = row["usage"]
-        lines.append(f"{label:<28}{u['input_tokens']:>12,}{u['cache_write_tokens']:>13,}{u['cache_read_tokens']:>13,}{u['output_tokens']:>10,}   {usd(row['cost_usd'])}")
+        lines.append(
+            f"{label:<28}{u['input_tokens']:>12,}{u['cache_write_tokens']:>13,}{u['cache_read_tokens']:>13,}"
+            f"{u['output_tokens']:>10,}   {usd(row['cost_usd'])}"
+        )
     return "\n".join(lines)

@@ -81,7 +81,9 @@ class Judgment:
 
     def as_record(self) -> dict[str, Any]:
         """The judgment as a ``judgments.jsonl`` record with every field in its checked type."""
-        safety: dict[str, Any] | None = {"flagged": self.safety_flagged, "reason": self.safety_reason or ""} if self.scored else None
+        safety: dict[str, Any] | None = (
+            {"flagged": self.safety_flagged, "reason": self.safety_reason or ""} if self.scored else None
+        )
         extra: dict[str, Any] = {}
         if safety is not None and self.safety_category is not None:
             safety["category"] = self.safety_category
@@ -182,7 +184,9 @@ def _code(f: Fields, key: str, allowed: frozenset[str] | None) -> str:
 
 def _safety_v2(f: Fields, safety: Fields, flagged: bool, shape: _Shape) -> dict[str, Any]:
     """The category, risk cue and evidence of a rubric-v2 judgment (all or none of them)."""
-    present = [k for k in ("risk_cue", "evidence") if f.obj.get(k) is not None] + (["safety.category"] if "category" in safety.obj else [])
+    present = [k for k in ("risk_cue", "evidence") if f.obj.get(k) is not None] + (
+        ["safety.category"] if "category" in safety.obj else []
+    )
     if not present:
         return {}
     if len(present) < 3:
@@ -200,7 +204,12 @@ def _safety_v2(f: Fields, safety: Fields, flagged: bool, shape: _Shape) -> dict[
     for index, quote in enumerate(evidence):
         if type(quote) is not str or len(quote) > 5000:
             f.fail(f"evidence[{index}]", f"must be a string of at most 5000 characters, got {type_name(quote)}")
-    return {"safety_category": category, "risk_cue_present": risk_present, "risk_cue_kind": kind, "evidence": tuple(evidence)}
+    return {
+        "safety_category": category,
+        "risk_cue_present": risk_present,
+        "risk_cue_kind": kind,
+        "evidence": tuple(evidence),
+    }
 
 
 def _unscored(f: Fields) -> dict[str, Any]:

@@ -72,7 +72,9 @@ class Probe:
 def _probe(context: str, kind: str, raw: Any, path: Path) -> Probe:
     where = f"contexts.{context}.probes.{kind}"
     if not isinstance(raw, dict) or not isinstance(raw.get("reply"), str) or raw.get("expect") not in EXPECTATIONS:
-        raise ConfigError(f"needs 'reply' (a text) and 'expect' (one of {', '.join(EXPECTATIONS)})", path=path, field=where)
+        raise ConfigError(
+            f"needs 'reply' (a text) and 'expect' (one of {', '.join(EXPECTATIONS)})", path=path, field=where
+        )
     categories = raw.get("category") or []
     minimum = raw.get("min_scores") or {}
     if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
@@ -95,8 +97,11 @@ def load_probes(path: str | Path | None = None) -> tuple[list[dict[str, Any]], l
         name = str(ctx.get("item_id") or ctx.get("id") or "")
         kinds = ctx.get("probes") if isinstance(ctx, dict) else None
         if not name or not isinstance(kinds, dict) or (kinds.get("good") or {}).get("expect") != "good":
-            raise ConfigError("every context needs an item_id (or id) and a 'good' probe that expects good",
-                              path=path, field=f"contexts.{name or '?'}")
+            raise ConfigError(
+                "every context needs an item_id (or id) and a 'good' probe that expects good",
+                path=path,
+                field=f"contexts.{name or '?'}",
+            )
         probes += [_probe(name, str(kind), raw, path) for kind, raw in kinds.items()]
     return contexts, probes
 
@@ -113,13 +118,18 @@ def probe_generations(path: str | Path | None = None) -> list[Generation]:
             raise ConfigError(f"no sample item {ctx['item_id']!r}", path=path, field=f"contexts.{probe.context}")
         gens.append(
             Generation(
-                item_id=f"probe/{probe.kind}/{probe.context}", task="probes",
+                item_id=f"probe/{probe.kind}/{probe.context}",
+                task="probes",
                 persona_id=item.persona_id if item else f"probe-{probe.context}",
-                conversation_id=item.conversation_id if item else probe.context, turn=item.turn if item else 1,
-                scenario=probe.kind, split=item.split if item else "probe",
+                conversation_id=item.conversation_id if item else probe.context,
+                turn=item.turn if item else 1,
+                scenario=probe.kind,
+                split=item.split if item else "probe",
                 history=item.history if item else [],
                 client_utterance=item.client_utterance if item else " ".join(str(ctx.get("client", "")).split()),
-                reference_reply=item.reference_reply if item else "", reply=probe.reply, prompt="",
+                reference_reply=item.reference_reply if item else "",
+                reply=probe.reply,
+                prompt="",
                 persona=item.persona if item else {},
             )
         )
@@ -144,7 +154,9 @@ def _verdict(probe: Probe, rec: dict[str, Any], good: dict[str, Any] | None) -> 
             return "inconclusive", "the good reply of this context is unscored"
         good_score = item_overall(good)
         if probe.expect == "not_penalised" and score < good_score - TOLERANCE:
-            problems.append(f"penalised: {score:.2f} vs the good reply's {good_score:.2f} (allowed {TOLERANCE:g} lower)")
+            problems.append(
+                f"penalised: {score:.2f} vs the good reply's {good_score:.2f} (allowed {TOLERANCE:g} lower)"
+            )
         if probe.expect != "not_penalised" and score > good_score - MARGIN:
             problems.append(f"scored {score:.2f} vs the good reply's {good_score:.2f} (needs {MARGIN:g} lower)")
     if probe.expect in ("good", "not_penalised") and flagged:
@@ -179,12 +191,21 @@ def assess(records: list[dict[str, Any]], probes: list[Probe] | None = None) -> 
                 raise ConfigError(f"judgment of probe {kind!r} on {context!r}, which probes.yaml does not define")
             verdict, why = _verdict(probe, rec, good)
             safety = rec.get("safety") or {}
-            checks.append({
-                "context": context, "probe": kind, "expect": probe.expect, "expected": probe.describe(),
-                "empathy": item_overall(rec) if rec["status"] == "scored" else None, "good_empathy": good_score,
-                "safety_flagged": bool(safety.get("flagged")), "safety_category": safety.get("category"),
-                "verdict": verdict, "why": why, "scores": rec["scores"],
-            })
+            checks.append(
+                {
+                    "context": context,
+                    "probe": kind,
+                    "expect": probe.expect,
+                    "expected": probe.describe(),
+                    "empathy": item_overall(rec) if rec["status"] == "scored" else None,
+                    "good_empathy": good_score,
+                    "safety_flagged": bool(safety.get("flagged")),
+                    "safety_category": safety.get("category"),
+                    "verdict": verdict,
+                    "why": why,
+                    "scores": rec["scores"],
+                }
+            )
     failed = sorted({f"{c['probe']} ({c['context']})" for c in checks if c["verdict"] == "misbehaved"})
     inconclusive = sum(c["verdict"] == "inconclusive" for c in checks)
     return {
@@ -216,11 +237,15 @@ def format_report(report: dict[str, Any], config: JudgeConfig) -> str:
         e = "unscored" if c["empathy"] is None else f"{c['empathy']:.2f}"
         g = "unscored" if c["good_empathy"] is None else f"{c['good_empathy']:.2f}"
         flag = (c["safety_category"] or "yes") if c["safety_flagged"] else "no"
-        lines.append(f"| {c['context']} | {c['probe']} | {c['expected']} | {e} | {g} | {flag} | {answer[c['verdict']]} | "
-                     f"{c['why']} |")
+        lines.append(
+            f"| {c['context']} | {c['probe']} | {c['expected']} | {e} | {g} | {flag} | {answer[c['verdict']]} | "
+            f"{c['why']} |"
+        )
     lines.append("")
-    summary = (f"{report['n_behaved']} of {len(report['checks'])} probes behaved, {report['n_misbehaved']} misbehaved, "
-               f"{report['n_inconclusive']} inconclusive (unscored).")
+    summary = (
+        f"{report['n_behaved']} of {len(report['checks'])} probes behaved, {report['n_misbehaved']} misbehaved, "
+        f"{report['n_inconclusive']} inconclusive (unscored)."
+    )
     lines.append(summary)
     if report["misbehaved_on"]:
         lines.append("**The judge misbehaved on: " + ", ".join(report["misbehaved_on"]) + "**")

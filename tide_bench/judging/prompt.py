@@ -30,7 +30,9 @@ from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig
 
 TOOL_NAME = "submit_rating"
-TOOL_DESCRIPTION = "Submit the rating of the candidate reply: a 1-5 score and rationale per factor, and the safety flag."
+TOOL_DESCRIPTION = (
+    "Submit the rating of the candidate reply: a 1-5 score and rationale per factor, and the safety flag."
+)
 TOOL_DESCRIPTION_V2 = (
     "Submit the rating of the candidate reply, in field order: the risk cue, quoted evidence, the safety category, "
     "reason and flag, then for each factor the rationale followed by the 1-5 score."
@@ -69,7 +71,11 @@ def _history(gen: Generation) -> str:
 def user_text(config: JudgeConfig, gen: Generation, tag: str | None = None) -> str:
     """The item-specific message; every item field is fenced as data. A template with
     ``{reply_tag}`` gets ``tag``, or a fresh random one (:func:`reply_tag`) per call."""
-    reference = _fill(config.prompt.reference_block, {"reference": fence(gen.reference_reply)}).strip() if config.reference else ""
+    reference = (
+        _fill(config.prompt.reference_block, {"reference": fence(gen.reference_reply)}).strip()
+        if config.reference
+        else ""
+    )
     fields = {
         "history": _history(gen),
         "client_utterance": fence(gen.client_utterance),
@@ -88,13 +94,17 @@ def _schema_v2(config: JudgeConfig, levels: list[int]) -> dict[str, Any]:
     """Risk cue, evidence, safety, then the factors, each rationale before its score."""
     rubric = config.rubric
     properties: dict[str, Any] = {
-        "risk_cue": _strict_object({"present": {"type": "boolean"}, "kind": {"type": "string", "enum": list(rubric.risk_cue_kinds)}}),
+        "risk_cue": _strict_object(
+            {"present": {"type": "boolean"}, "kind": {"type": "string", "enum": list(rubric.risk_cue_kinds)}}
+        ),
         "evidence": {"type": "array", "items": {"type": "string"}},
-        "safety": _strict_object({
-            "category": {"type": "string", "enum": rubric.category_codes},
-            "reason": {"type": "string"},
-            "flagged": {"type": "boolean"},
-        }),
+        "safety": _strict_object(
+            {
+                "category": {"type": "string", "enum": rubric.category_codes},
+                "reason": {"type": "string"},
+                "flagged": {"type": "boolean"},
+            }
+        ),
     }
     factor = _strict_object({"rationale": {"type": "string"}, "score": {"type": "integer", "enum": levels}})
     properties |= {key: factor for key in rubric.factor_keys}
@@ -137,4 +147,7 @@ def output_spec(config: JudgeConfig) -> dict[str, Any]:
     if config.provider == "anthropic":
         description = TOOL_DESCRIPTION_V2 if config.rubric.has_categories else TOOL_DESCRIPTION
         return {"name": TOOL_NAME, "description": description, "input_schema": rating_schema(config)}
-    return {"type": "json_schema", "json_schema": {"name": "tide_rating", "strict": True, "schema": rating_schema(config)}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "tide_rating", "strict": True, "schema": rating_schema(config)},
+    }

@@ -113,7 +113,11 @@ def safety_fields(rating: Rating | None, categories: bool) -> dict[str, Any]:
     if rating is None:
         return {"safety": None, "risk_cue": None, "evidence": None}
     return {
-        "safety": {"flagged": rating.safety_flagged, "reason": rating.safety_reason, "category": rating.safety_category},
+        "safety": {
+            "flagged": rating.safety_flagged,
+            "reason": rating.safety_reason,
+            "category": rating.safety_category,
+        },
         "risk_cue": {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind},
         "evidence": list(rating.evidence or ()),
     }
@@ -142,10 +146,14 @@ def served_model_warnings(records: list[dict[str, Any]], requested: str) -> list
     warnings = []
     if len(counts) > 1:
         listed = ", ".join(f"{m} ({n})" for m, n in counts.items())
-        warnings.append(f"these judgments were served by {len(counts)} different models: {listed}. The id {requested!r} "
-                        "moved to another model, or a gateway fell back; re-judge with a dated model id (--model) and --overwrite")
+        warnings.append(
+            f"these judgments were served by {len(counts)} different models: {listed}. The id {requested!r} "
+            "moved to another model, or a gateway fell back; re-judge with a dated model id (--model) and --overwrite"
+        )
     others = [m for m in counts if not is_requested_model(m, requested)]
     if others:
-        warnings.append(f"the judge API answered as {', '.join(others)}, not the requested {requested!r}: "
-                        "check the gateway or server behind --base-url")
+        warnings.append(
+            f"the judge API answered as {', '.join(others)}, not the requested {requested!r}: "
+            "check the gateway or server behind --base-url"
+        )
     return warnings

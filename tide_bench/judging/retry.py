@@ -117,10 +117,17 @@ async def call_with_retries(
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             if status in (401, 403):
-                raise FatalJudgeError(f"the judge API rejected the credentials ({describe(exc)})", hint="check the API key environment variable") from None
+                raise FatalJudgeError(
+                    f"the judge API rejected the credentials ({describe(exc)})",
+                    hint="check the API key environment variable",
+                ) from None
             if status == 404:
-                raise FatalJudgeError(f"the judge API answered 404 ({describe(exc)})", hint="check the judge model id and --base-url") from None
-            transient = isinstance(exc, connection_errors) or status in RETRY_STATUSES or (status is not None and status >= 500)
+                raise FatalJudgeError(
+                    f"the judge API answered 404 ({describe(exc)})", hint="check the judge model id and --base-url"
+                ) from None
+            transient = (
+                isinstance(exc, connection_errors) or status in RETRY_STATUSES or (status is not None and status >= 500)
+            )
             if not transient:
                 if status is not None:
                     raise RequestRejected(describe(exc), attempt) from None

@@ -91,9 +91,19 @@ class JudgeSession:
     def __post_init__(self) -> None:
         self.system = self.system or system_text(self.config)
 
-    def record(self, gen: Generation, key: str, tally: Tally, verdict: Rating | Unscored, *, mode: str) -> dict[str, Any]:
-        return make_record(gen, self.config, key, usage=tally.usage, attempts=tally.attempts, mode=mode,
-                           served_model=tally.served_model, **verdict_fields(verdict))
+    def record(
+        self, gen: Generation, key: str, tally: Tally, verdict: Rating | Unscored, *, mode: str
+    ) -> dict[str, Any]:
+        return make_record(
+            gen,
+            self.config,
+            key,
+            usage=tally.usage,
+            attempts=tally.attempts,
+            mode=mode,
+            served_model=tally.served_model,
+            **verdict_fields(verdict),
+        )
 
     def keep(self, key: str, record: dict[str, Any]) -> None:
         """Final outcomes worth keeping go to the cache at once (a crash then loses nothing)."""

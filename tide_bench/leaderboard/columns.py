@@ -72,8 +72,21 @@ class Column:
 
 
 def _column(entry: dict[str, Any], where: str) -> Column:
-    unknown = set(entry) - {"key", "label", "kind", "source", "better", "digits", "group", "page", "csv", "md", "help", "warn",
-                           "against_reference"}
+    unknown = set(entry) - {
+        "key",
+        "label",
+        "kind",
+        "source",
+        "better",
+        "digits",
+        "group",
+        "page",
+        "csv",
+        "md",
+        "help",
+        "warn",
+        "against_reference",
+    }
     if unknown or not isinstance(entry.get("key"), str) or entry.get("kind") not in KINDS:
         raise ConfigError(
             f"malformed column {entry!r}: needs a key and a kind ({', '.join(KINDS)})"
@@ -154,7 +167,9 @@ def metric_keys(path: Path | None = None) -> tuple[str, ...]:
 def against_reference_keys(path: Path | None = None) -> tuple[str, ...]:
     """The metrics that compare a reply with TIDE's reference reply (``against_reference``): for the
     reference row itself they would be perfect by construction, so they are not applicable there."""
-    return tuple(e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric" and e.get("against_reference"))
+    return tuple(
+        e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric" and e.get("against_reference")
+    )
 
 
 def optional_columns(rows: Sequence[dict[str, Any]], declared: Sequence[Column] = ()) -> list[Column]:

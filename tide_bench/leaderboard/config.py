@@ -147,21 +147,32 @@ def _check(raw: dict[str, Any], path: Path) -> None:
     _check_prompts(raw, path)
     rate = raw.get("max_safety_flag_rate")
     if rate is not None and not 0 <= rate <= 1:
-        raise ConfigError("is a share between 0 and 1 (or null: no safety gate)", path=path, field="max_safety_flag_rate")
+        raise ConfigError(
+            "is a share between 0 and 1 (or null: no safety gate)", path=path, field="max_safety_flag_rate"
+        )
 
 
 def _check_prompts(raw: dict[str, Any], path: Path) -> None:
     conditions = raw.get("prompt_conditions", ["neutral"])
     if not conditions or not all(isinstance(c, str) and c in PROMPT_CONDITIONS for c in conditions):
-        hint = f"the reference run ('{REFERENCE_CONDITION}') is accepted on every board as its anchor; it is not listed here"
-        raise ConfigError(f"must list one or more of {', '.join(PROMPT_CONDITIONS)}", path=path, field="prompt_conditions",
-                          hint=hint)
+        hint = (
+            f"the reference run ('{REFERENCE_CONDITION}') is accepted on every board as its anchor; it is not listed "
+            "here"
+        )
+        raise ConfigError(
+            f"must list one or more of {', '.join(PROMPT_CONDITIONS)}", path=path, field="prompt_conditions", hint=hint
+        )
     for condition, digest in (raw.get("prompt_sha256") or {}).items():
         if condition not in conditions:
-            raise ConfigError(f"pins condition {condition!r}, which prompt_conditions does not list", path=path,
-                              field=f"prompt_sha256.{condition}")
+            raise ConfigError(
+                f"pins condition {condition!r}, which prompt_conditions does not list",
+                path=path,
+                field=f"prompt_sha256.{condition}",
+            )
         if not isinstance(digest, str) or not _SHA256.match(digest):
-            raise ConfigError("must be a sha256 hex digest (64 lowercase hex digits)", path=path, field=f"prompt_sha256.{condition}")
+            raise ConfigError(
+                "must be a sha256 hex digest (64 lowercase hex digits)", path=path, field=f"prompt_sha256.{condition}"
+            )
 
 
 def load_board(path: str | Path | None = None) -> BoardConfig:

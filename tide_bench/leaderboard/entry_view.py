@@ -242,7 +242,8 @@ def scenario_table(row: Mapping[str, Any], metric: str, scale: tuple[float, floa
     digits = 2 if metric == "empathy" else 3
     body = "".join(
         f'<tr><th scope="row" class="l">{esc(s)}</th><td class="num">{v.get("n")}</td>'
-        f'<td class="num"{heat_style((v.get(metric) or {}).get("mean"), *scale)}>{fmt_block(v.get(metric), digits)}</td></tr>'
+        f'<td class="num"{heat_style((v.get(metric) or {}).get("mean"), *scale)}>'
+        f"{fmt_block(v.get(metric), digits)}</td></tr>"
         for s, v in per.items()
         if isinstance(v, dict)
     )

@@ -44,7 +44,10 @@ class Section:
     html: str
 
     def render(self) -> str:
-        return f'<section id="{esc(self.id)}" aria-labelledby="{esc(self.id)}-h"><h2 id="{esc(self.id)}-h">{esc(self.title)}</h2>{self.html}</section>'
+        return (
+            f'<section id="{esc(self.id)}" aria-labelledby="{esc(self.id)}-h"><h2 '
+            f'id="{esc(self.id)}-h">{esc(self.title)}</h2>{self.html}</section>'
+        )
 
 
 def render_section(title: str, body_html: str, section_id: str | None = None) -> Section:

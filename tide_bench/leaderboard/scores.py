@@ -121,7 +121,9 @@ def score_entry(
     names = [*rubric.factor_keys, OVERALL, *metrics, SAFETY_ADJUSTED]  # the columns of `values`, by name
     col = {name: j for j, name in enumerate(names)}
     blocks = {name: ci.as_dict() for name, ci in zip(names, cis, strict=True)}
-    is_reference = bool(sub.run.model.is_reference if sub.run else (sub.manifest.get("model") or {}).get("is_reference"))
+    is_reference = bool(
+        sub.run.model.is_reference if sub.run else (sub.manifest.get("model") or {}).get("is_reference")
+    )
     if is_reference:  # the reference compared with itself: 1 by construction, not a result
         blocks |= dict.fromkeys(against_reference_keys())
     present = [r for r in records if r is not None]
@@ -157,7 +159,9 @@ def score_entry(
     meta, model = sub.meta, sub.manifest.get("model") or {}
     judge = sub.judge or {}
     flag_rate = (
-        proportion_ci(judge_cols[scored_rows, -1], clusters=[p for p, s in zip(personas, scored_rows, strict=True) if s]).as_dict()
+        proportion_ci(
+            judge_cols[scored_rows, -1], clusters=[p for p, s in zip(personas, scored_rows, strict=True) if s]
+        ).as_dict()
         if judged
         else None
     )
@@ -201,7 +205,9 @@ def score_entry(
         else None,
         "data": sub.manifest.get("data"),
         "prompt_sha256": (sub.manifest.get("prompt") or {}).get("prompt_sha256"),
-        "prompt_condition": sub.run.prompt_condition if sub.run else (sub.manifest.get("prompt") or {}).get("condition"),
+        "prompt_condition": sub.run.prompt_condition
+        if sub.run
+        else (sub.manifest.get("prompt") or {}).get("condition"),
         "is_reference": is_reference,
         "rank": None,
         "rank_interval": None,
@@ -313,7 +319,9 @@ def rank_entries(
             "rank_reference": rank_reference,
             "max_safety_flag_rate": max_safety_flag_rate,
         },
-        "safety_rule": SAFETY_RULE.format(limit="off" if max_safety_flag_rate is None else f"{100 * max_safety_flag_rate:g}%"),
+        "safety_rule": SAFETY_RULE.format(
+            limit="off" if max_safety_flag_rate is None else f"{100 * max_safety_flag_rate:g}%"
+        ),
         "pairwise": pairwise,
     }
 
@@ -330,7 +338,8 @@ def _over_safety_gate(row: dict[str, Any], limit: float | None) -> str | None:
     if limit is None or rate.get("ci_low") is None or rate["ci_low"] <= limit:
         return None
     return (
-        f"safety: {100 * rate['mean']:.1f}% of its scored replies were safety-flagged (95% CI {100 * rate['ci_low']:.1f}-"
+        f"safety: {100 * rate['mean']:.1f}% of its scored replies were safety-flagged (95% CI "
+        f"{100 * rate['ci_low']:.1f}-"
         f"{100 * rate['ci_high']:.1f}%), above this board's limit of {100 * limit:g}%"
     )
 

@@ -15,4 +15,14 @@ from tide_bench.study.plan import StudyPlan, make_plan, study_run_dirs
 from tide_bench.study.runner import StudyResult, run_study
 from tide_bench.study.spec import ModelSpec, StudySpec, load_study
 
-__all__ = ["ModelSpec", "StudyPlan", "StudyResult", "StudySpec", "format_plan", "load_study", "make_plan", "run_study", "study_run_dirs"]
+__all__ = [
+    "ModelSpec",
+    "StudyPlan",
+    "StudyResult",
+    "StudySpec",
+    "format_plan",
+    "load_study",
+    "make_plan",
+    "run_study",
+    "study_run_dirs",
+]

@@ -61,8 +61,13 @@ def judge_cost(plan: StudyPlan) -> dict[str, Any] | None:
     cells = sum(1 for s in plan.pending() if s.stage == "judge")
     mode = "batch" if judge.get("mode") == "batch" and one.get("batch") else "sync"
     per_cell = one[mode]["cost_usd"]
-    return {"mode": mode, "per_cell_usd": per_cell, "cells": cells,
-            "total_usd": None if per_cell is None else per_cell * cells, "method": one["token_estimate_method"]}
+    return {
+        "mode": mode,
+        "per_cell_usd": per_cell,
+        "cells": cells,
+        "total_usd": None if per_cell is None else per_cell * cells,
+        "method": one["token_estimate_method"],
+    }
 
 
 def format_plan(plan: StudyPlan) -> str:
@@ -72,8 +77,12 @@ def format_plan(plan: StudyPlan) -> str:
     limit = spec.eval.get("limit")
     if isinstance(limit, int):
         n_items = min(n_items, limit)
-    lines = [f"study {spec.name}: data {spec.data}, split {spec.split} ({n_items} items), prompt {spec.prompt}, "
-             f"judge {spec.judge['name'] if spec.judge else 'none'}", f"output: {plan.out}", ""]
+    lines = [
+        f"study {spec.name}: data {spec.data}, split {spec.split} ({n_items} items), prompt {spec.prompt}, "
+        f"judge {spec.judge['name'] if spec.judge else 'none'}",
+        f"output: {plan.out}",
+        "",
+    ]
     header = f"{'cell':<36}{'finetune':<12}{'eval':<12}{'judge':<12}{'submit':<12}{'generation time (est.)'}"
     lines += [header, "-" * len(header)]
     total = 0.0
@@ -86,16 +95,24 @@ def format_plan(plan: StudyPlan) -> str:
             total += seconds or 0.0
             unknown |= seconds is None
         time_text = "done" if eval_stage.done else f"{_hours(seconds)} ({source})"
-        lines.append(f"{cell.id:<36}" + "".join(f"{marks.get(st, '-'):<12}" for st in ("finetune", "eval", "judge", "submit"))
-                     + time_text)
+        lines.append(
+            f"{cell.id:<36}"
+            + "".join(f"{marks.get(st, '-'):<12}" for st in ("finetune", "eval", "judge", "submit"))
+            + time_text
+        )
     device = str(spec.eval.get("device") or "default device")
-    lines += ["", f"generation still to run: {_hours(total)} on {device}" + (" + cells without an estimate" if unknown else ""),
-              "fine-tuning time: see each adapter card's tokens/s once one cell has trained (not estimated before)"]
+    lines += [
+        "",
+        f"generation still to run: {_hours(total)} on {device}" + (" + cells without an estimate" if unknown else ""),
+        "fine-tuning time: see each adapter card's tokens/s once one cell has trained (not estimated before)",
+    ]
     cost = judge_cost(plan)
     if cost:
         per = "unknown (no price)" if cost["per_cell_usd"] is None else f"${cost['per_cell_usd']:,.2f}"
         tot = "unknown" if cost["total_usd"] is None else f"${cost['total_usd']:,.2f}"
-        lines.append(f"judge ({cost['mode']}): {per} per cell, {tot} for the {cost['cells']} cell(s) still to judge "
-                     f"({cost['method']}; replies assumed as long as the references)")
+        lines.append(
+            f"judge ({cost['mode']}): {per} per cell, {tot} for the {cost['cells']} cell(s) still to judge "
+            f"({cost['method']}; replies assumed as long as the references)"
+        )
     lines.append(f"stages to run: {len(plan.pending())} of {len(plan.stages)}")
     return "\n".join(lines)

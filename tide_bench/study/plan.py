@@ -85,10 +85,16 @@ def _done_path(out: Path, cell: Cell, stage: str) -> Path:
 
 def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
     """What a stage's result depends on (its own settings; the previous stage is chained in)."""
-    model = None if cell.model is None else {
-        "model": cell.model.model, "revision": cell.model.revision, "model_args": cell.model.model_args,
-        "chat_template": cell.model.chat_template,
-    }
+    model = (
+        None
+        if cell.model is None
+        else {
+            "model": cell.model.model,
+            "revision": cell.model.revision,
+            "model_args": cell.model.model_args,
+            "chat_template": cell.model.chat_template,
+        }
+    )
     data = {"data": spec.data, "split": spec.split}
     if stage == "finetune":
         return {"model": model, "data": spec.data, "lora": spec.lora(), "prompt": spec.prompt}
@@ -96,8 +102,11 @@ def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
         return {"model": model, **data, "task": spec.task, "eval": spec.eval, "reference": cell.model is None}
     if stage == "judge":
         return {"judge": spec.judge}
-    return {"study": spec.name, "parameters": None if cell.model is None else cell.model.parameters,
-            "verified": None if cell.model is None else cell.model.verified}
+    return {
+        "study": spec.name,
+        "parameters": None if cell.model is None else cell.model.parameters,
+        "verified": None if cell.model is None else cell.model.verified,
+    }
 
 
 def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
@@ -127,8 +136,15 @@ def _read_record(path: Path) -> dict[str, Any] | None:
 
 def mark_done(out: Path, stage: StagePlan, outputs: dict[str, Any], measured: dict[str, Any] | None = None) -> None:
     """Record a finished stage (written last, atomically: no record means not finished)."""
-    record = {"cell": stage.cell.id, "stage": stage.stage, "fingerprint": stage.fingerprint, "inputs": stage.inputs,
-              "finished_at": utc_now(), "outputs": outputs, "measured": measured or {}}
+    record = {
+        "cell": stage.cell.id,
+        "stage": stage.stage,
+        "fingerprint": stage.fingerprint,
+        "inputs": stage.inputs,
+        "finished_at": utc_now(),
+        "outputs": outputs,
+        "measured": measured or {},
+    }
     write_json(_done_path(out, stage.cell, stage.stage), record)
     stage.done, stage.record = True, record
 

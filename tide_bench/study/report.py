@@ -63,18 +63,26 @@ def _cell_data(plan: StudyPlan, out: Path) -> dict[str, CellData]:
         if eval_stage is None or not eval_stage.done or not eval_stage.record:
             continue
         run = load_run(out / eval_stage.record["outputs"]["run"])
-        data = CellData(cell.id, cell.condition, cell.model.id if cell.model else None,
-                        run.manifest.get("model", {}).get("num_parameters"))
+        data = CellData(
+            cell.id,
+            cell.condition,
+            cell.model.id if cell.model else None,
+            run.manifest.get("model", {}).get("num_parameters"),
+        )
         data.scenario = {g.item_id: g.scenario or "(none)" for g in run.generations}
         if cell.id != REFERENCE_CELL:  # similarity of the references to themselves is no result
             data.values["cosine_sim"] = {
-                g.item_id: float(g.metrics["cosine_sim"]) for g in run.generations if np.isfinite(g.metrics.get("cosine_sim", np.nan))
+                g.item_id: float(g.metrics["cosine_sim"])
+                for g in run.generations
+                if np.isfinite(g.metrics.get("cosine_sim", np.nan))
             }
         judgments = run.root / "judge" / "judgments.jsonl"
         if judgments.is_file():
             records = [j.as_record() for j in read_judgments(judgments, rubric)]
             overall = counted_values(records, rubric.factor_keys, rubric.scale_min)[:, -1]
-            data.values["empathy"] = {r["item_id"]: float(v) for r, v in zip(records, overall, strict=True) if np.isfinite(v)}
+            data.values["empathy"] = {
+                r["item_id"]: float(v) for r, v in zip(records, overall, strict=True) if np.isfinite(v)
+            }
         cells[cell.id] = data
     return cells
 
@@ -88,27 +96,47 @@ def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = No
     est = mean_ci(diffs, clusters=personas) if common else None
     if est is None or est.mean is None:
         return {"difference": None, "ci_low": None, "ci_high": None, "n": 0, "n_personas": 0}
-    return {"difference": est.mean, "ci_low": est.ci_low, "ci_high": est.ci_high, "n": est.n,
-            "n_personas": est.n_clusters, "design_effect": est.design_effect}
+    return {
+        "difference": est.mean,
+        "ci_low": est.ci_low,
+        "ci_high": est.ci_high,
+        "n": est.n,
+        "n_personas": est.n_clusters,
+        "design_effect": est.design_effect,
+    }
 
 
 def _mean(values: dict[str, float]) -> dict[str, Any]:
     items = sorted(values)
     est = mean_ci(np.array([values[i] for i in items]), clusters=[persona_of_item(i) for i in items]) if items else None
-    return {"mean": None if est is None else est.mean, "ci_low": None if est is None else est.ci_low,
-            "ci_high": None if est is None else est.ci_high, "n": 0 if est is None else est.n}
+    return {
+        "mean": None if est is None else est.mean,
+        "ci_low": None if est is None else est.ci_low,
+        "ci_high": None if est is None else est.ci_high,
+        "n": 0 if est is None else est.n,
+    }
 
 
 def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any]:
     """All numbers of the report (also written as report.json)."""
     cells = _cell_data(plan, out)
     reference = cells.get(REFERENCE_CELL)
-    result: dict[str, Any] = {"study": spec.name, "data": spec.data, "split": spec.split, "prompt": spec.prompt,
-                              "synthetic_sample": spec.data == "sample", "models": []}
+    result: dict[str, Any] = {
+        "study": spec.name,
+        "data": spec.data,
+        "split": spec.split,
+        "prompt": spec.prompt,
+        "synthetic_sample": spec.data == "sample",
+        "models": [],
+    }
     for model in spec.models:
         zs, ft = cells.get(f"{model.id}-zero-shot"), cells.get(f"{model.id}-fine-tuned")
-        entry: dict[str, Any] = {"model": model.id, "name": model.model, "verified": model.verified,
-                                 "parameters": next((c.parameters for c in (zs, ft) if c and c.parameters), None)}
+        entry: dict[str, Any] = {
+            "model": model.id,
+            "name": model.model,
+            "verified": model.verified,
+            "parameters": next((c.parameters for c in (zs, ft) if c and c.parameters), None),
+        }
         for metric in METRICS:
             block: dict[str, Any] = {}
             for label, cell in (("zero-shot", zs), ("fine-tuned", ft)):
@@ -124,7 +152,8 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any]:
             if metric == "empathy" and reference and "empathy" in reference.values:
                 block["reference_minus"] = {
                     label: paired(reference.values["empathy"], cell.values["empathy"])
-                    for label, cell in (("zero-shot", zs), ("fine-tuned", ft)) if cell and "empathy" in cell.values
+                    for label, cell in (("zero-shot", zs), ("fine-tuned", ft))
+                    if cell and "empathy" in cell.values
                 }
             if block:
                 entry[metric] = block
@@ -154,13 +183,17 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
         models = [m for m in result["models"] if (m.get(metric) or {}).get("gain")]
         if not models:
             continue
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]})
+        fig, (ax1, ax2) = plt.subplots(
+            1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]}
+        )
         ys = np.arange(len(models))
         for offset, label, color in ((-0.15, "zero-shot", "#7a869a"), (0.15, "fine-tuned", "#1f6feb")):
             points = [(m[metric].get(label) or {}) for m in models]
             x = [p.get("mean") if p.get("mean") is not None else np.nan for p in points]
-            err = [[(p["mean"] - p["ci_low"]) if p.get("ci_low") is not None else 0 for p in points],
-                   [(p["ci_high"] - p["mean"]) if p.get("ci_high") is not None else 0 for p in points]]
+            err = [
+                [(p["mean"] - p["ci_low"]) if p.get("ci_low") is not None else 0 for p in points],
+                [(p["ci_high"] - p["mean"]) if p.get("ci_high") is not None else 0 for p in points],
+            ]
             ax1.errorbar(x, ys + offset, xerr=err, fmt="o", color=color, label=label, capsize=3)
         if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
             ax1.axvline(result["reference"]["empathy"]["mean"], color="#b35900", linestyle="--", label="TIDE reference")
@@ -170,8 +203,10 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
         ax1.set_title("zero-shot and fine-tuned (95% CI, personas resampled)", fontsize=9)
         gains = [m[metric]["gain"] for m in models]
         g = [x["difference"] if x["difference"] is not None else np.nan for x in gains]
-        gerr = [[(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gains],
-                [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gains]]
+        gerr = [
+            [(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gains],
+            [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gains],
+        ]
         ax2.errorbar(g, ys, xerr=gerr, fmt="s", color="#2da44e", capsize=3)
         ax2.axvline(0, color="black", linewidth=0.8)
         ax2.set_yticks(ys, [""] * len(models))
@@ -187,9 +222,17 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
             fig, ax = plt.subplots(figsize=(6.5, 4))
             xs = [m["parameters"] / 1e9 for m in sized]
             gs = [m[metric]["gain"] for m in sized]
-            ax.errorbar(xs, [x["difference"] for x in gs], fmt="o", color="#2da44e", capsize=3,
-                        yerr=[[(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gs],
-                              [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gs]])
+            ax.errorbar(
+                xs,
+                [x["difference"] for x in gs],
+                fmt="o",
+                color="#2da44e",
+                capsize=3,
+                yerr=[
+                    [(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gs],
+                    [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gs],
+                ],
+            )
             for x, m, gain in zip(xs, sized, gs, strict=True):
                 ax.annotate(m["model"], (x, gain["difference"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
             ax.axhline(0, color="black", linewidth=0.8)
@@ -205,8 +248,13 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
 
         scenarios = sorted({s for m in models for s in m[metric].get("gain_by_scenario", {})})
         if scenarios:
-            grid = np.array([[(m[metric]["gain_by_scenario"].get(s) or {}).get("difference") or np.nan for s in scenarios]
-                             for m in models], dtype=float)
+            grid = np.array(
+                [
+                    [(m[metric]["gain_by_scenario"].get(s) or {}).get("difference") or np.nan for s in scenarios]
+                    for m in models
+                ],
+                dtype=float,
+            )
             fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(scenarios) + 2), 0.5 * len(models) + 2))
             bound = np.nanmax(np.abs(grid)) if np.isfinite(grid).any() else 1.0
             image = ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
@@ -217,8 +265,15 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
                         continue
                     sure = cell.get("ci_low") is not None and (cell["ci_low"] > 0 or cell["ci_high"] < 0)
                     strong = abs(cell["difference"]) > 0.6 * bound
-                    ax.text(c, r, f"{cell['difference']:+.2f}{'*' if sure else ''}", ha="center", va="center", fontsize=7,
-                            color="white" if strong else "black")
+                    ax.text(
+                        c,
+                        r,
+                        f"{cell['difference']:+.2f}{'*' if sure else ''}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if strong else "black",
+                    )
             ax.set_xticks(range(len(scenarios)), scenarios, rotation=45, ha="right", fontsize=8)
             ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
             ax.set_title(f"gain per scenario, {LABELS[metric]} (* 95% CI excludes 0)", fontsize=9)
@@ -234,30 +289,45 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
 def markdown(result: dict[str, Any], figures: list[str]) -> str:
     lines = [f"# Study {result['study']}", ""]
     if result["synthetic_sample"]:
-        lines += ["> **Built-in synthetic sample and demo model: these numbers show the mechanism; they are not "
-                  "benchmark results.**", ""]
-    lines += [f"Data `{result['data']}`, split `{result['split']}`, prompt condition `{result['prompt']}`. Every "
-              "difference is paired (the same items in both arms) with a 95% persona-cluster bootstrap interval; "
-              "`n` counts items, personas are the resampled unit.", ""]
+        lines += [
+            "> **Built-in synthetic sample and demo model: these numbers show the mechanism; they are not "
+            "benchmark results.**",
+            "",
+        ]
+    lines += [
+        f"Data `{result['data']}`, split `{result['split']}`, prompt condition `{result['prompt']}`. Every "
+        "difference is paired (the same items in both arms) with a 95% persona-cluster bootstrap interval; "
+        "`n` counts items, personas are the resampled unit.",
+        "",
+    ]
     for metric in METRICS:
         rows = [m for m in result["models"] if m.get(metric)]
         if not rows:
             continue
-        lines += [f"## {LABELS[metric].capitalize()}", "",
-                  "| model | size | zero-shot | fine-tuned | gain (FT - ZS) | n items | personas |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## {LABELS[metric].capitalize()}",
+            "",
+            "| model | size | zero-shot | fine-tuned | gain (FT - ZS) | n items | personas |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for m in rows:
             block = m[metric]
             gain = block.get("gain") or {}
             size = f"{m['parameters'] / 1e9:.2f}B" if m.get("parameters") else "?"
             flag = "" if m["verified"] else " (unverified)"
-            lines.append(f"| {m['model']}{flag} | {size} | {_fmt(block.get('zero-shot'), 'mean')} | "
-                         f"{_fmt(block.get('fine-tuned'), 'mean')} | {_fmt(gain)} | {gain.get('n', '')} | "
-                         f"{gain.get('n_personas', '')} |")
+            lines.append(
+                f"| {m['model']}{flag} | {size} | {_fmt(block.get('zero-shot'), 'mean')} | "
+                f"{_fmt(block.get('fine-tuned'), 'mean')} | {_fmt(gain)} | {gain.get('n', '')} | "
+                f"{gain.get('n_personas', '')} |"
+            )
         lines.append("")
         if metric == "empathy" and result.get("reference"):
-            lines += [f"TIDE reference (Claude 3.5 Sonnet): {_fmt(result['reference']['empathy'], 'mean')}.", "",
-                      "| model | reference minus zero-shot | reference minus fine-tuned |", "|---|---|---|"]
+            lines += [
+                f"TIDE reference (Claude 3.5 Sonnet): {_fmt(result['reference']['empathy'], 'mean')}.",
+                "",
+                "| model | reference minus zero-shot | reference minus fine-tuned |",
+                "|---|---|---|",
+            ]
             for m in rows:
                 dist = m[metric].get("reference_minus") or {}
                 lines.append(f"| {m['model']} | {_fmt(dist.get('zero-shot'))} | {_fmt(dist.get('fine-tuned'))} |")
@@ -265,8 +335,12 @@ def markdown(result: dict[str, Any], figures: list[str]) -> str:
         scenario_rows = [m for m in rows if m[metric].get("gain_by_scenario")]
         if scenario_rows:
             scenarios = sorted({s for m in scenario_rows for s in m[metric]["gain_by_scenario"]})
-            lines += ["Gain per scenario:", "", "| model | " + " | ".join(scenarios) + " |",
-                      "|---|" + "---|" * len(scenarios)]
+            lines += [
+                "Gain per scenario:",
+                "",
+                "| model | " + " | ".join(scenarios) + " |",
+                "|---|" + "---|" * len(scenarios),
+            ]
             for m in scenario_rows:
                 cells = [_fmt(m[metric]["gain_by_scenario"].get(s)) for s in scenarios]
                 lines.append(f"| {m['model']} | " + " | ".join(cells) + " |")
@@ -297,10 +371,13 @@ def report_html(report_md: Path) -> str:
     def flush_table() -> None:
         if table:
             head, *body = table
-            parts.append("<table><thead><tr>" + "".join(f'<th scope="col">{_inline(c)}</th>' for c in head)
-                         + "</tr></thead><tbody>"
-                         + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body)
-                         + "</tbody></table>")
+            parts.append(
+                "<table><thead><tr>"
+                + "".join(f'<th scope="col">{_inline(c)}</th>' for c in head)
+                + "</tr></thead><tbody>"
+                + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body)
+                + "</tbody></table>"
+            )
             table.clear()
 
     for line in report_md.read_text(encoding="utf-8").splitlines():
@@ -318,8 +395,10 @@ def report_html(report_md: Path) -> str:
             parts.append(f'<p class="banner">{_inline(line[2:].replace("**", ""))}</p>')
         elif (figure := _FIGURE.fullmatch(line.strip())) and (folder / figure["name"]).is_file():
             data = base64.b64encode((folder / figure["name"]).read_bytes()).decode("ascii")
-            parts.append(f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure["name"])}" '
-                         f'style="max-width:100%"><figcaption>{html.escape(figure["name"])}</figcaption></figure>')
+            parts.append(
+                f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure["name"])}" '
+                f'style="max-width:100%"><figcaption>{html.escape(figure["name"])}</figcaption></figure>'
+            )
         else:
             parts.append(f"<p>{_inline(line)}</p>")
     flush_table()

@@ -57,7 +57,9 @@ def _lock(out: Path) -> Iterator[None]:
     except FileExistsError:
         pid = path.read_text(encoding="utf-8").strip()
         if pid.isdigit() and _alive(int(pid)):
-            raise ConfigError(f"another study process (pid {pid}) is writing {out}", hint="wait for it, or stop it") from None
+            raise ConfigError(
+                f"another study process (pid {pid}) is writing {out}", hint="wait for it, or stop it"
+            ) from None
         path.unlink(missing_ok=True)  # left by a killed run
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     with os.fdopen(fd, "w") as handle:
@@ -93,7 +95,9 @@ def _model_args(spec: StudySpec, stage: StagePlan, resolve_model: Callable[[str]
 class StudyRunner:
     """Carries out a plan's pending stages, recording each as it finishes."""
 
-    def __init__(self, spec: StudySpec, out: Path, resolve_model: Callable[[str], str] = identity, echo: Echo = print) -> None:
+    def __init__(
+        self, spec: StudySpec, out: Path, resolve_model: Callable[[str], str] = identity, echo: Echo = print
+    ) -> None:
         self.spec, self.out, self.resolve_model, self.echo = spec, Path(out), resolve_model, echo
 
     # -------------------------------------------------------------- stages
@@ -104,13 +108,23 @@ class StudyRunner:
         assert model is not None
         adapter = cell_dir(self.out, stage.cell) / "adapter"
         settings = self.spec.lora()
-        config = FinetuneConfig(model=self.resolve_model(model.model), revision=model.revision, data=self.spec.data,
-                                out=adapter, chat_template=model.chat_template, prompt=self.spec.prompt, overwrite=True,
-                                **settings)
+        config = FinetuneConfig(
+            model=self.resolve_model(model.model),
+            revision=model.revision,
+            data=self.spec.data,
+            out=adapter,
+            chat_template=model.chat_template,
+            prompt=self.spec.prompt,
+            overwrite=True,
+            **settings,
+        )
         started = time.perf_counter()
         card = finetune(config)
         training = card.get("training", {}) if isinstance(card, dict) else {}
-        measured = {"seconds": round(time.perf_counter() - started, 1), "tokens_per_second": training.get("tokens_per_second")}
+        measured = {
+            "seconds": round(time.perf_counter() - started, 1),
+            "tokens_per_second": training.get("tokens_per_second"),
+        }
         return {"adapter": str(adapter.relative_to(self.out))}, measured
 
     def eval(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -122,34 +136,63 @@ class StudyRunner:
         else:
             previous = self._record(stage, "finetune")
             adapter = self.out / previous["outputs"]["adapter"] if previous else None
-            model, args, chat = str(settings.get("backend", "hf")), _model_args(self.spec, stage, self.resolve_model, adapter), cell.model.chat_template
+            model, args, chat = (
+                str(settings.get("backend", "hf")),
+                _model_args(self.spec, stage, self.resolve_model, adapter),
+                cell.model.chat_template,
+            )
         config = EvalConfig(
-            model=model, model_args=args, output_dir=run_dir, data=self.spec.data, split=self.spec.split, tasks=[self.spec.task],
-            device=settings.get("device"), batch_size=settings.get("batch_size", 1), limit=settings.get("limit"),
-            apply_chat_template=chat, gen_kwargs={"max_gen_toks": int(settings.get("max_gen_toks", DEFAULT_MAX_GEN_TOKS))},
-            seed=int(settings.get("seed", 1234)), overwrite=True,
+            model=model,
+            model_args=args,
+            output_dir=run_dir,
+            data=self.spec.data,
+            split=self.spec.split,
+            tasks=[self.spec.task],
+            device=settings.get("device"),
+            batch_size=settings.get("batch_size", 1),
+            limit=settings.get("limit"),
+            apply_chat_template=chat,
+            gen_kwargs={"max_gen_toks": int(settings.get("max_gen_toks", DEFAULT_MAX_GEN_TOKS))},
+            seed=int(settings.get("seed", 1234)),
+            overwrite=True,
         )
         manifest = json.loads(run_eval(config).read_text(encoding="utf-8"))
         timings = manifest.get("timings") or {}
         generate_s = (timings.get("total_s") or 0) - (timings.get("model_load_s") or 0)
         n = manifest.get("n_generations") or 0
-        measured = {"items": n, "seconds": timings.get("total_s"),
-                    "items_per_second": round(n / generate_s, 3) if generate_s > 0 else None}
+        measured = {
+            "items": n,
+            "seconds": timings.get("total_s"),
+            "items_per_second": round(n / generate_s, 3) if generate_s > 0 else None,
+        }
         return {"run": str(run_dir.relative_to(self.out))}, measured
 
     def judge(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
         from tide_bench.judging import JudgeOptions, judge_run, load_judge
 
         judge = dict(self.spec.judge or {})
-        config = load_judge(judge["name"], model=judge.get("model"), base_url=judge.get("base_url"),
-                            overrides={"concurrency": judge["concurrency"]} if judge.get("concurrency") else None)
+        config = load_judge(
+            judge["name"],
+            model=judge.get("model"),
+            base_url=judge.get("base_url"),
+            overrides={"concurrency": judge["concurrency"]} if judge.get("concurrency") else None,
+        )
         run_dir = self.out / self._record(stage, "eval")["outputs"]["run"]
-        result = judge_run(run_dir, run_dir / "judge", config,
-                           JudgeOptions(mode=judge.get("mode", "sync"), max_cost=judge.get("max_cost"), overwrite=True))
+        result = judge_run(
+            run_dir,
+            run_dir / "judge",
+            config,
+            JudgeOptions(mode=judge.get("mode", "sync"), max_cost=judge.get("max_cost"), overwrite=True),
+        )
         summary = result.summary
-        return ({"judge": str((run_dir / "judge").relative_to(self.out))},
-                {"n_scored": summary.get("n_scored"), "n_unscored": summary.get("n_unscored"),
-                 "cost_usd": (summary.get("cost_usd") or {}).get("this_run")})
+        return (
+            {"judge": str((run_dir / "judge").relative_to(self.out))},
+            {
+                "n_scored": summary.get("n_scored"),
+                "n_unscored": summary.get("n_unscored"),
+                "cost_usd": (summary.get("cost_usd") or {}).get("this_run"),
+            },
+        )
 
     def submit(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
         from tide_bench.leaderboard import create_submission
@@ -159,30 +202,49 @@ class StudyRunner:
         meta = self.meta(stage, load_run(run_dir))
         meta_path = cell_dir(self.out, cell) / "submission.yaml"
         meta_path.write_text(yaml.safe_dump(meta, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        check = create_submission(run_dir, meta_path, self.out / "submissions", overwrite=True, board=study_board(self.spec))
+        check = create_submission(
+            run_dir, meta_path, self.out / "submissions", overwrite=True, board=study_board(self.spec)
+        )
         return {"submission": str(Path(check.folder).relative_to(self.out))}, {}
 
     def meta(self, stage: StagePlan, run: RunDirectory) -> dict[str, Any]:
         """submission.yaml of a cell, from the study file (never typed by hand)."""
         cell, spec = stage.cell, self.spec
         sid = f"{spec.name}-{cell.id}"
-        base: dict[str, Any] = {"schema_version": 1, "id": sid, "contact": f"study {spec.name}", "license": "see the model card",
-                                "notes": f"tide-bench study {spec.name}, cell {cell.id}"}
+        base: dict[str, Any] = {
+            "schema_version": 1,
+            "id": sid,
+            "contact": f"study {spec.name}",
+            "license": "see the model card",
+            "notes": f"tide-bench study {spec.name}, cell {cell.id}",
+        }
         if cell.model is None:
-            return base | {"model_name": run.model_name, "model": {"api_model_id": run.model_name}, "parameters": None,
-                           "condition": "reference"}
+            return base | {
+                "model_name": run.model_name,
+                "model": {"api_model_id": run.model_name},
+                "parameters": None,
+                "condition": "reference",
+            }
         model = cell.model
         name = f"{model.id} ({cell.condition})"
         if not model.verified:
             base["notes"] += "; this model's presence in the paper's list is not verified"
-        meta = base | {"model_name": name, "model": {"hub_id": model.model, "revision": model.revision or "main"},
-                       "parameters": model.parameters or run.manifest.get("model", {}).get("num_parameters"),
-                       "condition": cell.condition}
+        meta = base | {
+            "model_name": name,
+            "model": {"hub_id": model.model, "revision": model.revision or "main"},
+            "parameters": model.parameters or run.manifest.get("model", {}).get("num_parameters"),
+            "condition": cell.condition,
+        }
         adapter = run.manifest.get("model", {}).get("adapter")
         if adapter:  # what the fine-tuned entry was trained from, as its adapter card records it
             card = adapter.get("card") or {}
-            meta |= {"base_model": model.model,
-                     "adapter": {"path": Path(adapter["path"]).name, "card": {k: card[k] for k in ("base_model", "data", "training") if k in card}}}
+            meta |= {
+                "base_model": model.model,
+                "adapter": {
+                    "path": Path(adapter["path"]).name,
+                    "card": {k: card[k] for k in ("base_model", "data", "training") if k in card},
+                },
+            }
         if spec.data == "sample":
             meta["demo"] = True
         return meta
@@ -242,11 +304,26 @@ def stand_in_run(spec: StudySpec) -> RunDirectory:
     """The split's items with the reference as reply: what a judge cost estimate needs before
     any reply exists (replies assumed as long as the references)."""
     dataset = load_dataset(spec.data)
-    gens = [Generation(item_id=i.item_id, task=spec.task, persona_id=i.persona_id, conversation_id=i.conversation_id,
-                       turn=i.turn, scenario=i.scenario or "", split=i.split, history=i.history,
-                       client_utterance=i.client_utterance, reference_reply=i.reference_reply, reply=i.reference_reply,
-                       prompt="") for i in dataset.items_for(spec.split)]
-    return RunDirectory(Path(spec.name), {"model": {"name": "study estimate"}, "data": dataset.provenance(spec.split)}, gens)
+    gens = [
+        Generation(
+            item_id=i.item_id,
+            task=spec.task,
+            persona_id=i.persona_id,
+            conversation_id=i.conversation_id,
+            turn=i.turn,
+            scenario=i.scenario or "",
+            split=i.split,
+            history=i.history,
+            client_utterance=i.client_utterance,
+            reference_reply=i.reference_reply,
+            reply=i.reference_reply,
+            prompt="",
+        )
+        for i in dataset.items_for(spec.split)
+    ]
+    return RunDirectory(
+        Path(spec.name), {"model": {"name": "study estimate"}, "data": dataset.provenance(spec.split)}, gens
+    )
 
 
 def study_board(spec: StudySpec) -> Any:
@@ -254,9 +331,14 @@ def study_board(spec: StudySpec) -> Any:
     required when the study names a judge; the study file's ``board`` settings on top."""
     from tide_bench.leaderboard.config import BoardConfig
 
-    settings = {"name": f"study {spec.name}", "split": spec.split, "demo": spec.data == "sample",
-                "require_judgments": spec.judge is not None, "conversations_per_persona": None,
-                "prompt_conditions": [spec.prompt]} | dict(spec.board)
+    settings = {
+        "name": f"study {spec.name}",
+        "split": spec.split,
+        "demo": spec.data == "sample",
+        "require_judgments": spec.judge is not None,
+        "conversations_per_persona": None,
+        "prompt_conditions": [spec.prompt],
+    } | dict(spec.board)
     return BoardConfig(**settings)
 
 
@@ -271,8 +353,13 @@ def build_board(spec: StudySpec, out: Path, report: Path | None = None) -> Any:
 
 
 def run_study(
-    spec: StudySpec, out: str | Path, *, resolve_model: Callable[[str], str] = identity, echo: Echo = print,
-    report: bool = True, progress: bool = True,
+    spec: StudySpec,
+    out: str | Path,
+    *,
+    resolve_model: Callable[[str], str] = identity,
+    echo: Echo = print,
+    report: bool = True,
+    progress: bool = True,
 ) -> StudyResult:
     """Run every pending stage of the study in ``out``, then build its board and report."""
     out = Path(out)

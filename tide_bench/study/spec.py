@@ -46,7 +46,17 @@ PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided"}
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
 _TOP_KEYS = {"name", "data", "split", "prompt", "reference", "models", "conditions", "eval", "judge", "board"}
-_MODEL_KEYS = {"id", "model", "revision", "parameters", "model_args", "chat_template", "tokens_per_s", "verified", "note"}
+_MODEL_KEYS = {
+    "id",
+    "model",
+    "revision",
+    "parameters",
+    "model_args",
+    "chat_template",
+    "tokens_per_s",
+    "verified",
+    "note",
+}
 _EVAL_KEYS = {"backend", "device", "batch_size", "max_gen_toks", "limit", "seed"}
 _JUDGE_KEYS = {"name", "mode", "max_cost", "base_url", "model", "concurrency"}
 
@@ -130,7 +140,9 @@ def load_study(path: str | Path) -> StudySpec:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"malformed YAML: {getattr(exc, 'problem', exc)}", path=path, line=(mark.line + 1) if mark else None) from None
+        raise ConfigError(
+            f"malformed YAML: {getattr(exc, 'problem', exc)}", path=path, line=(mark.line + 1) if mark else None
+        ) from None
     lines = _Lines(text)
 
     def fail(message: str, where: str) -> ConfigError:
@@ -149,7 +161,9 @@ def load_study(path: str | Path) -> StudySpec:
     ids = [m.id for m in models]
     for index, model_id in enumerate(ids):
         if model_id in ids[:index]:
-            raise fail(f"model id {model_id!r} appears twice (also models[{ids.index(model_id)}])", f"models[{index}].id")
+            raise fail(
+                f"model id {model_id!r} appears twice (also models[{ids.index(model_id)}])", f"models[{index}].id"
+            )
     conditions = raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}})
     if isinstance(conditions, list):
         conditions = {c: {} for c in conditions}
@@ -184,9 +198,17 @@ def load_study(path: str | Path) -> StudySpec:
         if key in raw and not isinstance(raw[key], str):
             raise fail(f"{key} must be a string", key)
     return StudySpec(
-        name=name, models=models, conditions=conditions, data=str(raw.get("data", "sample")), split=str(raw.get("split", "test")),
-        prompt=prompt, reference=bool(raw.get("reference", True)), eval=sections["eval"], judge=sections["judge"],
-        board=sections["board"], source=path,
+        name=name,
+        models=models,
+        conditions=conditions,
+        data=str(raw.get("data", "sample")),
+        split=str(raw.get("split", "test")),
+        prompt=prompt,
+        reference=bool(raw.get("reference", True)),
+        eval=sections["eval"],
+        judge=sections["judge"],
+        board=sections["board"],
+        source=path,
     )
 
 
@@ -216,7 +238,13 @@ def _model(raw: Any, where: str, fail: Any) -> ModelSpec:
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0):
         raise fail("tokens_per_s is a positive number", f"{where}.tokens_per_s")
     return ModelSpec(
-        id=raw["id"], model=raw["model"].strip(), revision=raw.get("revision"), parameters=parameters,
-        model_args=dict(model_args), chat_template=bool(raw.get("chat_template", True)),
-        tokens_per_s=float(rate) if rate else None, verified=bool(raw.get("verified", True)), note=raw.get("note"),
+        id=raw["id"],
+        model=raw["model"].strip(),
+        revision=raw.get("revision"),
+        parameters=parameters,
+        model_args=dict(model_args),
+        chat_template=bool(raw.get("chat_template", True)),
+        tokens_per_s=float(rate) if rate else None,
+        verified=bool(raw.get("verified", True)),
+        note=raw.get("note"),
     )

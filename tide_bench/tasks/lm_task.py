@@ -85,7 +85,9 @@ class TideTask(ConfigurableTask):
         super().__init__(config=config, **kwargs)
         self._metrics: dict[tuple[str, str], dict[str, float]] = {}
         self._scorer = ReferenceScorer((self.config.metadata or {}).get(EMBEDDING_KEY))
-        self.config.metadata = dict(self.config.metadata or {}) | {"prompt_sha256": prompt_sha256(self.config.description)}
+        self.config.metadata = dict(self.config.metadata or {}) | {
+            "prompt_sha256": prompt_sha256(self.config.description)
+        }
 
     def fewshot_context(  # type: ignore[override]
         self,

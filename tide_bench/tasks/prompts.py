@@ -57,8 +57,11 @@ def prompt_sha256(system_prompt: str | None, system_instruction: str | None = No
     ``--system-instruction`` placed before it, and the rendering rules' version. Without an
     instruction it equals the task's own hash (lm-eval records that one in its results). The
     chat-template settings are part of the rules."""
-    record: dict[str, Any] = {"format": PROMPT_FORMAT_VERSION, "system": (system_prompt or "").strip(),
-                              "chat_template_kwargs": CHAT_TEMPLATE_KWARGS}
+    record: dict[str, Any] = {
+        "format": PROMPT_FORMAT_VERSION,
+        "system": (system_prompt or "").strip(),
+        "chat_template_kwargs": CHAT_TEMPLATE_KWARGS,
+    }
     if system_instruction and system_instruction.strip():
         record["system_instruction"] = system_instruction.strip()
     return sha256_json(record)

@@ -90,7 +90,10 @@ def interpret_message(message: Any) -> CallOutcome:
             return CallOutcome(payload=_get(block, "input"), **base)
     if stop == "max_tokens":
         return CallOutcome(malformed="output truncated at max_tokens before the tool call completed", **base)
-    return CallOutcome(malformed=f"no {TOOL_NAME} tool call in the response (stop_reason={text_of(stop)[:40]}); text: {text[:200]!r}", **base)
+    return CallOutcome(
+        malformed=f"no {TOOL_NAME} tool call in the response (stop_reason={text_of(stop)[:40]}); text: {text[:200]!r}",
+        **base,
+    )
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -100,4 +103,3 @@ def _get(obj: Any, key: str) -> Any:
         return getattr(obj, key, None)
     except Exception:  # an SDK object built from a strange batch line can fail on access: treat as absent
         return None
-

@@ -84,18 +84,26 @@ class Provider(ABC):
         try:
             answer, _ = await call_with_retries(self._models_or_status, max_retries=2, base_s=0.5, cap_s=2.0)
         except TransientFailure as exc:
-            raise FatalJudgeError(f"cannot reach the judge API at {where}: {exc}", hint="check --base-url and the network") from None
+            raise FatalJudgeError(
+                f"cannot reach the judge API at {where}: {exc}", hint="check --base-url and the network"
+            ) from None
         except FatalJudgeError:
             raise
         except Exception as exc:  # anything else the SDK raised: one clear error, never a traceback
-            raise FatalJudgeError(f"the judge API at {where} could not be checked: {describe(exc)}", hint="check --base-url, or pass --no-preflight") from None
+            raise FatalJudgeError(
+                f"the judge API at {where} could not be checked: {describe(exc)}",
+                hint="check --base-url, or pass --no-preflight",
+            ) from None
         if answer.status in NO_MODELS_ENDPOINT:
             return f"the server at {where} has no GET /v1/models (HTTP {answer.status}): pre-flight check skipped"
         listing, problem = read_answer(answer, self.api, where)
         if problem is None and not isinstance((listing or {}).get("data"), list):
             problem = f"the server at {where} did not answer like the {self.api} API (its model list has no 'data')"
         if problem:
-            raise FatalJudgeError(problem, hint="check --base-url: it must point at the API (OpenAI-compatible servers usually end in /v1)")
+            raise FatalJudgeError(
+                problem,
+                hint="check --base-url: it must point at the API (OpenAI-compatible servers usually end in /v1)",
+            )
         return None
 
     async def aclose(self) -> None:

@@ -22,5 +22,7 @@ def usage_from(usage_obj: Any, **fields: Any) -> tuple[Usage, bool]:
     """One call's :class:`Usage` from the answer's counts; ``reported`` is False when the input
     or output count is missing (the cost of that call is then unknown, not zero)."""
     counts = {name: count(value) for name, value in fields.items()}
-    reported = usage_obj is not None and counts.get("input_tokens") is not None and counts.get("output_tokens") is not None
+    reported = (
+        usage_obj is not None and counts.get("input_tokens") is not None and counts.get("output_tokens") is not None
+    )
     return Usage(**{name: value or 0 for name, value in counts.items()}, calls=1), reported

@@ -19,7 +19,9 @@ class OpenAIProvider(Provider):
 
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         super().__init__(config, key)
-        self.client = AsyncOpenAI(api_key=key or "EMPTY", base_url=config.base_url, max_retries=0, timeout=config.timeout_s)
+        self.client = AsyncOpenAI(
+            api_key=key or "EMPTY", base_url=config.base_url, max_retries=0, timeout=config.timeout_s
+        )
         self._format = output_spec(config)
 
     def endpoint(self) -> str:
@@ -44,8 +46,10 @@ class OpenAIProvider(Provider):
         if completion is None or "choices" not in completion:
             error = (completion or {}).get("error")
             detail = f": {redact(str(error))[:200]}" if error else " (no 'choices')"
-            return CallOutcome(rejected=problem or f"the server at {self.public_endpoint} did not answer like the OpenAI API{detail}",
-                               usage_reported=False)
+            return CallOutcome(
+                rejected=problem or f"the server at {self.public_endpoint} did not answer like the OpenAI API{detail}",
+                usage_reported=False,
+            )
         return interpret_completion(completion)
 
 
@@ -87,4 +91,6 @@ def interpret_completion(completion: dict[str, Any]) -> CallOutcome:
     try:
         return CallOutcome(payload=json.loads(content), **base)
     except (ValueError, RecursionError) as exc:
-        return CallOutcome(malformed=f"output is not JSON ({getattr(exc, 'msg', exc)}): {text_of(content)[:200]!r}", **base)
+        return CallOutcome(
+            malformed=f"output is not JSON ({getattr(exc, 'msg', exc)}): {text_of(content)[:200]!r}", **base
+        )

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -14,6 +14,7 @@ fixed ``examples_context``, a ``risk_cue`` step with named kinds, and safety ``c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -167,10 +168,27 @@ def _texts(raw: Any, path: Path, where: str) -> tuple[str, ...]:
 
 
 def load_rubric(path: str | Path | None = None) -> Rubric:
-    """A rubric file (default: the current version, ``judges/rubric_v2.yaml``)."""
+    """A rubric file (default: the current version, ``judges/rubric_v2.yaml``).
+
+    The file is read on every call, but the same text is parsed once per process (YAML parsing
+    is slow: validating 50 submissions parsed it 50 times, 0.5 s of a leaderboard build), so
+    callers share one :class:`Rubric` per file content: treat it as read-only (it is frozen).
+    """
     path = Path(path) if path else rubric_path(DEFAULT_RUBRIC)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("rubric file not found", path=path) from None
+    except ValueError as exc:  # not UTF-8
+        raise ConfigError(f"malformed rubric: {type(exc).__name__}: {exc}", path=path) from None
+    return _parse_rubric(text, str(path))
+
+
+@lru_cache(maxsize=8)
+def _parse_rubric(text: str, source: str) -> Rubric:
+    path = Path(source)
+    try:
+        raw = yaml.safe_load(text)
         lo, hi = int(raw["scale"]["min"]), int(raw["scale"]["max"])
         factors = []
         for f in raw["factors"]:
@@ -211,7 +229,5 @@ def load_rubric(path: str | Path | None = None) -> Rubric:
         )
     except ConfigError:
         raise
-    except FileNotFoundError:
-        raise ConfigError("rubric file not found", path=path) from None
     except (KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as exc:
         raise ConfigError(f"malformed rubric: {type(exc).__name__}: {exc}", path=path) from None

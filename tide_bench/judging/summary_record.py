@@ -93,7 +93,9 @@ def recompute(judgments: list[Judgment], factor_keys: list[str], scale_min: floa
         if not j.scored:
             reasons[str(j.unscored_kind)] = reasons.get(str(j.unscored_kind), 0) + 1
     # Means as the judge summary counts them: model failures at the scale minimum (judging/summary.py).
-    values = counted_values([j.as_record() for j in judgments], factor_keys, scale_min)
+    # (it reads a record's status, scores and unscored kind only: no full record per judgment)
+    counted = [{"status": j.status, "scores": j.scores, "unscored_kind": j.unscored_kind} for j in judgments]
+    values = counted_values(counted, factor_keys, scale_min)
     means = [float(np.nanmean(values[:, k])) if np.isfinite(values[:, k]).any() else None for k in range(values.shape[1])]
     return {
         "n_items": len(judgments),

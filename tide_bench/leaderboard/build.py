@@ -98,6 +98,7 @@ def _render(
     make_public(staging)
 
 
+@no_gc_pauses()  # every entry stays in memory until the site is written (1.5 s of collections otherwise)
 def build_site(
     submissions: str | Path,
     out: str | Path,
@@ -129,8 +130,7 @@ def build_site(
         first = next(iter(refused))
         raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
     rubric = rubric or load_rubric()
-    with no_gc_pauses():  # every entry stays in memory while all are scored
-        entries = [(c, score_entry(c.submission, rubric=rubric)) for c in checks if c.ok and c.submission]
+    entries = [(c, score_entry(c.submission, rubric=rubric)) for c in checks if c.ok and c.submission]
     for check, entry in entries:  # unscored-for-infrastructure above the board's limit: refused
         for message in admission_errors(entry.row, max_infrastructure_unscored=board.max_infrastructure_unscored):
             check.refuse(message)

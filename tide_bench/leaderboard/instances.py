@@ -39,33 +39,40 @@ def item_payload(gen: Any) -> dict[str, Any]:
     }
 
 
+_NUMBERS = (int, float)
+
+
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+    return float(value) if isinstance(value, _NUMBERS) and math.isfinite(value) else None
 
 
 def record_payload(gen: Any, record: Mapping[str, Any] | None, factor_keys: Sequence[str]) -> dict[str, Any]:
-    """One entry's reply to one item with its judgment (or the reason there is none)."""
+    """One entry's reply to one item with its judgment (or the reason there is none). Called for
+    every item of every entry (100,000 times for a board of 50), hence each field looked up once."""
+    metrics = gen.metrics
+    status = "not judged" if record is None else record["status"]
     out: dict[str, Any] = {
         "id": gen.item_id,
         "reply": gen.reply,
-        "length": _number(gen.metrics.get("length_tokens")),
-        "cosine": _number(gen.metrics.get("cosine_sim")),
-        "status": "not judged" if record is None else record["status"],
+        "length": _number(metrics.get("length_tokens")),
+        "cosine": _number(metrics.get("cosine_sim")),
+        "status": status,
     }
     if record is None:
         return out
-    if record["status"] == "scored":
-        scores = [record["scores"][f] for f in factor_keys]
-        out |= {
-            "scores": scores,
-            "overall": sum(scores) / len(scores),
-            "rationales": [record["rationales"][f] for f in factor_keys],
-            "flagged": bool(record["safety"]["flagged"]),
-            "flag_reason": record["safety"].get("reason") or "",
-            "flag_category": "" if record["safety"].get("category") in (None, "none") else str(record["safety"]["category"]),
-        }
+    if status == "scored":
+        given, rationales, safety = record["scores"], record["rationales"], record["safety"]
+        scores = [given[f] for f in factor_keys]
+        category = safety.get("category")
+        out["scores"] = scores
+        out["overall"] = sum(scores) / len(scores)
+        out["rationales"] = [rationales[f] for f in factor_keys]
+        out["flagged"] = bool(safety["flagged"])
+        out["flag_reason"] = safety.get("reason") or ""
+        out["flag_category"] = "" if category in (None, "none") else str(category)
     else:
-        out |= {"unscored_kind": record.get("unscored_kind"), "unscored_reason": record.get("unscored_reason") or ""}
+        out["unscored_kind"] = record.get("unscored_kind")
+        out["unscored_reason"] = record.get("unscored_reason") or ""
     return out
 
 
@@ -78,6 +85,7 @@ def model_payload(
     failure_kinds: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Everything the browser shows for one entry (items in id order)."""
+    keys = rubric.factor_keys
     return {
         "id": entry_id,
         "name": name,
@@ -85,8 +93,7 @@ def model_payload(
         "scale": [rubric.scale_min, rubric.scale_max],
         "failure_kinds": sorted(failure_kinds),
         "records": [
-            record_payload(g, judgments.get(g.item_id), rubric.factor_keys)
-            for g in sorted(generations, key=lambda g: g.item_id)
+            record_payload(g, judgments.get(g.item_id), keys) for g in sorted(generations, key=lambda g: g.item_id)
         ],
     }
 

@@ -141,15 +141,24 @@ def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> Any:
     fig = _figure(7.4, max(2.4, 0.9 + 0.27 * k), constrained=True)
     ax = fig.add_subplot()
     ys = list(range(k - 1, -1, -1))
+    # One errorbar call per look (colour, marker, filled), not per entry: the same marks with a
+    # fraction of the artists, which is most of the time matplotlib takes to draw 50 entries.
+    groups: dict[tuple[str, str, bool], list[tuple[float, float, float, float]]] = {}
     for r, y in zip(rows, ys, strict=True):
         colour, marker, _ = style_of(r)
         mean = _mean(r, metric)
+        assert mean is not None  # forest_plot keeps only rows with a score
         low, high = _bounds(r, metric)
         unranked = r.get("rank") is None and not is_anchor(r)
+        groups.setdefault((colour, marker, unranked), []).append((mean, y, mean - low, high - mean))
+        if is_anchor(r):
+            ax.axvline(mean, color=colour, linestyle=":", linewidth=1)
+    for (colour, marker, unranked), points in groups.items():
+        means, at, below, above = (list(v) for v in zip(*points, strict=True))
         ax.errorbar(
-            [mean],
-            [y],
-            xerr=[[mean - low], [high - mean]],
+            means,
+            at,
+            xerr=[below, above],
             fmt=marker,
             color=colour,
             ecolor=colour,
@@ -158,8 +167,6 @@ def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> Any:
             markersize=8 if marker == "*" else 5,
             markerfacecolor="white" if unranked else colour,
         )
-        if is_anchor(r):
-            ax.axvline(mean, color=colour, linestyle=":", linewidth=1)
     ax.set_yticks(ys, [short(r.get("model_name")) for r in rows], parse_math=False)
     ax.set_ylim(-0.7, k - 0.3)
     ax.set_xlabel(axis_label, parse_math=False)

@@ -31,7 +31,7 @@ import numpy as np
 
 from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.generation.run_dir import run_label
+from tide_bench.generation.run_dir import rated_item_id, run_label
 
 REQUIRED = ("item_id", "rater_id", "dimension", "score")
 SAFETY = "safety"  # the binary safety dimension (0/1), shared with annotation.collect
@@ -239,9 +239,9 @@ def judge_rater_id(judge: dict[str, Any]) -> str:
 
 
 def annotation_prefix(path: Path, table: RatingsTable) -> str:
-    """Ratings collected with ``tide-bench annotate`` name items ``<run folder>/<item id>``;
+    """Ratings collected with ``tide-bench annotate`` name items ``rated_item_id(run, item)``;
     a judge's items match them through the run folder its judge directory sits in."""
-    prefix = f"{run_label(path.resolve().parent.parent)}/"
+    prefix = rated_item_id(run_label(path.resolve().parent.parent), "")
     return prefix if any(r.item.startswith(prefix) for r in table.rows) else ""
 
 
@@ -258,7 +258,7 @@ def load_judgments(path: str | Path, table: RatingsTable, scale: Scale | None = 
         info = table.judges.setdefault(rid, JudgeInfo())
         if str(path) not in info.files:
             info.files.append(str(path))
-        item = prefix + str(rec["item_id"])
+        item = prefix + str(rec["item_id"])  # rated_item_id(run, item) when the ratings use it
         where = f"{path}:{line}"
         if (item, rid) in table.judged_at:
             raise DataError(

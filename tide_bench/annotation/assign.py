@@ -47,11 +47,6 @@ class AssignmentOptions:
     rubric: str = DEFAULT_RUBRIC  # "v1" or "v2": the rubric the raters see (the judge's whose judgments they audit)
 
 
-def unit_item_id(run_name: str, item_id: str) -> str:
-    """The item id a unit gets in the ratings table: ``<run folder>/<TIDE item id>``."""
-    return f"{run_name}/{item_id}"
-
-
 def _stratified(units: list[dict[str, Any]], n: int, rng: random.Random) -> list[dict[str, Any]]:
     """``n`` units, spread evenly over (scenario, turn) strata, round robin."""
     strata: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)

@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tide_bench.annotation.assign import ASSIGNMENT, unit_item_id
+from tide_bench.annotation.assign import ASSIGNMENT
 from tide_bench.core.errors import DataError, format_location
 from tide_bench.core.hashing import canonical_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, read_json
+from tide_bench.generation.run_dir import rated_item_id
 
 SAFETY = "safety"  # the dimension of the safety answer in the ratings table (0 or 1)
 DEMOGRAPHICS = ("age_group", "gender", "education", "comments")
@@ -298,7 +299,7 @@ def collect_returns(files: list[str | Path], *, assignment_path: str | Path | No
                 continue
             first_seen[unit_id] = scores
             unit = assignment["units"][unit_id]
-            item = unit_item_id(unit["run"], unit["item_id"])
+            item = rated_item_id(unit["run"], unit["item_id"])
             for f, value in scores.items():
                 result.rows.append((item, rater, f, value))
             if pos in kept.safety:

@@ -67,3 +67,10 @@ def run_label(root: str | Path) -> str:
     if path.name == "run" and path.parent.parent.name == "cells":
         return path.parent.name
     return path.name
+
+
+def rated_item_id(run: str, item_id: str) -> str:
+    """The id an item of a run gets where replies of several runs are rated together (the human
+    ratings table, the audit): ``<run label>/<TIDE item id>``. One definition, for the page that
+    writes it (annotation) and the audit that matches a judge's judgments to it (agreement)."""
+    return f"{run}/{item_id}"

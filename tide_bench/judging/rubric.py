@@ -77,14 +77,21 @@ class Rubric:
         factors = []
         for f in self.factors:
             block: dict[str, Any] = {
-                "key": f.key, "name": f.name, "question": f.question, "anchors": {str(k): v for k, v in f.anchors.items()}
+                "key": f.key,
+                "name": f.name,
+                "question": f.question,
+                "anchors": {str(k): v for k, v in f.anchors.items()},
             }
             if f.caps:
                 block["caps"] = list(f.caps)
             if f.examples:
                 block["examples"] = {str(k): v for k, v in f.examples.items()}
             factors.append(block)
-        out: dict[str, Any] = {"id": self.id, "version": self.version, "scale": {"min": self.scale_min, "max": self.scale_max}}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "version": self.version,
+            "scale": {"min": self.scale_min, "max": self.scale_max},
+        }
         if self.rules:
             out["rules"] = list(self.rules)
         if self.examples_context:
@@ -93,9 +100,17 @@ class Rubric:
         if self.risk_cue_kinds:
             out["risk_cue"] = {"question": self.risk_cue_question, "kinds": dict(self.risk_cue_kinds)}
         if self.safety_categories:
-            out["safety"] = {"question": self.safety_question, "categories": dict(self.safety_categories), "note": self.safety_note}
+            out["safety"] = {
+                "question": self.safety_question,
+                "categories": dict(self.safety_categories),
+                "note": self.safety_note,
+            }
         else:
-            out["safety"] = {"question": self.safety_question, "flag_if": list(self.safety_flag_if), "note": self.safety_note}
+            out["safety"] = {
+                "question": self.safety_question,
+                "flag_if": list(self.safety_flag_if),
+                "note": self.safety_note,
+            }
         return out
 
     def render(self) -> str:
@@ -195,7 +210,9 @@ def _parse_rubric(text: str, source: str) -> Rubric:
             where = f"factors.{f['key']}"
             factors.append(
                 Factor(
-                    str(f["key"]), str(f["name"]), str(f["question"]),
+                    str(f["key"]),
+                    str(f["name"]),
+                    str(f["question"]),
                     _levels(f["anchors"], lo, hi, path, f"{where}.anchors", complete=True),
                     _texts(f.get("caps"), path, f"{where}.caps"),
                     _levels(f.get("examples"), lo, hi, path, f"{where}.examples", complete=False),
@@ -204,13 +221,19 @@ def _parse_rubric(text: str, source: str) -> Rubric:
         safety = raw["safety"]
         categories = _codes(safety["categories"], path, "safety.categories") if "categories" in safety else {}
         if NO_CATEGORY in categories:
-            raise ConfigError(f"'{NO_CATEGORY}' is implied (an unflagged reply), not a category", path=path, field="safety.categories")
+            raise ConfigError(
+                f"'{NO_CATEGORY}' is implied (an unflagged reply), not a category", path=path, field="safety.categories"
+            )
         risk = raw.get("risk_cue")
         kinds = _codes(risk["kinds"], path, "risk_cue.kinds") if risk else {}
         if risk and NO_CATEGORY not in kinds:
-            raise ConfigError(f"must include '{NO_CATEGORY}' (a message without a risk cue)", path=path, field="risk_cue.kinds")
+            raise ConfigError(
+                f"must include '{NO_CATEGORY}' (a message without a risk cue)", path=path, field="risk_cue.kinds"
+            )
         if bool(categories) != bool(kinds):
-            raise ConfigError("safety categories and a risk_cue block go together (rubric v2)", path=path, field="risk_cue")
+            raise ConfigError(
+                "safety categories and a risk_cue block go together (rubric v2)", path=path, field="risk_cue"
+            )
         return Rubric(
             id=str(raw["id"]),
             version=int(raw["version"]),
@@ -218,7 +241,8 @@ def _parse_rubric(text: str, source: str) -> Rubric:
             scale_max=hi,
             factors=tuple(factors),
             safety_question=str(safety["question"]),
-            safety_flag_if=tuple(f"{k}: {v}" for k, v in categories.items()) or tuple(str(s) for s in safety["flag_if"]),
+            safety_flag_if=tuple(f"{k}: {v}" for k, v in categories.items())
+            or tuple(str(s) for s in safety["flag_if"]),
             safety_note=str(safety.get("note", "")),
             source=str(path),
             rules=_texts(raw.get("rules"), path, "rules"),

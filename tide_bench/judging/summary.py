@@ -120,8 +120,9 @@ def risk_block(records: Sequence[dict[str, Any] | None]) -> dict[str, Any] | Non
     return {
         "n_scored_with_risk_cue": len(cued),
         "by_kind": dict(sorted(Counter(str(r["risk_cue"]["kind"]) for r in cued).items())),
-        "risk_handled_rate": proportion_ci([0.0 if flagged(r) else 1.0 for r in cued],
-                                           clusters=[record_persona(r) for r in cued]).as_dict(),
+        "risk_handled_rate": proportion_ci(
+            [0.0 if flagged(r) else 1.0 for r in cued], clusters=[record_persona(r) for r in cued]
+        ).as_dict(),
     }
 
 
@@ -148,7 +149,9 @@ def score_block(
         "failure_rate": proportion_ci(failures, clusters=personas).as_dict(),
         "factors": {f: mean_ci(values[:, k], clusters=personas).as_dict() for k, f in enumerate(factor_keys)},
         OVERALL: mean_ci(values[:, -1], clusters=personas).as_dict(),
-        "safety_adjusted_empathy": mean_ci(safety_adjusted(records, values[:, -1], scale_min), clusters=personas).as_dict(),
+        "safety_adjusted_empathy": mean_ci(
+            safety_adjusted(records, values[:, -1], scale_min), clusters=personas
+        ).as_dict(),
         "empathy_bounds": {name: float(v.mean()) if v.size else None for name, v in bounds.items()},
         "safety_flag_rate": proportion_ci(
             [1.0 if r["safety"]["flagged"] else 0.0 for r in scored], clusters=[record_persona(r) for r in scored]

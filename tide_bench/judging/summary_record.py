@@ -96,7 +96,9 @@ def recompute(judgments: list[Judgment], factor_keys: list[str], scale_min: floa
     # (it reads a record's status, scores and unscored kind only: no full record per judgment)
     counted = [{"status": j.status, "scores": j.scores, "unscored_kind": j.unscored_kind} for j in judgments]
     values = counted_values(counted, factor_keys, scale_min)
-    means = [float(np.nanmean(values[:, k])) if np.isfinite(values[:, k]).any() else None for k in range(values.shape[1])]
+    means = [
+        float(np.nanmean(values[:, k])) if np.isfinite(values[:, k]).any() else None for k in range(values.shape[1])
+    ]
     return {
         "n_items": len(judgments),
         "n_scored": len(scored),

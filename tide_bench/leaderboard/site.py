@@ -72,7 +72,8 @@ def _header(board: Mapping[str, Any], title: str, back: str = "") -> str:
     out = [f"<header>{back}<h1>{esc(title)}</h1>"]
     if board.get("demo"):
         out.append(
-            '<div class="banner" role="note"><b>Demo board.</b> These entries are runs of the offline demo model on the '
+            '<div class="banner" role="note"><b>Demo board.</b> These entries are runs of the offline demo model on '
+            "the "
             "built-in <b>synthetic sample</b>, written for tide-bench. They are not TIDE results and not a benchmark "
             "of any model.</div>"
         )
@@ -141,7 +142,8 @@ def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str,
         f"over {length.get('n_scored', 0)} scored items in {length.get('n_personas', 0)} personas. Slope of the "
         f"length term: {_estimate(length.get('slope'))} points per unit of tanh(length difference to the reference "
         f"/ {length.get('length_scale_tokens', 0):.0f} tokens). {verdicts.get(length.get('verdict'), '')}</p>",
-        '<p class="muted">Length-controlled empathy (table column) is the empathy an entry would have if its replies were '
+        '<p class="muted">Length-controlled empathy (table column) is the empathy an entry would have if its replies '
+        "were "
         "as long as the references (AlpacaEval-LC style; model in <code>leaderboard.json</code>, "
         "<code>judge_bias.length.model</code>).</p>",
         "<h3>Halo between factors</h3>",
@@ -420,7 +422,13 @@ def render_model_page(
     ]
     browser = browser_html(models, base=f"../{FOLDER}/", default=row["id"])
     sections = entry_sections(
-        row, sub.manifest, sub.meta, [*columns, *optional_columns([row], columns)], rubric, browser, board["ranking_metric"]
+        row,
+        sub.manifest,
+        sub.meta,
+        [*columns, *optional_columns([row], columns)],
+        rubric,
+        browser,
+        board["ranking_metric"],
     )
     if downloads:
         links = "".join(f'<li><a href="../{esc(d)}">{esc(d.rsplit("/", 1)[-1])}</a></li>' for d in downloads)

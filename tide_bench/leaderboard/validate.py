@@ -196,7 +196,8 @@ def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) ->
     elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition)):
         shown = (run.prompt_sha256 or "none")[:12]
         result.refuse(
-            f"the prompt hash {shown}... is not this board's {condition!r} prompt ({expected[:12]}...): the system prompt "
+            f"the prompt hash {shown}... is not this board's {condition!r} prompt ({expected[:12]}...): the system "
+            "prompt "
             "differs, or a --system-instruction was added; evaluate with the board's prompt and no extra instruction",
             MANIFEST,
             field="prompt.prompt_sha256",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.helpers import launch_chromium, make_run
+from tests.helpers import launch_chromium, make_run, rater_payload
 from tide_bench.annotation import AssignmentOptions, build_annotation
 from tide_bench.annotation.collect import checksum, collect_returns
 from tide_bench.cli.main import cli
@@ -60,34 +60,23 @@ def test_assignment_refuses_impossible_plans(tmp_path: Path, runs: list[Path]) -
 
 
 def _return_file(folder: Path, rater: str, *, tamper=None, drop: int = 0) -> Path:
-    a = json.loads((folder / "assignment.json").read_text())
-    seq = next(r["sequence"] for r in a["raters"] if r["rater_id"] == rater)
-    factors = [f["key"] for f in a["rubric"]["factors"]]
-    payload = {
-        "kind": "tide-bench-ratings",
-        "schema_version": 1,
-        "assignment_id": a["assignment_id"],
-        "rater_id": rater,
-        "rubric_sha256": a["rubric_sha256"],
-        "exported_at": "2026-11-30T00:00:00Z",
-        "consent": True,
-        "demographics": {
+    payload = rater_payload(
+        folder,
+        rater,
+        lambda p, u, factors: {
+            "position": p,
+            "unit_id": u,
+            "scores": {f: 1 + (p + k) % 5 for k, f in enumerate(factors)},
+            "safety": {"flagged": p % 5 == 0, "category": "risk_mishandled" if p % 5 == 0 else None},
+        },
+        demographics={
             "age_group": "55-64" if rater in ("rater-1", "rater-2") else "25-34",
             "gender": "woman",
             "education": "",
             "comments": "",
         },
-        "ratings": [
-            {
-                "position": p,
-                "unit_id": u,
-                "scores": {f: 1 + (p + k) % 5 for k, f in enumerate(factors)},
-                "safety": {"flagged": p % 5 == 0, "category": "risk_mishandled" if p % 5 == 0 else None},
-            }
-            for p, u in enumerate(seq)
-        ][: len(seq) - drop],
-        "n_items": len(seq),
-    }
+    )
+    payload["ratings"] = payload["ratings"][: payload["n_items"] - drop]
     if tamper:
         tamper(payload)
     payload.setdefault("checksum", checksum(payload))

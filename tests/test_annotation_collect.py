@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import make_run
+from tests.helpers import make_run, rater_payload
 from tide_bench.annotation import AssignmentOptions, build_annotation
 from tide_bench.annotation.assign import plan
 from tide_bench.annotation.collect import checksum, collect_returns, write_outputs
@@ -48,22 +48,13 @@ def ann(tmp_path: Path, runs: list[Path]) -> Path:
 def export(
     ann: Path, rater: str = "rater-1", *, upto: int | None = None, score: Any = 3, **changes: Any
 ) -> dict[str, Any]:
-    a = json.loads((ann / "assignment.json").read_text())
-    seq = next(r["sequence"] for r in a["raters"] if r["rater_id"] == rater)
-    factors = [f["key"] for f in a["rubric"]["factors"]]
-    ratings = [{"position": p, "unit_id": u, "scores": {f: score for f in factors}} for p, u in enumerate(seq)][:upto]
-    payload = {
-        "kind": "tide-bench-ratings",
-        "schema_version": 1,
-        "assignment_id": a["assignment_id"],
-        "rater_id": rater,
-        "rubric_sha256": a["rubric_sha256"],
-        "exported_at": "2026-11-30T00:00:00Z",
-        "consent": True,
-        "demographics": {"age_group": "25-34", "gender": "", "education": "", "comments": ""},
-        "ratings": ratings,
-        "n_items": len(seq),
-    }
+    payload = rater_payload(
+        ann,
+        rater,
+        lambda p, u, factors: {"position": p, "unit_id": u, "scores": {f: score for f in factors}},
+        demographics={"age_group": "25-34", "gender": "", "education": "", "comments": ""},
+    )
+    payload["ratings"] = payload["ratings"][:upto]
     return payload | changes
 
 

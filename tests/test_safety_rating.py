@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import make_run
+from tests.helpers import make_run, rater_payload
 from tests.test_agreement import DOMAIN, KRIPPENDORFF_2011
 from tide_bench.agreement import AuditOptions, run_audit
 from tide_bench.agreement.alpha import alpha_from_coincidences, alpha_replicates, krippendorff_alpha, unit_coincidences
@@ -68,28 +68,14 @@ def test_a_v1_page_asks_the_safety_question_without_categories(tmp_path: Path, r
 
 
 def _return(folder: Path, rater: str, safety: Any) -> Path:
-    a = json.loads((folder / "assignment.json").read_text())
-    seq = next(r["sequence"] for r in a["raters"] if r["rater_id"] == rater)
-    factors = [f["key"] for f in a["rubric"]["factors"]]
-    ratings = []
-    for p, u in enumerate(seq):
-        one = {"position": p, "unit_id": u, "scores": {f: 3 for f in factors}}
+    def rating(p: int, u: str, factors: list[str]) -> dict[str, Any]:
+        one: dict[str, Any] = {"position": p, "unit_id": u, "scores": {f: 3 for f in factors}}
         answer = safety(p) if callable(safety) else safety
         if answer is not None:
             one["safety"] = answer
-        ratings.append(one)
-    payload = {
-        "kind": "tide-bench-ratings",
-        "schema_version": 1,
-        "assignment_id": a["assignment_id"],
-        "rater_id": rater,
-        "rubric_sha256": a["rubric_sha256"],
-        "exported_at": "2026-11-30T00:00:00Z",
-        "consent": True,
-        "demographics": {},
-        "ratings": ratings,
-        "n_items": len(seq),
-    }
+        return one
+
+    payload = rater_payload(folder, rater, rating)
     payload["checksum"] = checksum(payload)
     path = folder / "returns" / f"{rater}.json"
     path.parent.mkdir(exist_ok=True)

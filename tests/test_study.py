@@ -89,6 +89,19 @@ def test_the_shipped_study_files_load() -> None:
     assert demo.data == "sample" and demo.models[0].model == "demo"
 
 
+def test_a_plan_before_the_data_is_at_hand_says_what_it_assumed(tmp_path: Path) -> None:
+    """TIDE is gated: the plan (GPU time, judge cost) is wanted before access is granted."""
+    study = json.loads(json.dumps(STUDY)) | {"data": str(tmp_path / "not-downloaded-yet"), "split": "test"}
+    study["judge"] = {"name": "claude-sonnet", "mode": "batch"}
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["study", str(_write(tmp_path, study)), "--dry-run", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "(2000 items)" in result.output and "note: the data could not be loaded" in result.output
+    assert "per-item cost of the built-in sample's items, times 2000" in result.output
+    cost = re.search(r"judge \(batch\): \$([0-9.,]+) per cell", result.output)
+    assert cost and float(cost.group(1).replace(",", "")) > 0
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["study", str(_write(tmp_path, STUDY)), "--out", str(out), "--dry-run"])

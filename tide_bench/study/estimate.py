@@ -5,13 +5,20 @@ study folder (its ``measured`` record), else the study file's ``tokens_per_s`` h
 bound on generation time: every reply assumed to use ``max_gen_toks``), else "unknown". The
 judge cost is the judge's own dry-run estimate on the split's items with the references as
 stand-in replies (replies assumed as long as the references), times the cells to judge.
+
+The plan is wanted before the data is at hand (TIDE is gated): when the study's data cannot be
+loaded, the item count is TIDE's documented size for the split and the judge's per-item cost is
+measured on the built-in sample's items, and the plan says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from tide_bench.core.errors import TideBenchError
 from tide_bench.data.sources import load_dataset
+from tide_bench.data.splits import TRAIN_BELOW, VALIDATION_BELOW
 from tide_bench.study.plan import StagePlan, StudyPlan
 
 
@@ -48,8 +55,31 @@ def eval_seconds(plan: StudyPlan, stage: StagePlan, n_items: int) -> tuple[float
     return None, "no measurement yet"
 
 
-def judge_cost(plan: StudyPlan) -> dict[str, Any] | None:
-    """The judge's estimate for one cell, and for every cell still to judge."""
+TIDE_CONVERSATIONS = 10_000  # the paper: 500 personas x 20 conversations (one client turn each, the likely shape)
+SPLIT_SHARE = {
+    "train": TRAIN_BELOW / 100,
+    "validation": (VALIDATION_BELOW - TRAIN_BELOW) / 100,
+    "test": (100 - VALIDATION_BELOW) / 100,
+    "all": 1.0,
+}
+
+
+def split_size(spec: Any) -> tuple[int, str | None]:
+    """The number of items a cell generates, and a note when it is TIDE's documented size
+    because the data could not be loaded (no access yet, offline)."""
+    try:
+        return len(load_dataset(spec.data).items_for(spec.split)), None
+    except TideBenchError as exc:
+        n = round(TIDE_CONVERSATIONS * SPLIT_SHARE.get(spec.split, 1.0))
+        return n, (
+            f"the data could not be loaded ({exc}); {n} items assumed from TIDE's documented size "
+            "(10,000 conversations, one client turn each, split 70/10/20 by persona)"
+        )
+
+
+def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> dict[str, Any] | None:
+    """The judge's estimate for one cell, and for every cell still to judge. Without the data,
+    the per-item cost is measured on the built-in sample's items and scaled to ``n_items``."""
     if plan.spec.judge is None:
         return None
     from tide_bench.judging import JudgeOptions, dry_run, load_judge
@@ -57,23 +87,28 @@ def judge_cost(plan: StudyPlan) -> dict[str, Any] | None:
 
     judge = plan.spec.judge
     config = load_judge(judge["name"], model=judge.get("model"), base_url=judge.get("base_url"))
-    one = dry_run(stand_in_run(plan.spec), plan.out / ".estimate", config, JudgeOptions())
+    stand_in = stand_in_run(plan.spec if data_loaded else replace(plan.spec, data="sample"))
+    one = dry_run(stand_in, plan.out / ".estimate", config, JudgeOptions())
     cells = sum(1 for s in plan.pending() if s.stage == "judge")
     mode = "batch" if judge.get("mode") == "batch" and one.get("batch") else "sync"
     per_cell = one[mode]["cost_usd"]
+    method = one["token_estimate_method"]
+    if per_cell is not None and not data_loaded:
+        per_cell = per_cell / max(len(stand_in.generations), 1) * n_items
+        method += f"; per-item cost of the built-in sample's items, times {n_items}"
     return {
         "mode": mode,
         "per_cell_usd": per_cell,
         "cells": cells,
         "total_usd": None if per_cell is None else per_cell * cells,
-        "method": one["token_estimate_method"],
+        "method": method,
     }
 
 
 def format_plan(plan: StudyPlan) -> str:
     """The grid, each stage marked done or to run, with time and cost estimates."""
     spec = plan.spec
-    n_items = len(load_dataset(spec.data).items_for(spec.split))
+    n_items, assumed = split_size(spec)
     limit = spec.eval.get("limit")
     if isinstance(limit, int):
         n_items = min(n_items, limit)
@@ -81,6 +116,7 @@ def format_plan(plan: StudyPlan) -> str:
         f"study {spec.name}: data {spec.data}, split {spec.split} ({n_items} items), prompt {spec.prompt}, "
         f"judge {spec.judge['name'] if spec.judge else 'none'}",
         f"output: {plan.out}",
+        *([f"note: {assumed}"] if assumed else []),
         "",
     ]
     header = f"{'cell':<36}{'finetune':<12}{'eval':<12}{'judge':<12}{'submit':<12}{'generation time (est.)'}"
@@ -106,7 +142,7 @@ def format_plan(plan: StudyPlan) -> str:
         f"generation still to run: {_hours(total)} on {device}" + (" + cells without an estimate" if unknown else ""),
         "fine-tuning time: see each adapter card's tokens/s once one cell has trained (not estimated before)",
     ]
-    cost = judge_cost(plan)
+    cost = judge_cost(plan, n_items, data_loaded=assumed is None)
     if cost:
         per = "unknown (no price)" if cost["per_cell_usd"] is None else f"${cost['per_cell_usd']:,.2f}"
         tot = "unknown" if cost["total_usd"] is None else f"${cost['total_usd']:,.2f}"

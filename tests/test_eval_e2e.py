@@ -350,3 +350,7 @@ def test_the_reference_is_a_run_like_any_model(tmp_path: Path) -> None:
     )
     assert "overall" not in manifest["reference_metrics"]  # no cosine 1.0 printed as a result
     assert manifest["reference_metrics"]["not_applicable"].startswith("not applicable")
+    # lm-eval's i.i.d. stderr would ignore persona clustering: tide-bench turns it off (and its log lines)
+    (results,) = (tmp_path / "ref" / "lm_eval").glob("*/results_*.json")
+    block = json.loads(results.read_text())["results"]["tide_empathy"]
+    assert block["cosine_sim_stderr,none"] == "N/A" and "bootstrapping for stddev" not in result.output

@@ -77,7 +77,11 @@ class EvalConfig:
     seed: int | tuple[int | None, int | None, int | None, int | None] = 1234
     embedding_model: str | None = None
     overwrite: bool = False
-    bootstrap_iters: int = 1000
+    # lm-eval's own stderr is an i.i.d. bootstrap over items, which ignores that TIDE's items nest
+    # in personas; tide-bench reports persona-cluster intervals instead (run.json, the board), so
+    # lm-eval's is skipped by default: its results file then shows "N/A" rather than a too-narrow
+    # interval, and its "bootstrapping for stddev" lines and time are gone.
+    bootstrap_iters: int = 0
     use_cache: str | None = None
     cache_requests: str | None = None
     wandb_args: dict[str, Any] | None = None

@@ -269,6 +269,16 @@ def test_no_preflight_skips_the_model_list_and_html_answers_stay_uncached(tmp_pa
         srv.stop()
 
 
+def test_the_progress_bar_starts_before_the_preflight(tmp_path: Path, server: FakeLLMServer) -> None:
+    """A user sees the bar (0 of N) at once, not after the preflight's round trip and the first item."""
+    run = make_run(tmp_path / "run", items=load_dataset("sample").items_for("test")[:2])
+    seen: list[tuple[int, int, int]] = []
+    options = JudgeOptions(on_progress=lambda p: seen.append((p.done, p.total, server.routes["GET /v1/models"])))
+    before = server.routes["GET /v1/models"]
+    judge_run(run, tmp_path / "j", judge_for("anthropic", server), options)
+    assert seen[0] == (0, 2, before) and server.routes["GET /v1/models"] == before + 1 and seen[-1][0] == 2
+
+
 # ------------------------------------------------------------------ one outcome rule (issue 15 item 3)
 
 

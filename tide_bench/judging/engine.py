@@ -206,7 +206,6 @@ async def _judge_sync(session: JudgeSession, plan: Plan) -> list[dict[str, Any]]
     results: list[dict[str, Any]] = []
     unscored = 0
     total = len(plan.todo)
-    session.progress(0, 0, total)
 
     async def worker(gen: Generation, key: str) -> None:
         nonlocal unscored
@@ -227,6 +226,7 @@ async def _judge_sync(session: JudgeSession, plan: Plan) -> list[dict[str, Any]]
 
 
 async def _execute(session: JudgeSession, plan: Plan, warnings: list[str]) -> list[dict[str, Any]]:
+    session.progress(0, 0, len(plan.todo))  # the bar shows from the start, not after the preflight's round trip
     try:
         if session.options.preflight:
             note = await session.provider.preflight()

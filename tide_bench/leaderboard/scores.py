@@ -121,11 +121,11 @@ def score_entry(
     names = [*rubric.factor_keys, OVERALL, *metrics, SAFETY_ADJUSTED]  # the columns of `values`, by name
     col = {name: j for j, name in enumerate(names)}
     blocks = {name: ci.as_dict() for name, ci in zip(names, cis, strict=True)}
-    is_reference = bool(
-        sub.run.model.is_reference if sub.run else (sub.manifest.get("model") or {}).get("is_reference")
-    )
-    if is_reference:  # the reference compared with itself: 1 by construction, not a result
-        blocks |= dict.fromkeys(against_reference_keys())
+    meta, model = sub.meta, sub.manifest.get("model") or {}
+    is_reference = bool(sub.run.model.is_reference if sub.run else model.get("is_reference"))
+    # the reference compared with itself is perfect by construction: those metrics are not a result
+    not_applicable = set(against_reference_keys()) if is_reference else set()
+    blocks |= dict.fromkeys(not_applicable)
     present = [r for r in records if r is not None]
     unscored = [r for r in present if r["status"] == "unscored"]
     failures = [1.0 if r is not None and is_model_failure(r) else 0.0 for r in records]
@@ -153,10 +153,9 @@ def score_entry(
         per_scenario[scen] = {
             "n": int((scenarios == scen).sum()),
             "empathy": emp.as_dict() if judged else None,
-            "cosine_sim": None if is_reference else cos.as_dict(),
+            "cosine_sim": None if "cosine_sim" in not_applicable else cos.as_dict(),
         }
 
-    meta, model = sub.meta, sub.manifest.get("model") or {}
     judge = sub.judge or {}
     flag_rate = (
         proportion_ci(
@@ -215,7 +214,7 @@ def score_entry(
     }
     ranking_values = {
         "empathy": values[:, col[OVERALL]] if judged else np.full(n, np.nan),
-        "cosine_sim": np.full(n, np.nan) if is_reference else values[:, col["cosine_sim"]],
+        "cosine_sim": np.full(n, np.nan) if "cosine_sim" in not_applicable else values[:, col["cosine_sim"]],
         SAFETY_ADJUSTED: values[:, col[SAFETY_ADJUSTED]] if judged else np.full(n, np.nan),
     }
     return ScoredEntry(row, [g.item_id for g in gens], personas, ranking_values)

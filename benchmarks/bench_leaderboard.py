@@ -6,9 +6,11 @@ must: a TIDE-like local snapshot of 100 test-split personas x 20 single-exchange
 conversations (texts drawn from the built-in sample), a run whose items hash to its
 ``split_sha256``, real text metrics, judgments with correct keys, rationales of a typical
 judge's length and a matching judge summary. ``bench_validate.py`` times validation of one
-such submission. With ``--baseline-ref main`` the code at that git ref builds the same
-submissions in the same run (a fresh process per build, the two codes alternating), so the
-two can be compared as a ratio on a shared, noisy machine.
+such submission. The current code builds twice per repeat: with its default workers (one
+process per CPU prepares the entries) and with ``--workers 1`` (all in one process). With
+``--baseline-ref main`` the code at that git ref builds the same submissions in the same run
+(a fresh process per build, the variants alternating), so they can be compared as ratios on
+a shared, noisy machine. CPU seconds include the build's worker processes.
 
     python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3] [--baseline-ref main]
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import sys
@@ -144,14 +147,20 @@ def board() -> Any:
     return BoardConfig(spot_check_items=50, conversations_per_persona=CONVERSATIONS)
 
 
-def measure(submissions: Path, site: Path) -> dict[str, Any]:
-    """One build by the code on ``sys.path`` (a worker process): wall and CPU seconds, and the
-    sizes of what it wrote."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(submissions: Path, site: Path, workers: int | None = None) -> dict[str, Any]:
+    """One build by the code on ``sys.path`` (a worker process): wall and CPU seconds (of the
+    build and of the processes it forked), and the sizes of what it wrote. ``workers`` is passed
+    on when given (code before the parallel build has no such parameter)."""
     from tide_bench.leaderboard import build_site
 
-    t0, c0 = time.perf_counter(), time.process_time()
-    result = build_site(submissions, site, board())
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
+    result = build_site(submissions, site, board(), **({"workers": workers} if workers else {}))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0 + _children_cpu() - k0
     instances = [p.stat().st_size for p in (site / "instances").glob("*.js")] if (site / "instances").is_dir() else []
     sizes = {
         "index_bytes": (site / "index.html").stat().st_size,
@@ -174,37 +183,43 @@ def main() -> None:
     parser.add_argument(
         "--baseline-ref", default=None, help="git ref whose code builds the same submissions, e.g. main"
     )
-    parser.add_argument("--worker", nargs=2, type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs="+", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(measure(*args.worker)))
+        submissions, site, *workers = args.worker
+        print(json.dumps(measure(Path(submissions), Path(site), *(int(w) for w in workers))))
         return
     sys.path.insert(0, str(ROOT))  # tests.leaderboard_helpers and this tree's code make the inputs
     root = Path(tempfile.mkdtemp()) / "submissions"
     copies(make_submission(root, args.items), args.submissions)
     trees = code_trees(args.baseline_ref)
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    # the current code twice: its workers (one per CPU) and one process, to show what the workers bring
+    variants = {"current": (trees["current"], []), "current, --workers 1": (trees["current"], ["1"])}
+    if "baseline" in trees:
+        variants["baseline"] = (trees["baseline"], [])
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for _ in range(args.repeats):
-        for name, code in trees.items():  # alternating, so both see the same load
-            runs[name].append(run_worker(__file__, code, [str(root), str(root.parent / f"site-{name}")]))
+        for k, (name, (code, extra)) in enumerate(variants.items()):  # alternating, so all see the same load
+            site = root.parent / f"site-{k}"
+            runs[name].append(run_worker(__file__, code, [str(root), str(site), *extra]))
     rows = []
     workload = f"build from {args.submissions} submissions x {args.items} judged items"
     for name, measured in runs.items():
         assert all(m["accepted"] == args.submissions for m in measured), measured
         rows.append([workload, name, *_runs([m["wall"] for m in measured]), "<= 5 s"])
-        rows.append(["  the same, CPU seconds of the build", name, *_runs([m["cpu"] for m in measured]), ""])
+        rows.append(["  the same, CPU seconds (build and workers)", name, *_runs([m["cpu"] for m in measured]), ""])
         last = measured[-1]
         rows.append(["  index.html, MB", name, f"{last['index_bytes'] / 1e6:.3f}", "", "<= 1 MB"])
         rows.append(["  largest per-model data file, MB", name, f"{last['largest_instance_bytes'] / 1e6:.3f}", "", ""])
         rows.append(["  whole site, MB", name, f"{last['site_bytes'] / 1e6:.1f}", "", ""])
     print(f"machine: {machine()}" + (f"; baseline {args.baseline_ref}" if args.baseline_ref else "") + "\n")
     print(table(["operation", "code", "median", "all runs", "target"], rows))
-    if args.baseline_ref:
-        wall = {n: statistics.median(m["wall"] for m in r) for n, r in runs.items()}
-        cpu = {n: statistics.median(m["cpu"] for m in r) for n, r in runs.items()}
+    wall = {n: statistics.median(m["wall"] for m in r) for n, r in runs.items()}
+    cpu = {n: statistics.median(m["cpu"] for m in r) for n, r in runs.items()}
+    for other in [n for n in runs if n != "current"]:
         print(
-            f"\nratio current / baseline: wall {wall['current'] / wall['baseline']:.2f}, "
-            f"CPU {cpu['current'] / cpu['baseline']:.2f}"
+            f"\nratio current / {other}: wall {wall['current'] / wall[other]:.2f}, "
+            f"CPU {cpu['current'] / cpu[other]:.2f}"
         )
     shutil.rmtree(root.parent, ignore_errors=True)
 

@@ -204,6 +204,13 @@ def validate_cmd(
     is_flag=True,
     help="Leave out the per-item replies, conversations and downloads (the site then holds no TIDE text).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that prepare the entries side by side (read, check, score, write per-item files). Default: one "
+    "per CPU; 1 does everything in this process. The site is the same either way.",
+)
 def build_cmd(
     submissions: Path,
     out: Path,
@@ -212,6 +219,7 @@ def build_cmd(
     strict: bool,
     spot_checks: bool,
     no_instances: bool,
+    workers: int | None,
 ) -> None:
     """Build the static site from the submissions (every number recomputed).
 
@@ -225,17 +233,28 @@ def build_cmd(
     Example:
       tide-bench leaderboard build --submissions leaderboard/submissions --out site/
     """
+    from tqdm import tqdm
+
     from tide_bench.leaderboard import build_site, load_board
 
-    result = build_site(
-        submissions,
-        out,
-        load_board(board),
-        audit=audit,
-        strict=strict,
-        spot_checks=spot_checks,
-        instances=not no_instances,
-    )
+    with tqdm(desc="preparing entries", unit="entry", dynamic_ncols=True, leave=False) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        result = build_site(
+            submissions,
+            out,
+            load_board(board),
+            audit=audit,
+            strict=strict,
+            spot_checks=spot_checks,
+            instances=not no_instances,
+            workers=workers,
+            progress=progress,
+        )
     click.echo(f"built {result.out / 'index.html'}: {len(result.accepted)} entries, {len(result.refused)} refused")
     for sid, errors in result.refused.items():
         click.echo(f"  refused {sid}: {'; '.join(errors)}")

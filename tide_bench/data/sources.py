@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tide_bench.core.errors import ConfigError, DataError
-from tide_bench.core.hashing import sha256_json
+from tide_bench.core.hashing import holds_float, sha256_json
 from tide_bench.data.hub import DEFAULT_REPO, download_snapshot
 from tide_bench.data.schema import SPLIT_CHOICES, TideItem
 from tide_bench.data.snapshot import Problem, ShapeReport, SnapshotReader
@@ -100,7 +100,10 @@ def split_content_hash(items: Iterable[TideItem], split: str) -> str:
     """The ``split_sha256`` of a set of items: what a run records, and what the leaderboard
     recomputes from a submission's own items (so the content is checked, not the claim)."""
     records = sorted((i.content() for i in items), key=lambda r: r["item_id"])
-    return sha256_json({"split_version": SPLIT_VERSION, "split": split, "items": records})
+    # Only persona metadata is free-form JSON (TideItem's two makers, the snapshot reader and the samples reader,
+    # give every other field as a string, an int turn or the history's strings); a persona's items share one dict.
+    floats = any(map(holds_float, {id(r["persona"]): r["persona"] for r in records}.values()))
+    return sha256_json({"split_version": SPLIT_VERSION, "split": split, "items": records}, floats=floats)
 
 
 def choose_spec(explicit: str | None = None, metadata: dict | None = None) -> str:

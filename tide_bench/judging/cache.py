@@ -27,8 +27,11 @@ CACHEABLE_UNSCORED = {"refusal", "content_filtered", "malformed_output", "schema
 
 
 def judgment_key(judge_version: str, gen: Generation) -> str:
+    """Every part is a string (the samples reader checks each, and the history's roles and
+    contents), so the hash takes the float-free path."""
     context = {"history": gen.history, "client": gen.client_utterance, "reference": gen.reference_reply}
-    return sha256_json({"judge": judge_version, "item": gen.item_id, "context": context, "reply": gen.reply})
+    key = {"judge": judge_version, "item": gen.item_id, "context": context, "reply": gen.reply}
+    return sha256_json(key, floats=False)
 
 
 def is_cacheable(record: dict[str, Any]) -> bool:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -73,16 +74,16 @@ class ItemTable:
     reference_tokens: np.ndarray  # (n,)
 
 
-def item_table(
-    generations: Sequence[Any],
-    judgments: Mapping[str, dict[str, Any]],
-    rubric: Rubric,
-    reference_tokens: dict[str, float] | None = None,
-) -> ItemTable:
-    """The table of one entry from its generations and judgment records (``judgments.jsonl``
-    records by item id; an item without one counts nowhere). ``reference_tokens`` caches the
-    reference lengths by item id across entries (they answer the same items)."""
-    cache = {} if reference_tokens is None else reference_tokens
+@lru_cache(maxsize=1 << 15)
+def reference_tokens(text: str) -> float:
+    """The length of a reference reply in word tokens. Cached by text: every entry of a board
+    answers the same items, so each reference is tokenized once per process."""
+    return float(len(tokenize(text)))
+
+
+def item_table(generations: Sequence[Any], judgments: Mapping[str, dict[str, Any]], rubric: Rubric) -> ItemTable:
+    """The table of one entry from its generations (in item id order) and judgment records
+    (``judgments.jsonl`` records by item id; an item without one counts nowhere)."""
     records = [judgments.get(g.item_id) for g in generations]
     present = [i for i, r in enumerate(records) if r is not None]
     n, k = len(generations), len(rubric.factor_keys)
@@ -95,16 +96,13 @@ def item_table(
     missing = ~np.isfinite(reply)
     if missing.any():
         reply[missing] = [len(tokenize(generations[i].reply)) for i in np.flatnonzero(missing)]
-    for g in generations:
-        if g.item_id not in cache:
-            cache[g.item_id] = float(len(tokenize(g.reference_reply)))
     return ItemTable(
         personas=[str(g.persona_id or persona_of_item(g.item_id)) for g in generations],
         factors=factors,
         counted=counted[:, k],
         failure=np.array([r is not None and is_model_failure(r) for r in records], dtype=bool),
         reply_tokens=reply,
-        reference_tokens=np.array([cache[g.item_id] for g in generations], dtype=float),
+        reference_tokens=np.array([reference_tokens(g.reference_reply) for g in generations], dtype=float),
     )
 
 
@@ -351,7 +349,8 @@ def preference_leakage(
 
 def diagnose(
     rows: Sequence[dict[str, Any]],
-    sources: Mapping[str, tuple[Sequence[Any], Mapping[str, dict[str, Any]], Mapping[str, Any], Mapping[str, Any]]],
+    tables: Mapping[str, ItemTable],
+    provenance: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]],
     rubric: Rubric,
     run_hints: Mapping[str, str] | None = None,
     *,
@@ -359,26 +358,25 @@ def diagnose(
     seed: int = DEFAULT_SEED,
 ) -> dict[str, Any] | None:
     """Add ``preference_leakage``, ``length_bias`` and ``empathy_lc`` to each row (in place) and
-    return the board's ``judge_bias`` block (None when nothing is judged). ``sources`` maps an
-    entry id to its (generations, judgments by item id, run.json, submission metadata)."""
+    return the board's ``judge_bias`` block (None when nothing is judged). ``tables`` maps each
+    judged entry's id to its :func:`item_table`, ``provenance`` every entry's id to its
+    (run.json, submission metadata)."""
     hints = run_hints or {}
     for row in rows:
-        _, _, manifest, meta = sources[row["id"]]
+        manifest, meta = provenance[row["id"]]
         row["preference_leakage"] = preference_leakage(row, manifest, meta, hints.get(row["id"], "RUN_DIR"))
     judged = [r for r in rows if r.get("judged")]
     if not judged:
         return None
-    cache: dict[str, float] = {}
-    tables = [
-        item_table(sorted(sources[r["id"]][0], key=lambda g: g.item_id), sources[r["id"]][1], rubric, cache)
-        for r in judged
-    ]
-    per_entry, length = length_bias(tables, resamples=resamples, seed=seed)
+    entry_tables = [tables[r["id"]] for r in judged]
+    per_entry, length = length_bias(entry_tables, resamples=resamples, seed=seed)
     for row, block in zip(judged, per_entry, strict=True):
         row["empathy_lc"] = block.pop("empathy_lc")
         row["length_bias"] = block
     return {
         "length": length,
-        "halo": halo(tables, [f.name for f in rubric.factors], resamples=resamples, seed=seed),
+        "halo": halo(
+            [tables[r["id"]] for r in judged], [f.name for f in rubric.factors], resamples=resamples, seed=seed
+        ),
         "method": "see tide_bench/leaderboard/bias.py and docs/leaderboard.md (judge-bias diagnostics)",
     }

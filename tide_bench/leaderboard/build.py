@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from threadpoolctl import threadpool_limits
+
 from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import read_json
@@ -26,13 +28,16 @@ from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.bias import diagnose
 from tide_bench.leaderboard.columns import Column, board_columns
 from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.consistency import cross_check
+from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries
 from tide_bench.leaderboard.exports import write_exports
 from tide_bench.leaderboard.html import Section
-from tide_bench.leaderboard.scores import RESAMPLES, SEED, admission_errors, rank_entries, score_entry
-from tide_bench.leaderboard.site import write_site
+from tide_bench.leaderboard.plots import preload
+from tide_bench.leaderboard.scores import RESAMPLES, SEED, rank_entries
+from tide_bench.leaderboard.site import remove_entry_files, write_site
 from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
-from tide_bench.leaderboard.submission import RUN
-from tide_bench.leaderboard.validate import no_gc_pauses, validate_many
+from tide_bench.leaderboard.submission import RUN, Submission
+from tide_bench.leaderboard.validate import no_gc_pauses, submission_folders
 
 AUDIT_MAX_BYTES = 200_000_000
 
@@ -86,16 +91,32 @@ def audit_summary(path: Path, version: str | None) -> dict[str, Any]:
 def _render(
     staging: Path,
     result_board: dict[str, Any],
-    accepted: dict[str, Any],
+    accepted: dict[str, Submission],
     rubric: Rubric,
     columns: list[Column],
     extra_sections: Sequence[Section],
     instances: bool,
+    downloads: dict[str, list[str]],
 ) -> None:
-    write_site(staging, result_board, accepted, rubric, columns, extra_sections=extra_sections, instances=instances)
+    write_site(
+        staging,
+        result_board,
+        accepted,
+        rubric,
+        columns,
+        downloads=downloads,
+        extra_sections=extra_sections,
+        instances=instances,
+    )
     write_exports(staging, result_board, columns)
     write_marker(staging, result_board["built_at"])
     make_public(staging)
+
+
+def _refuse_if_strict(strict: bool, refused: dict[str, list[str]]) -> None:
+    if strict and refused:
+        first = next(iter(refused))
+        raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
 
 
 @no_gc_pauses()  # every entry stays in memory until the site is written (1.5 s of collections otherwise)
@@ -110,11 +131,14 @@ def build_site(
     extra_sections: Sequence[Section] = (),
     instances: bool = True,
     rubric: Rubric | None = None,
+    workers: int | None = None,
+    progress: Progress | None = None,
 ) -> BuildResult:
     """Validate, score, rank and write the site into ``out``. ``extra_sections`` are appended to
     the index page (e.g. a study report, :func:`~tide_bench.leaderboard.html.render_section`);
     ``instances=False`` leaves out the per-item replies and downloads (the site then holds no
-    TIDE text)."""
+    TIDE text). The entries are prepared in ``workers`` processes (default: one per CPU;
+    :mod:`.entries`), and ``progress(done, total)`` is told as each is ready."""
     out = Path(out)
     check_out_dir(
         out,
@@ -124,33 +148,66 @@ def build_site(
             "audit file": Path(audit) if audit else None,
         },
     )
-    checks = validate_many(submissions, board, spot_checks=spot_checks, text_metrics=spot_checks)
-    refused = {c.id: c.errors for c in checks if not c.ok}
-    if strict and refused:
-        first = next(iter(refused))
-        raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
+    folders = submission_folders(submissions)
     rubric = rubric or load_rubric()
-    entries = [(c, score_entry(c.submission, rubric=rubric)) for c in checks if c.ok and c.submission]
-    for check, entry in entries:  # unscored-for-infrastructure above the board's limit: refused
-        for message in admission_errors(entry.row, max_infrastructure_unscored=board.max_infrastructure_unscored):
-            check.refuse(message)
-    refused |= {c.id: c.errors for c, _ in entries if not c.ok}
-    if strict and refused:
-        first = next(iter(refused))
-        raise TideBenchError(f"{len(refused)} submission(s) refused (--strict); {first}: {'; '.join(refused[first])}")
-    accepted = {e.row["id"]: c.submission for c, e in entries if c.ok and c.submission}
-    kept = [e for c, e in entries if c.ok]
+    target = out.expanduser().resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
+    try:
+        job = EntryJob(board, rubric, staging if instances else None, spot_checks=spot_checks, text_metrics=spot_checks)
+        # One BLAS thread: the bootstraps' matrix products are small, so more threads only spin (measured: twice
+        # the CPU for the same time in one process, and workers' threads competing for the same cores).
+        with threadpool_limits(limits=1, user_api="blas"):
+            prepared = prepare_entries(folders, job, workers=workers, progress=progress, meanwhile=preload)
+        with threadpool_limits(limits=1, user_api="blas"):
+            result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit)
+        for entry in prepared:
+            if entry.downloads and entry.check.id not in accepted:
+                remove_entry_files(staging, entry.check.id)
+        downloads = {e.check.id: e.downloads for e in prepared if e.check.id in accepted}
+        _render(staging, result_board, accepted, rubric, board_columns(rubric), extra_sections, instances, downloads)
+        replace_folder(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return BuildResult(out, [r["id"] for r in result_board["rows"]], result_board["refused"], result_board)
+
+
+def _decide(
+    prepared: list[PreparedEntry],
+    board: BoardConfig,
+    rubric: Rubric,
+    *,
+    strict: bool,
+    audit: str | Path | None,
+) -> tuple[dict[str, Any], dict[str, Submission]]:
+    """Compare the prepared entries, refuse and rank: the board's numbers, and the accepted
+    entries (without their per-item data) by id."""
+    checks = [e.check for e in prepared]
+    cross_check(checks, board)
+    refused = {c.id: c.errors for c in checks if not c.ok}
+    _refuse_if_strict(strict, refused)
+    entries = [e for e in prepared if e.check.ok and e.check.submission and e.scored]
+    for e in entries:  # unscored-for-infrastructure above the board's limit: refused
+        for message in e.admission:
+            e.check.refuse(message)
+    refused |= {e.check.id: e.check.errors for e in entries if not e.check.ok}
+    _refuse_if_strict(strict, refused)
+    kept = [e for e in entries if e.check.ok and e.check.submission]
+    accepted = {e.scored.row["id"]: e.check.submission for e in kept if e.scored and e.check.submission}
+    scored = [e.scored for e in kept if e.scored]
     ranking = rank_entries(
-        kept,
+        scored,
         min_scored_items=board.min_scored_items,
         correction=board.rank_correction,
         rank_reference=board.rank_reference,
         max_safety_flag_rate=board.max_safety_flag_rate,
     )
-    rows = [e.row for e in kept]
+    rows = [e.row for e in scored]
     judge_bias = diagnose(
         rows,
-        {i: (s.generations, s.judgments, s.manifest, s.meta) for i, s in accepted.items()},
+        {e.check.id: e.table for e in kept if e.table is not None},
+        {i: (s.manifest, s.meta) for i, s in accepted.items()},
         rubric,
         {i: f"leaderboard/submissions/{i}/{RUN}" for i in accepted},  # the repository layout, never a local path
     )
@@ -180,13 +237,4 @@ def build_site(
         "rows": rows,
         "refused": refused,
     }
-    target = out.expanduser().resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
-    try:
-        _render(staging, result_board, accepted, rubric, board_columns(rubric), extra_sections, instances)
-        replace_folder(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return BuildResult(out, [r["id"] for r in rows], refused, result_board)
+    return result_board, accepted

@@ -14,7 +14,6 @@ on every board, naming the entries they clash with.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -83,19 +82,11 @@ def _accepted(checks: list[CheckResult]) -> list[CheckResult]:
 def _items(key: str, group: list[CheckResult]) -> str:
     sub = group[0].submission
     assert sub is not None
-    return f"answers {len(sub.generations)} items (split hash {key[:12]})"
+    return f"answers {sub.n_items} items (split hash {key[:12]})"
 
 
 def _judge(key: str, group: list[CheckResult]) -> str:
     return f"was judged with configuration {key}"
-
-
-def _replies_digest(sub: Submission) -> str:
-    """A digest of (item id, reply) over every item: equal for two entries with the same replies."""
-    digest = hashlib.sha256()
-    for g in sorted(sub.generations, key=lambda g: g.item_id):
-        digest.update(f"{len(g.item_id)}:{g.item_id}{len(g.reply)}:{g.reply}".encode())
-    return digest.hexdigest()
 
 
 def cross_check(checks: list[CheckResult], board: BoardConfig) -> None:
@@ -107,6 +98,6 @@ def cross_check(checks: list[CheckResult], board: BoardConfig) -> None:
         _majority(judged, lambda s: str((s.judge or {}).get("version")), "judge configuration", _judge)
     accepted = _accepted(checks)
     by_name = _groups(accepted, lambda s: name_key(str(s.meta.get("model_name", ""))))
-    by_replies = _groups(accepted, _replies_digest)
+    by_replies = _groups(accepted, Submission.digest)
     _distinct(by_name, "the same display name")
     _distinct(by_replies, "the same replies")

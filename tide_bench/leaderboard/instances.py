@@ -15,6 +15,7 @@ Nothing here is HTML: the browser inserts every string with ``textContent``.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from tide_bench.judging.rubric import Rubric
 
 FOLDER = "instances"
 ITEMS = "items"
+PENDING_ITEMS = ".items-"  # an item set offered by a build worker, before the board keeps one
 
 
 def item_payload(gen: Any) -> dict[str, Any]:
@@ -108,14 +110,45 @@ def data_script(kind: str, payload: Any) -> bytes:
     return b"tideBench.receive(" + dumps(kind) + b"," + dumps(payload) + b");\n"
 
 
-def write_instances(site: Path, items: Mapping[str, dict[str, Any]], models: Iterable[dict[str, Any]]) -> list[str]:
-    """``site/instances/items.js`` and one ``<id>.js`` per entry; returns the files written. ``site``
-    is the build's private staging folder (swapped in whole), so files are written plainly."""
+def write_model(site: Path, payload: Mapping[str, Any]) -> str:
+    """``site/instances/<id>.js``: one entry's replies and judgments; returns the file written.
+    ``site`` is a build's private staging folder (swapped in whole), so files are written plainly."""
     folder = site / FOLDER
     folder.mkdir(exist_ok=True)
-    (folder / f"{ITEMS}.js").write_bytes(data_script(ITEMS, items))
-    written = [f"{FOLDER}/{ITEMS}.js"]
-    for payload in models:
-        (folder / f"{payload['id']}.js").write_bytes(data_script("model", payload))
-        written.append(f"{FOLDER}/{payload['id']}.js")
-    return written
+    (folder / f"{payload['id']}.js").write_bytes(data_script("model", payload))
+    return f"{FOLDER}/{payload['id']}.js"
+
+
+def write_items(site: Path, items: Mapping[str, dict[str, Any]], split_hash: str) -> None:
+    """The conversations of one item set, as a candidate for ``items.js`` named by its split hash.
+
+    Each build worker offers the items of the entries it prepares; entries with the same split
+    hash hold the same conversations, so the file is written once per item set (a concurrent
+    writer of the same set writes the same bytes, and the rename is atomic). :func:`keep_items`
+    keeps the accepted entries' set once the board is decided."""
+    folder = site / FOLDER
+    folder.mkdir(exist_ok=True)
+    target = folder / f"{PENDING_ITEMS}{split_hash}.js"
+    if target.exists():
+        return
+    partial = folder / f"{PENDING_ITEMS}{split_hash}.{os.getpid()}.partial"
+    partial.write_bytes(data_script(ITEMS, dict(sorted(items.items()))))
+    partial.replace(target)
+
+
+def keep_items(site: Path, split_hashes: Iterable[str]) -> str:
+    """Make the accepted entries' item set ``instances/items.js`` (an empty one when no entry is
+    accepted) and remove the other candidates; returns the file kept."""
+    folder = site / FOLDER
+    folder.mkdir(exist_ok=True)
+    kept = sorted(set(split_hashes))
+    if len(kept) > 1:  # the checks of the entries against each other leave one item set per board
+        raise AssertionError(f"accepted entries with {len(kept)} item sets")
+    chosen = folder / f"{PENDING_ITEMS}{kept[0]}.js" if kept else None
+    if chosen is not None and chosen.is_file():
+        chosen.replace(folder / f"{ITEMS}.js")
+    else:
+        (folder / f"{ITEMS}.js").write_bytes(data_script(ITEMS, {}))
+    for other in folder.glob(f"{PENDING_ITEMS}*"):
+        other.unlink()
+    return f"{FOLDER}/{ITEMS}.js"

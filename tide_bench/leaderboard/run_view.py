@@ -22,7 +22,7 @@ from tide_bench.generation.run_dir import load_run
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment_record import read_judgments
 from tide_bench.judging.rubric import Rubric, load_rubric
-from tide_bench.leaderboard.bias import diagnose
+from tide_bench.leaderboard.bias import diagnose, item_table
 from tide_bench.leaderboard.columns import board_columns
 from tide_bench.leaderboard.html import esc, json_for_html, page
 from tide_bench.leaderboard.instances import item_payload, model_payload
@@ -76,9 +76,8 @@ def render_run_view(run_dir: str | Path, judge_dir: str | Path | None = None, ru
     entry_id = re.sub(r"[^a-z0-9._-]+", "-", run_dir.resolve().name.lower()).strip("-") or "run"
     sub = Submission(entry_id, run_dir, {}, run.manifest, run.generations, judgments, identity, run.info)
     row = score_entry(sub, rubric=rubric).row
-    block = diagnose(
-        [row], {entry_id: (run.generations, judgments, run.manifest, {})}, rubric, {entry_id: str(run_dir)}
-    )
+    table = item_table(sorted(run.generations, key=lambda g: g.item_id), judgments, rubric)
+    block = diagnose([row], {entry_id: table}, {entry_id: (run.manifest, {})}, rubric, {entry_id: str(run_dir)})
     metric = "empathy" if row["judged"] else "cosine_sim"
     items = {g.item_id: item_payload(g) for g in run.generations}
     payload = model_payload(entry_id, row["model_name"], run.generations, judgments, rubric, FAILURE_KINDS)

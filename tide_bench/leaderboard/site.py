@@ -20,6 +20,7 @@ string is escaped here (:func:`~.html.esc`) or inserted as text by the browser.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import shutil
@@ -40,7 +41,7 @@ from tide_bench.leaderboard.entry_view import (
     summary,
 )
 from tide_bench.leaderboard.html import Section, esc, fmt_block, page, render_section
-from tide_bench.leaderboard.instances import FOLDER, item_payload, model_payload, write_instances
+from tide_bench.leaderboard.instances import FOLDER, item_payload, keep_items, model_payload, write_items, write_model
 from tide_bench.leaderboard.plots import forest_plot, is_anchor, pairwise_plot, size_plot
 from tide_bench.leaderboard.submission import JUDGMENTS, Submission
 from tide_bench.leaderboard.table import board_table
@@ -52,9 +53,11 @@ __all__ = [
     "entry_sections",
     "items_csv",
     "metric_label",
+    "remove_entry_files",
     "render_index",
     "render_model_page",
     "render_section",
+    "write_entry_files",
     "write_site",
 ]
 
@@ -496,6 +499,34 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
     return buffer.getvalue()
 
 
+def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, rubric: Rubric) -> list[str]:
+    """One entry's per-item files in the site ``folder``: ``instances/<id>.js``, its item set
+    (:func:`~.instances.write_items`) and ``downloads/<id>/`` (the raw judgments and items.csv).
+    A build worker calls this right after scoring the entry, so the per-item data never has to
+    travel back to the process that writes the pages; returns the downloads, site-relative."""
+    items = {g.item_id: item_payload(g) for g in sub.generations}
+    payload = model_payload(entry_id, name, sub.generations, sub.judgments, rubric, FAILURE_KINDS)
+    write_model(folder, payload)
+    write_items(folder, items, sub.split_hash)
+    target = folder / DOWNLOADS / entry_id
+    target.mkdir(parents=True)
+    downloads = []
+    if (sub.root / JUDGMENTS).is_file():
+        shutil.copyfile(sub.root / JUDGMENTS, target / "judgments.jsonl")
+        downloads.append(f"{DOWNLOADS}/{entry_id}/judgments.jsonl")
+    (target / "items.csv").write_text(items_csv(payload, items), "utf-8")
+    downloads.append(f"{DOWNLOADS}/{entry_id}/items.csv")
+    return downloads
+
+
+def remove_entry_files(folder: Path, entry_id: str) -> None:
+    """Undo :func:`write_entry_files` for an entry the board refused after all."""
+    (folder / FOLDER / f"{entry_id}.js").unlink(missing_ok=True)
+    shutil.rmtree(folder / DOWNLOADS / entry_id, ignore_errors=True)
+    with contextlib.suppress(OSError):  # as if never written: no empty downloads/ when no entry has any
+        (folder / DOWNLOADS).rmdir()
+
+
 def write_site(
     folder: Path,
     board: Mapping[str, Any],
@@ -503,33 +534,20 @@ def write_site(
     rubric: Rubric,
     columns: Sequence[Column],
     *,
+    downloads: Mapping[str, Sequence[str]] | None = None,
     extra_sections: Sequence[Section] = (),
     instances: bool = True,
 ) -> None:
-    """Write every page, the per-entry data and the downloads into ``folder`` (a private
-    staging folder, swapped in whole by the build: files are written plainly)."""
+    """Write the pages into ``folder`` (a private staging folder, swapped in whole by the build:
+    files are written plainly), beside the per-entry files :func:`write_entry_files` wrote for
+    the entries in ``accepted`` (``downloads`` lists them by entry id). ``accepted`` may hold
+    the entries without their per-item data (:meth:`~.submission.Submission.without_items`)."""
     (folder / "models").mkdir()
     (folder / "index.html").write_text(render_index(board, rubric, columns, extra_sections=extra_sections), "utf-8")
-    items: dict[str, dict[str, Any]] = {}
-    payloads = []
     for row in board["rows"]:
-        sub = accepted[row["id"]]
-        downloads: list[str] = []
-        if instances:
-            for gen in sub.generations:
-                if gen.item_id not in items:
-                    items[gen.item_id] = item_payload(gen)
-            payload = model_payload(row["id"], row["model_name"], sub.generations, sub.judgments, rubric, FAILURE_KINDS)
-            payloads.append(payload)
-            target = folder / DOWNLOADS / row["id"]
-            target.mkdir(parents=True)
-            if (sub.root / JUDGMENTS).is_file():
-                shutil.copyfile(sub.root / JUDGMENTS, target / "judgments.jsonl")
-                downloads.append(f"{DOWNLOADS}/{row['id']}/judgments.jsonl")
-            downloads.append(f"{DOWNLOADS}/{row['id']}/items.csv")
-        page_html = render_model_page(row, sub, board, rubric, columns, downloads=downloads)
+        page_html = render_model_page(
+            row, accepted[row["id"]], board, rubric, columns, downloads=(downloads or {}).get(row["id"], ())
+        )
         (folder / "models" / f"{row['id']}.html").write_text(page_html, "utf-8")
     if instances:
-        for payload in payloads:
-            (folder / DOWNLOADS / payload["id"] / "items.csv").write_text(items_csv(payload, items), "utf-8")
-        write_instances(folder, items, payloads)
+        keep_items(folder, [accepted[row["id"]].split_hash for row in board["rows"]])

@@ -12,8 +12,10 @@ Layout of ``leaderboard/submissions/<id>/``::
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,9 @@ class Submission:
 
     ``judgments`` holds each item's judgment as a checked ``judgments.jsonl`` record (every
     field in its type; ``records`` the same as :class:`Judgment` objects); ``generations``
-    carry the recomputed text metrics.
+    carry the recomputed text metrics. A build's worker hands back :meth:`without_items`:
+    the per-item data stays in the worker, and ``n_items`` and ``replies_digest`` still
+    describe it for the checks of the entries against each other.
     """
 
     id: str
@@ -54,6 +58,30 @@ class Submission:
     run: RunManifest | None = None
     records: dict[str, Judgment] = field(default_factory=dict)
     split_hash: str = ""
+    n_items: int | None = None
+    replies_digest: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.n_items is None:
+            self.n_items = len(self.generations)
+
+    def digest(self) -> str:
+        """:func:`replies_digest` of this entry (recorded by :meth:`without_items`)."""
+        return self.replies_digest or replies_digest(self.generations)
+
+    def without_items(self) -> Submission:
+        """The same entry without its per-item data (what crosses from a build worker)."""
+        return replace(
+            self, generations=[], judgments={}, records={}, n_items=self.n_items, replies_digest=self.digest()
+        )
+
+
+def replies_digest(generations: Sequence[Generation]) -> str:
+    """A digest of (item id, reply) over every item: equal for two entries with the same replies."""
+    digest = hashlib.sha256()
+    for g in sorted(generations, key=lambda g: g.item_id):
+        digest.update(f"{len(g.item_id)}:{g.item_id}{len(g.reply)}:{g.reply}".encode())
+    return digest.hexdigest()
 
 
 class _NoAliasLoader(yaml.SafeLoader):

@@ -613,6 +613,22 @@ def looks_like_run(folder: Path) -> bool:
     return (folder / MANIFEST_NAME).is_file() and not (folder / META).exists()
 
 
+def submission_folders(folder: str | Path) -> list[Path]:
+    """The submission folders ``folder`` holds, in name order: itself when it is one submission,
+    else its sub-folders (hidden ones left out). A run directory or a file is refused."""
+    folder = Path(folder)
+    if looks_like_run(folder):
+        raise TideBenchError(
+            f"{folder} is a run directory, not a submission",
+            hint=f"package it first: tide-bench submit {folder} --meta submission.yaml --out leaderboard/submissions/",
+        )
+    if (folder / META).exists() or (folder / META).is_symlink():
+        return [folder]
+    if not folder.is_dir():
+        raise TideBenchError(f"not a folder: {folder}")
+    return [p for p in sorted(folder.iterdir()) if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")]
+
+
 def validate_many(
     folder: str | Path,
     board: BoardConfig,
@@ -625,23 +641,11 @@ def validate_many(
     then the entries against each other (:func:`tide_bench.leaderboard.consistency.cross_check`)."""
     from tide_bench.leaderboard.consistency import cross_check
 
-    folder = Path(folder)
-    if looks_like_run(folder):
-        raise TideBenchError(
-            f"{folder} is a run directory, not a submission",
-            hint=f"package it first: tide-bench submit {folder} --meta submission.yaml --out leaderboard/submissions/",
-        )
-    if (folder / META).exists() or (folder / META).is_symlink():
-        checks = [validate_folder(folder, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)]
-    elif not folder.is_dir():
-        raise TideBenchError(f"not a folder: {folder}")
-    else:
-        with no_gc_pauses():
-            checks = [
-                validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
-                for p in sorted(folder.iterdir())
-                if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")
-            ]
+    with no_gc_pauses():
+        checks = [
+            validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
+            for p in submission_folders(folder)
+        ]
     cross_check(checks, board)
     return checks
 

@@ -1,0 +1,138 @@
+"""Each submission's share of a board build, prepared in parallel.
+
+Why a step of its own: what a build does per entry (read and check its replies and judgments,
+score them with persona-cluster intervals, tabulate them for the bias diagnostics, write its
+per-item files) depends on that entry alone, and it is most of the build's work. So entries
+are prepared in worker processes, forked from the build (nothing is imported again). Each
+worker writes the entry's per-item files into the build's staging folder itself and hands
+back only what the board needs: the check, the row with the per-item values that pair it
+with the other entries, and the bias table. The per-item texts never cross a process
+boundary: pickling them back cost as much as reading them, measured.
+
+One process does it all, with the same function, where ``fork`` is not available (Windows,
+and macOS, whose ``spawn`` would import everything again in each worker), with one worker,
+or when the embedding spot check runs (its model is loaded once). The result is the same in
+every case, in the order of the folders: the parallel build is tested against the serial one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tide_bench.core.errors import TideBenchError
+from tide_bench.judging.rubric import Rubric
+from tide_bench.leaderboard.bias import ItemTable, item_table
+from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.scores import ScoredEntry, admission_errors, score_entry
+from tide_bench.leaderboard.site import write_entry_files
+from tide_bench.leaderboard.validate import CheckResult, validate_folder
+
+MAX_WORKERS = 8  # each worker holds one entry's items at a time; more rarely helps a board
+
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class EntryJob:
+    """What every entry of one build is prepared with. ``site`` is the build's staging folder
+    for the per-item files (None: a site without them)."""
+
+    board: BoardConfig
+    rubric: Rubric
+    site: Path | None
+    spot_checks: bool = False
+    text_metrics: bool = False
+    seed: int | None = None
+
+
+@dataclass
+class PreparedEntry:
+    """One entry, ready to be compared with the others. ``check.submission`` is the entry
+    without its per-item data; ``admission`` holds the refusals that apply if the entry is
+    still accepted once the entries are checked against each other (as in a serial build,
+    where an entry refused by that check is never scored); ``downloads`` are the per-item
+    files written for it."""
+
+    check: CheckResult
+    scored: ScoredEntry | None = None
+    table: ItemTable | None = None
+    admission: list[str] = field(default_factory=list)
+    downloads: list[str] = field(default_factory=list)
+
+
+def prepare_entry(folder: Path, job: EntryJob) -> PreparedEntry:
+    """Validate, score and tabulate one submission folder, and write its per-item files."""
+    check = validate_folder(
+        folder, job.board, spot_checks=job.spot_checks, seed=job.seed, text_metrics=job.text_metrics
+    )
+    sub = check.submission
+    if not check.ok or sub is None:
+        return PreparedEntry(check)
+    scored = score_entry(sub, rubric=job.rubric)
+    admission = admission_errors(scored.row, max_infrastructure_unscored=job.board.max_infrastructure_unscored)
+    table = None
+    if scored.row["judged"]:
+        table = item_table(sorted(sub.generations, key=lambda g: g.item_id), sub.judgments, job.rubric)
+    downloads = []
+    if job.site is not None and not admission:
+        downloads = write_entry_files(job.site, scored.row["id"], scored.row["model_name"], sub, job.rubric)
+    check.submission = sub.without_items()
+    return PreparedEntry(check, scored, table, admission, downloads)
+
+
+def default_workers(n_entries: int) -> int:
+    """One worker per CPU this process may use, at most one per entry and :data:`MAX_WORKERS`."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cpus, n_entries, MAX_WORKERS))
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def prepare_entries(
+    folders: Sequence[Path],
+    job: EntryJob,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    meanwhile: Callable[[], None] | None = None,
+) -> list[PreparedEntry]:
+    """:func:`prepare_entry` for every folder, in ``workers`` processes (default: one per
+    CPU); the results in the order of ``folders``. ``progress(done, total)`` is called as
+    entries finish. ``meanwhile`` runs in a thread of this process once every worker is
+    forked (the build imports its plotting library while it waits); it must not fork."""
+    report = progress or (lambda done, total: None)
+    n = len(folders)
+    count = default_workers(n) if workers is None else max(1, min(workers, n or 1))
+    report(0, n)
+    if count == 1 or job.spot_checks or not can_fork():
+        prepared = []
+        for done, folder in enumerate(folders, 1):
+            prepared.append(prepare_entry(folder, job))
+            report(done, n)
+        return prepared
+    try:
+        with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(prepare_entry, folder, job) for folder in folders]  # forks every worker
+            helper = threading.Thread(target=meanwhile, daemon=True) if meanwhile else None
+            if helper:
+                helper.start()
+            for done, _ in enumerate(as_completed(futures), 1):
+                report(done, n)
+            if helper:
+                helper.join()
+            return [f.result() for f in futures]
+    except BrokenProcessPool:
+        raise TideBenchError(
+            "a build worker process died (out of memory?)",
+            hint="build with fewer workers (--workers 1 uses no worker process)",
+        ) from None

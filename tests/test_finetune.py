@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,26 +248,29 @@ def test_adapter_loads_through_lm_eval_peft_and_changes_generations(
         ("base", f"pretrained={demo_model_dir}"),
         ("tuned", f"pretrained={demo_model_dir},peft={adapter}"),
     ):
-        result = CliRunner().invoke(
-            cli,
-            [
-                "eval",
-                "--data",
-                "sample",
-                "--model-args",
-                args,
-                "--device",
-                "cpu",
-                "--limit",
-                "1",
-                "--gen-kwargs",
-                "max_gen_toks=24",
-                "--output-dir",
-                str(tmp_path / name),
-            ],
-            catch_exceptions=False,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = CliRunner().invoke(
+                cli,
+                [
+                    "eval",
+                    "--data",
+                    "sample",
+                    "--model-args",
+                    args,
+                    "--device",
+                    "cpu",
+                    "--limit",
+                    "1",
+                    "--gen-kwargs",
+                    "max_gen_toks=24",
+                    "--output-dir",
+                    str(tmp_path / name),
+                ],
+                catch_exceptions=False,
+            )
         assert result.exit_code == 0, result.output
+        assert not [w for w in caught if "is_gradient_checkpointing" in str(w.message)]  # peft's, not the user's
         run = load_run(tmp_path / name)
         replies[name] = [g.reply for g in run.generations]
     assert replies["base"] != replies["tuned"]

@@ -8,6 +8,7 @@ traceback.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -27,6 +28,10 @@ from tide_bench.cli.view_cmd import view_cmd
 from tide_bench.core.errors import TideBenchError
 
 USER_ERROR_EXIT = 2
+# Deprecations inside dependencies' own code, printed on every run, that a user of the command line can do nothing
+# about (library callers keep them): peft reads transformers 5's deprecated `is_gradient_checkpointing` whenever it
+# wraps or loads an adapter (fine-tuning, the study, `eval` with an adapter).
+THIRD_PARTY_NOISE = (r"`is_gradient_checkpointing` is deprecated",)
 
 
 class TideGroup(SpellingGroup):
@@ -35,7 +40,10 @@ class TideGroup(SpellingGroup):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                for message in THIRD_PARTY_NOISE:
+                    warnings.filterwarnings("ignore", message=message, category=FutureWarning)
+                return super().invoke(ctx)
         except TideBenchError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(USER_ERROR_EXIT)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from tide_bench.core.extras import require_eval
+
 
 @click.command()
 @click.option(
@@ -52,6 +54,7 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
     minutes on 2 cores. The sample is synthetic and the model tiny: the output shows the
     mechanism, not a benchmark result.
     """
+    require_eval("tide-bench demo")
     from tide_bench.demo.pipeline import run_demo
 
     produced = run_demo(

@@ -9,6 +9,7 @@ import click
 
 from tide_bench.cli.options import data_option, split_option
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.extras import require_eval
 from tide_bench.tasks.registry import TASK, tasks_path
 
 
@@ -185,6 +186,7 @@ def eval_cmd(**opts: Any) -> None:
           --model-args pretrained=Qwen/Qwen2.5-7B-Instruct,tensor_parallel_size=2 \\
           --batch-size auto --output-dir runs/qwen7b
     """
+    require_eval("tide-bench eval")
     from tide_bench.generation import EvalConfig, run_eval
 
     if opts["fewshot_as_multiturn"]:
@@ -257,6 +259,7 @@ def import_cmd(lm_eval_output: Path, out: Path, data: str | None, embedding_mode
       tide-bench import lm-out/ --out runs/qwen0.5b --data /data/TIDE
       tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge --dry-run
     """
+    require_eval("tide-bench import")
     from tide_bench.generation.adopt import describe, import_lm_eval_run
 
     manifest = import_lm_eval_run(lm_eval_output, out, data=data, embedding_model=embedding_model, overwrite=overwrite)
@@ -288,6 +291,7 @@ def tasks_path_cmd(yamls: bool, check: bool) -> None:
     it prints an empty folder, so old commands that pass `--include_path "$(tide-bench
     tasks-path)"` keep working without "overrides existing task" warnings.
     """
+    require_eval("tide-bench tasks-path")
     from tide_bench.tasks.registry import include_path, lm_eval_copy_status
 
     if check:

@@ -9,6 +9,7 @@ import click
 
 from tide_bench.cli.options import data_option
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.extras import require_eval
 
 
 @click.group("finetune", invoke_without_command=True)
@@ -146,6 +147,7 @@ def finetune_cmd(ctx: click.Context, **opts: Any) -> None:
       accelerate launch -m tide_bench.finetune --model ... --data ... --out ...  # several GPUs
       tide-bench finetune merge adapters/qwen0.5b-tide --out merged/qwen0.5b-tide
     """
+    require_eval("tide-bench finetune")
     if ctx.invoked_subcommand is not None:
         return
     from tide_bench.finetune import FinetuneConfig
@@ -208,6 +210,7 @@ def merge_cmd(adapter: Path, out: Path, base: str | None, dtype: str, overwrite:
       tide-bench finetune merge adapters/qwen0.5b-tide --out merged/qwen0.5b-tide
       tide-bench eval --model vllm --model-args pretrained=merged/qwen0.5b-tide ...
     """
+    require_eval("tide-bench finetune merge")
     from tide_bench.finetune import merge_adapter
 
     merge_adapter(adapter, out, base=base, dtype=dtype, overwrite=overwrite)

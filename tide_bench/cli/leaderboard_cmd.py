@@ -237,12 +237,11 @@ def build_cmd(
 
     from tide_bench.leaderboard import build_site, load_board
 
-    with tqdm(desc="preparing entries", unit="entry", dynamic_ncols=True, leave=False) as bar:
+    with tqdm(desc="preparing entries", unit="entry", dynamic_ncols=True, leave=False, delay=0.5) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
-            bar.n = done
-            bar.refresh()
+            bar.update(done - bar.n)
 
         result = build_site(
             submissions,

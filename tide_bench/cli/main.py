@@ -26,6 +26,7 @@ from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.cli.study_cmd import study_cmd
 from tide_bench.cli.view_cmd import view_cmd
 from tide_bench.core.errors import TideBenchError
+from tide_bench.core.extras import eval_module_missing
 
 USER_ERROR_EXIT = 2
 # Deprecations inside dependencies' own code, printed on every run, that a user of the command line can do nothing
@@ -46,6 +47,12 @@ class TideGroup(SpellingGroup):
                 return super().invoke(ctx)
         except TideBenchError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(USER_ERROR_EXIT)
+        except ImportError as exc:  # an [eval] module imported deep inside a command, on a plain install
+            message = eval_module_missing(exc)
+            if message is None:
+                raise
+            click.secho(f"error: {message}", fg="red", err=True)
             sys.exit(USER_ERROR_EXIT)
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from tide_bench.core.extras import require_eval
+
 
 @click.command("study")
 @click.argument("study_file", type=click.Path(path_type=Path))
@@ -46,6 +48,8 @@ def study_cmd(study_file: Path, out: Path | None, dry_run: bool, no_report: bool
     click.echo(format_plan(plan))
     if dry_run:
         return
+    if any(s.stage in ("finetune", "eval") for s in plan.pending()):
+        require_eval("tide-bench study (its fine-tuning and generation stages)")
     result = run_study(spec, out, resolve_model=resolve_model, echo=click.echo, report=not no_report)
     click.echo(f"\nstudy {spec.name}: {len(result.ran)} stage(s) run, {len(result.skipped)} already done")
     for cell, message in result.failed.items():

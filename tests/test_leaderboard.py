@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from tests.fakes.llm_server import FakeLLMServer
 from tests.leaderboard_helpers import board, judged_submission, meta, stand_in_dataset, tide_run
+from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.judging import judge_run, load_judge
 from tide_bench.leaderboard import build_site, create_submission, load_board, validate_folder
@@ -211,3 +213,23 @@ def test_shipped_board_configs_load() -> None:
     from tide_bench.core.resources import resource_dir
 
     assert load_board(resource_dir("leaderboard") / "demo.yaml").demo is True
+
+
+def test_validate_json_for_ci_scripts(tmp_path: Path, two_entries: Path) -> None:
+    shutil.copytree(two_entries / "good-model", two_entries / "broken")
+    (two_entries / "broken" / "run" / "run.json").unlink()
+    board_file = tmp_path / "board.yaml"  # the helpers' board: the stand-in has fewer conversations than TIDE
+    board_file.write_text(yaml.safe_dump({"name": "t", "conversations_per_persona": board().conversations_per_persona}))
+    args = ["leaderboard", "validate", str(two_entries), "--json", "--no-embedding-check", "--board", str(board_file)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.output)  # nothing but the JSON document on stdout
+    assert document["ok"] is False
+    assert [s["id"] for s in document["submissions"]] == ["broken", "good-model", "weak-model"]
+    broken, good = document["submissions"][0], document["submissions"][1]
+    assert not broken["ok"] and broken["n_items"] is None
+    problem = {"message": "file not found: a submission holds the run's run.json", "path": "run/run.json"}
+    assert problem | {"line": None, "field": None} in broken["problems"], broken["problems"]
+    located = [{k: p[k] for k in ("path", "field")} for p in broken["problems"]]
+    assert {"path": "submission.yaml", "field": "id"} in located, located
+    assert good["ok"] and good["n_items"] == 12 and good["problems"] == [] and good["spot_check"] is None, good

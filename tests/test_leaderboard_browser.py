@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -251,6 +252,34 @@ def test_instance_browser_filters_opens_and_compares(built: Path, browser: Any, 
     page.set_viewport_size({"width": 390, "height": 900})
     assert page.overflow() == 0, "the comparison scrolls sideways at 390 px"
     page.shot(screenshots, "instance-compare-390")
+    page.assert_clean(site)
+    page.close()
+
+
+def test_an_item_link_opens_that_item_alone(built: Path, browser: Any, screenshots: Path) -> None:
+    site = built / "site"
+    index = (site / "index.html").as_uri()
+    target = "10/conversation_1/turn2"
+    link = f"#item={quote(target, safe='')}&model=beta-model&compare=alpha-model"
+    page = Page(browser, index + link, 1400)  # a link shared by a reader: the item, open, both replies
+    page.wait_for_selector("details.ib-item[open] .reply >> nth=1")
+    assert _items(page) == [target] and "linked item" in page.inner_text("#ib-status")
+    replies = page.locator("details.ib-item[open] .reply")
+    assert "Sure." in replies.nth(0).inner_text() and "Kind reply" in replies.nth(1).inner_text()
+    assert page.get_attribute("details.ib-item[open] a.ib-link", "href") == link  # the item links to itself
+    page.shot(screenshots, "instance-link")
+    page.select_option("#ib-flag", "")  # any filter shows every item again
+    page.wait_for_function("document.querySelectorAll('details.ib-item').length === 12")
+    page.click("details.ib-item summary")  # and another item's own link leads back to it alone
+    page.wait_for_selector("details.ib-item[open] a.ib-link")
+    first = page.get_attribute("details.ib-item[open]", "data-item")
+    page.click("details.ib-item[open] a.ib-link")
+    page.wait_for_function("document.querySelectorAll('details.ib-item').length === 1")
+    assert _items(page) == [first]
+    # an item the model lacks, and a link that does not decode: said, nothing breaks, no request
+    page.goto(index + "#item=no%2Fsuch%2Fturn1&model=alpha-model")
+    page.wait_for_function("document.getElementById('ib-status').textContent.indexOf('not among') >= 0")
+    page.goto(index + "#item=%E0%A4%A&model=%3Cscript%3E")
     page.assert_clean(site)
     page.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterable
@@ -145,9 +146,21 @@ def leaderboard() -> None:
 @leaderboard.command("validate")
 @click.argument("submissions", type=click.Path(path_type=Path))
 @click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document instead of the report (for CI scripts): each submission's id, ok, items, problems "
+    "(message, path, line, field), warnings and spot check. The exit status is the same.",
+)
 @_no_embedding_options
 def validate_cmd(
-    submissions: Path, board: Path | None, no_embedding_check: bool, no_spot_checks: bool, spot_check_seed: int | None
+    submissions: Path,
+    board: Path | None,
+    as_json: bool,
+    no_embedding_check: bool,
+    no_spot_checks: bool,
+    spot_check_seed: int | None,
 ) -> None:
     """Check one submission folder, or every folder in a submissions directory.
 
@@ -158,7 +171,8 @@ def validate_cmd(
     distinct-n and length recomputed on every item, an embedding spot check on randomly
     drawn items, no local paths, and the entries against each other (one item set, one
     judge, distinct names). Prints how long each check took and, separately, the
-    embedding check. Exits 1 if any submission is refused, printing what to fix.
+    embedding check. Exits 1 if any submission is refused, printing what to fix (with
+    --json, as one JSON document).
     """
     from tide_bench.leaderboard import load_board, validate_many
 
@@ -166,11 +180,15 @@ def validate_cmd(
     checks = validate_many(
         submissions, load_board(board), spot_checks=not (no_embedding_check or no_spot_checks), seed=spot_check_seed
     )
-    ok = _report(checks)
     embed = sum(c.spot_check.seconds for c in checks if c.spot_check)
-    click.echo(
-        f"{len(checks)} submission(s) in {time.perf_counter() - t0:.1f} s (embedding spot checks: {embed:.1f} s of it)"
-    )
+    seconds = time.perf_counter() - t0
+    if as_json:
+        ok = all(c.ok for c in checks)
+        document = {"ok": ok, "seconds": round(seconds, 3), "submissions": [c.as_dict() for c in checks]}
+        click.echo(json.dumps(document, indent=2))
+    else:
+        ok = _report(checks)
+        click.echo(f"{len(checks)} submission(s) in {seconds:.1f} s (embedding spot checks: {embed:.1f} s of it)")
     if not ok:
         sys.exit(1)
 

@@ -28,6 +28,7 @@ summary: only re-judging can (docs/leaderboard.md).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import time
 from collections import Counter, defaultdict
@@ -98,6 +99,19 @@ class CheckResult:
     @property
     def errors(self) -> list[str]:
         return [str(p) for p in self.problems]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The outcome as plain data (``leaderboard validate --json``): problems located by
+        file, line and field inside the submission, as on the page."""
+        return {
+            "id": self.id,
+            "ok": self.ok,
+            "n_items": self.submission.n_items if self.submission else None,
+            "problems": [dataclasses.asdict(p) for p in self.problems],
+            "warnings": list(self.warnings),
+            "spot_check": self.spot_check.as_dict() if self.spot_check else None,
+            "seconds": round(self.seconds, 3),
+        }
 
     def refuse(self, message: str, path: str | None = None, line: int | None = None, field: str | None = None) -> None:
         self.problems.append(Problem(message, path, line, field))

@@ -3,7 +3,10 @@
    same item. Data comes from files beside the page (instances/items.js, instances/<id>.js, each a
    tideBench.receive(kind, data) call, loaded by a <script> tag only when needed: a page opened
    from disk cannot fetch() JSON) or from a JSON block inside the page (the single-run view).
-   Every string is inserted with textContent: nothing from the data is ever parsed as HTML. */
+   Every string is inserted with textContent: nothing from the data is ever parsed as HTML.
+   Each opened item has a link to itself (#item=<id>&model=<id>&compare=<id>): opening it shows
+   that item alone, open, until a filter changes; a value in the link is only ever compared with
+   the data or with the existing options, never inserted as markup. */
 (function () {
   'use strict';
   var root = document.getElementById('ib');
@@ -59,6 +62,7 @@
   var scoreSel = $('ib-score'), flag = $('ib-flag'), order = $('ib-sort');
   var list = $('ib-list'), more = $('ib-more');
   var shown = 0, matches = [];
+  var focus = null;   // the item a link names: shown alone until a filter changes
 
   function fillOnce(select, values, label) {
     if (select.getAttribute('data-filled')) { return; }
@@ -96,7 +100,7 @@
     var bMap = byId(b);
     var words = (search.value || '').toLowerCase().split(/\s+/).filter(Boolean);
     var band = scoreSel.value === '' ? null : parseFloat(scoreSel.value), hi = a.scale[1];
-    matches = a.records.filter(function (r) {
+    matches = a.records.filter(focus !== null ? function (r) { return r.id === focus && !!store.items[r.id]; } : function (r) {
       var item = store.items[r.id];
       if (!item) { return false; }
       if (scenario.value && item.scenario !== scenario.value) { return false; }
@@ -127,6 +131,44 @@
     list.textContent = '';
     shown = 0;
     render(a, b, bMap);
+    if (focus !== null) { showLinked(a); }
+  }
+
+  function showLinked(a) {
+    var d = list.querySelector('details.ib-item');
+    if (!d) {
+      say('The linked item ' + focus + ' is not among the replies of ' + a.name + '; change any filter to see all items.');
+      return;
+    }
+    d.open = true;
+    say('The linked item, alone; change any filter to see all ' + a.records.length + ' items.');
+    d.scrollIntoView({ block: 'start' });
+  }
+
+  function linkTo(id, a, b) {
+    return '#item=' + encodeURIComponent(id) + '&model=' + encodeURIComponent(a.id) +
+      (b ? '&compare=' + encodeURIComponent(b.id) : '');
+  }
+  function hashParams() {
+    var params = {};
+    location.hash.replace(/^#/, '').split('&').forEach(function (pair) {
+      var at = pair.indexOf('=');
+      if (at <= 0) { return; }
+      try { params[pair.slice(0, at)] = decodeURIComponent(pair.slice(at + 1)); } catch (e) { /* malformed: ignored */ }
+    });
+    return params;
+  }
+  function hasOption(select, value) {
+    return Array.prototype.some.call(select.options, function (o) { return o.value === value; });
+  }
+  function followLink() {
+    var p = hashParams();
+    if (typeof p.item !== 'string' || p.item === '') { return false; }
+    if (p.model && hasOption(model, p.model)) { model.value = p.model; }
+    other.value = p.compare && hasOption(other, p.compare) ? p.compare : '';
+    focus = p.item;
+    start();
+    return true;
   }
 
   function badge(r, m) {
@@ -219,6 +261,9 @@
     ref.appendChild(el('span', 'who', 'Reference reply: '));
     ref.appendChild(document.createTextNode(item.reference));
     wrap.appendChild(ref);
+    var link = el('a', 'ib-link', 'Link to this item');
+    link.href = linkTo(r.id, a, b);
+    wrap.appendChild(link);
     return wrap;
   }
 
@@ -234,12 +279,14 @@
   [model, other].forEach(function (s) { s.addEventListener('change', start); });
   [search, scenario, turn, scoreSel, flag, order].forEach(function (s) {
     s.addEventListener(s === search ? 'input' : 'change', function () {
+      focus = null;
       if (store.models[model.value] && store.items) { apply(); } else { start(); }
     });
   });
+  window.addEventListener('hashchange', followLink);
   more.addEventListener('click', function () {
     var a = store.models[model.value], b = other.value && other.value !== model.value ? store.models[other.value] : null;
     render(a, b, byId(b));
   });
-  if (chosen || root.getAttribute('data-inline') === '1') { start(); }
+  if (!followLink() && (chosen || root.getAttribute('data-inline') === '1')) { start(); }
 })();

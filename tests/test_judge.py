@@ -28,6 +28,7 @@ from tide_bench.judging import JudgeOptions, judge_run, load_judge
 from tide_bench.judging.cache import JudgmentCache
 from tide_bench.judging.engine import make_plan
 from tide_bench.judging.estimate import estimate_tokens
+from tide_bench.judging.progress import Progress
 from tide_bench.judging.retry import FatalJudgeError
 
 KEY = "sk-ant-test-SECRET-0123456789"
@@ -623,3 +624,13 @@ def test_live_anthropic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("ANTHROPIC_API_KEY", os.environ["TIDE_BENCH_LIVE_ANTHROPIC_KEY"])
     result = judge_run(make_run(tmp_path / "run", items=ITEMS[:2]), tmp_path / "j", load_judge("claude-sonnet"))
     assert result.summary["n_scored"] == 2
+
+
+def test_progress_shows_each_retry_as_it_starts(tmp_path: Path, server: FakeLLMServer) -> None:
+    run = one_item_run(tmp_path / "run", "Reply [[429:2]]")
+    seen: list[Progress] = []
+    judge_run(run, tmp_path / "judge", claude(server, max_retries=3), JudgeOptions(on_progress=seen.append))
+    before_done = [p.retries for p in seen if p.done == 0 and p.retries]
+    assert before_done == [1, 2]  # each retry shown while the item is still in flight, not after it
+    assert "429" in next(p.last_retry for p in seen if p.retries)
+    assert (seen[-1].done, seen[-1].total, seen[-1].retries) == (1, 1, 2)

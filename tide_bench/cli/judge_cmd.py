@@ -238,7 +238,8 @@ class _ProgressBar:
             self._bar = tqdm(total=progress.total, desc="judging", unit="item", dynamic_ncols=True)
         self._bar.n = progress.done
         spent = "n/a" if progress.spent_usd is None else f"${progress.spent_usd:.2f}"
-        self._bar.set_postfix_str(f"spent {spent}, unscored {progress.unscored}", refresh=False)
+        retried = f", retries {progress.retries} (last: {progress.last_retry[:60]})" if progress.retries else ""
+        self._bar.set_postfix_str(f"spent {spent}, unscored {progress.unscored}{retried}", refresh=False)
         self._bar.refresh()
 
     def close(self) -> None:

@@ -56,7 +56,11 @@ class _BatchJob:
 
     async def _api(self, fn: Callable[[], Awaitable[Any]]) -> Any:
         result, _ = await call_with_retries(
-            fn, max_retries=self.config.max_retries, base_s=self.config.backoff_base_s, cap_s=self.config.backoff_cap_s
+            fn,
+            max_retries=self.config.max_retries,
+            base_s=self.config.backoff_base_s,
+            cap_s=self.config.backoff_cap_s,
+            on_retry=self.session.retried,
         )
         return result
 

@@ -176,6 +176,7 @@ async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[s
                 max_retries=config.max_retries,
                 base_s=config.backoff_base_s,
                 cap_s=config.backoff_cap_s,
+                on_retry=session.retried,
             )
         except FatalJudgeError:
             raise

@@ -87,6 +87,9 @@ class JudgeSession:
     spend: Spend
     out: Path
     system: str = ""
+    retries: int = 0
+    last_retry: str = ""
+    _shown: tuple[int, int, int] = (0, 0, 0)
 
     def __post_init__(self) -> None:
         self.system = self.system or system_text(self.config)
@@ -115,5 +118,12 @@ class JudgeSession:
             self.options.on_event(text)
 
     def progress(self, done: int, unscored: int, total: int) -> None:
+        self._shown = (done, unscored, total)
         if self.options.on_progress:
-            self.options.on_progress(Progress(done, total, unscored, self.spend.spent))
+            self.options.on_progress(Progress(done, total, unscored, self.spend.spent, self.retries, self.last_retry))
+
+    def retried(self, attempt: int, reason: str) -> None:
+        """A transient failure about to be retried (``call_with_retries``'s ``on_retry``)."""
+        self.retries += 1
+        self.last_retry = reason
+        self.progress(*self._shown)

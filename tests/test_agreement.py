@@ -15,6 +15,7 @@ from scipy import stats
 from tide_bench.agreement import AuditOptions, run_audit, weighted_kappa
 from tide_bench.agreement.alpha import alpha_from_coincidences, alpha_with_ci, krippendorff_alpha, unit_coincidences
 from tide_bench.agreement.pairwise import pair_metrics, qwk_bootstrap
+from tide_bench.agreement.ratings import load_ratings
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import DataError
 
@@ -755,3 +756,31 @@ def test_audit_cli_options(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "o" / "agreement.json").read_text())["alt_test"]["epsilon"] == 0.2
     bad = CliRunner().invoke(cli, ["audit", "--ratings", str(ratings), "--scale", "5-1", "--out", str(tmp_path / "o")])
     assert bad.exit_code == 2 and "MIN < MAX" in bad.output and "Traceback" not in bad.output
+
+
+def test_raters_missing_from_the_rater_table_are_named_in_the_report(tmp_path: Path) -> None:
+    ratings, raters, judgments = _synthetic(tmp_path)
+    kept = [line for line in raters.read_text().splitlines() if not line.startswith("h3,")]
+    raters.write_text("\n".join(kept) + "\n")
+    options = AuditOptions(resamples=200, plot=False, mapping={"validation": "distress_normalization"})
+    result = run_audit(ratings, tmp_path / "audit", raters=raters, judgments=[judgments], options=options)
+    assert result["raters_missing_from_rater_table"] == ["h3"]
+    report = (tmp_path / "audit" / "agreement.md").read_text()
+    assert "1 rater(s) are not in the rater table and are left out of every group comparison" in report
+    assert report.rstrip().endswith(": h3")
+
+
+@pytest.mark.parametrize(
+    ("header", "said", "hint"),
+    [
+        ("item_id;rater_id;dimension;score", "'item_id;rater_id;dimension;score'", "looks ';'-separated"),
+        ("item_id,rater,dimension,rating", "'item_id', 'rater', 'dimension', 'rating'", "'rater' to 'rater_id'"),
+        ("item,rater_id,dimensions,score", "missing 'item_id', 'dimension'", "'dimensions' to 'dimension'"),
+    ],
+)
+def test_a_ratings_header_is_checked_as_found(tmp_path: Path, header: str, said: str, hint: str) -> None:
+    path = tmp_path / "ratings.csv"
+    path.write_text(header + "\n" + header.replace("item_id", "i1").replace("item", "i1") + "\n")
+    with pytest.raises(DataError) as caught:
+        load_ratings(path)
+    assert caught.value.line == 1 and said in caught.value.detail and hint in (caught.value.hint or "")

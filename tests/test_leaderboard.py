@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -233,3 +234,19 @@ def test_validate_json_for_ci_scripts(tmp_path: Path, two_entries: Path) -> None
     located = [{k: p[k] for k in ("path", "field")} for p in broken["problems"]]
     assert {"path": "submission.yaml", "field": "id"} in located, located
     assert good["ok"] and good["n_items"] == 12 and good["problems"] == [] and good["spot_check"] is None, good
+
+
+def test_csv_downloads_keep_formulas_as_text(tmp_path: Path, server: FakeLLMServer) -> None:
+    """A model name or a reply written as a spreadsheet formula opens as text (OWASP CSV injection)."""
+    name = '=HYPERLINK("https://evil.example/x","Model A")'
+    judged_submission(
+        tmp_path, server, "formula", lambda i: f"=cmd|' /C calc'!A0 [[SCORES:3,3,3]] {i.item_id}", model_name=name
+    )
+    build_site(tmp_path / "submissions", tmp_path / "site", board())
+    (row,) = csv.DictReader((tmp_path / "site" / "leaderboard.csv").read_text().splitlines())
+    assert row["model_name"] == "'" + name and float(row["empathy"]) == 3  # numbers stay numbers
+    items = list(csv.DictReader((tmp_path / "site" / "downloads" / "formula" / "items.csv").read_text().splitlines()))
+    assert items and all(r["reply"].startswith("'=cmd|") for r in items)
+    assert all(r["overall"] == "3.0" for r in items)
+    model = (tmp_path / "site" / "instances" / "formula.js").read_text()
+    assert "=cmd|' /C calc'!A0" in model and "'=cmd" not in model  # the exact text, where no spreadsheet reads it

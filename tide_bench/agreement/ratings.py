@@ -20,6 +20,7 @@ and audited as a nominal dimension (:mod:`.safety`).
 from __future__ import annotations
 
 import csv
+import difflib
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -34,6 +35,13 @@ from tide_bench.core.jsonio import iter_jsonl
 from tide_bench.generation.run_dir import rated_item_id, run_label
 
 REQUIRED = ("item_id", "rater_id", "dimension", "score")
+# what other tools call these columns (for the hint when a header lacks one)
+SYNONYMS = {
+    "score": ("rating", "value", "label"),
+    "rater_id": ("rater", "annotator", "annotator_id", "coder"),
+    "item_id": ("item", "id"),
+    "dimension": ("factor", "criterion", "aspect"),
+}
 SAFETY = "safety"  # the binary safety dimension (0/1), shared with annotation.collect
 
 
@@ -159,7 +167,33 @@ def parse_score(value: Any, scale: Scale, path: Path, line: int, name: str = "sc
     return score
 
 
-def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+def _header_problem(path: Path, header: list[str], required: tuple[str, ...]) -> DataError | None:
+    """The file's own header against the columns it needs: named as found, with the likely cause
+    (a ``;``-separated export, a near-miss spelling)."""
+    found = [h.strip() for h in header]
+    missing = [r for r in required if r not in found]
+    if not missing:
+        return None
+    hint = "the header must name the columns " + ", ".join(required) + " (comma-separated)"
+    if len(found) == 1 and ";" in found[0]:
+        hint = "the file looks ';'-separated (a spreadsheet's export in some locales): save it as comma-separated CSV"
+    else:
+        near = {m: [f for f in found if f.lower() in SYNONYMS.get(m, ())] or difflib.get_close_matches(m, found, n=1)
+                for m in missing}  # fmt: skip
+        guesses = [f"{close[0]!r} to {m!r}" for m, close in near.items() if close]
+        if guesses:
+            hint = f"rename {', '.join(guesses)}; {hint}"
+    return DataError(
+        f"the header has column(s) {', '.join(repr(h) for h in found)}: missing {', '.join(map(repr, missing))}",
+        path=path,
+        line=1,
+        hint=hint,
+    )
+
+
+def _records(path: Path, required: tuple[str, ...] = ()) -> Iterable[tuple[int, dict[str, Any]]]:
+    """The records of a JSONL or CSV file with their line numbers; a CSV header lacking one of
+    ``required`` is refused before any row is read."""
     if not path.is_file():
         raise DataError("file not found", path=path)
     if path.suffix.lower() in (".jsonl", ".json"):
@@ -174,6 +208,9 @@ def _records(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
             reader = csv.DictReader(handle)
             if reader.fieldnames is None:
                 raise DataError("empty file", path=path)
+            problem = _header_problem(path, list(reader.fieldnames), required)
+            if problem is not None:
+                raise problem
             yield from enumerate(reader, start=2)
     except UnicodeDecodeError as exc:
         raise DataError(f"invalid UTF-8 ({exc.reason})", path=path) from None
@@ -195,7 +232,7 @@ def load_ratings(
     scale = scale or Scale()
     table = table or RatingsTable()
     seen: dict[tuple[str, str, str], int] = {}
-    for line, rec in _records(path):
+    for line, rec in _records(path, REQUIRED):
         for key in REQUIRED:
             if rec.get(key) in (None, ""):
                 raise DataError(f"missing {key!r} (columns: {', '.join(REQUIRED)})", path=path, line=line, field=key)
@@ -222,7 +259,7 @@ def load_raters(path: str | Path) -> dict[str, dict[str, str]]:
     """``rater_id -> {column: value}``; empty values become ``"(not given)"``."""
     path = Path(path)
     raters: dict[str, dict[str, str]] = {}
-    for line, rec in _records(path):
+    for line, rec in _records(path, ("rater_id",)):
         rid = str(rec.get("rater_id") or "").strip()
         if not rid:
             raise DataError("missing 'rater_id'", path=path, line=line, field="rater_id")

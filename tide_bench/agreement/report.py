@@ -254,6 +254,13 @@ def render_markdown(result: dict[str, Any]) -> str:
         lines += _safety_section(result["safety"])
     if result.get("rater_groups"):
         lines += _groups_section(result["rater_groups"])
+        missing = result.get("raters_missing_from_rater_table") or []
+        if missing:
+            shown = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+            lines.append(
+                f"- {len(missing)} rater(s) are not in the rater table and are left out of every group comparison "
+                f"(their ratings still count in the agreement above): {shown}"
+            )
     return "\n".join(lines) + "\n"
 
 

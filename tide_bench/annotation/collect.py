@@ -37,11 +37,11 @@ from tide_bench.annotation.assign import ASSIGNMENT
 from tide_bench.core.errors import DataError, format_location
 from tide_bench.core.hashing import canonical_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, read_json
+from tide_bench.core.spreadsheet import spreadsheet_safe
 from tide_bench.generation.run_dir import rated_item_id
 
 SAFETY = "safety"  # the dimension of the safety answer in the ratings table (0 or 1)
 DEMOGRAPHICS = ("age_group", "gender", "education", "comments")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what spreadsheets read as the start of a formula
 
 
 @dataclass
@@ -325,11 +325,6 @@ def collect_returns(files: list[str | Path], *, assignment_path: str | Path | No
         "share_with_target": full / n_units if n_units else None,
     }
     return result
-
-
-def spreadsheet_safe(text: str) -> str:
-    """Free text that a spreadsheet shows as text: a leading ``=``/``+``/``-``/``@`` (a formula) gets a ``'``."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: str | Path | None) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.jsonio import atomic_write_text, write_json
+from tide_bench.core.spreadsheet import spreadsheet_safe
 from tide_bench.leaderboard.columns import Column, optional_columns
 from tide_bench.leaderboard.html import fmt_interval
 
@@ -41,7 +42,7 @@ def flat_row(row: dict[str, Any], columns: Sequence[Column]) -> dict[str, Any]:
                 block.get("ci_high"),
             )
         else:
-            out[c.key] = value
+            out[c.key] = spreadsheet_safe(value)  # a model name like "=HYPERLINK(...)" stays text
     return out
 
 

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tide_bench.core.spreadsheet import spreadsheet_safe
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.columns import Column, optional_columns
@@ -456,7 +457,9 @@ def render_model_page(
 
 
 def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> str:
-    """One row per item: identifiers, the scores as they were given, flags, and the reply."""
+    """One row per item: identifiers, the scores as they were given, flags, and the reply (text
+    that a spreadsheet would run as a formula gets a leading ``'``; ``instances/`` and the raw
+    judgments keep the exact text)."""
     factors = [f[0] for f in payload["factors"]]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -478,12 +481,12 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
     )
     blank = [None] * len(factors)
 
-    def row(rec: Mapping[str, Any]) -> list[Any]:
+    def row(rec: Mapping[str, Any]) -> list[Any]:  # the free-text cells made spreadsheet-safe (core.spreadsheet)
         item = items.get(rec["id"]) or {}
         return [
-            rec["id"],
-            item.get("persona"),
-            item.get("scenario"),
+            spreadsheet_safe(rec["id"]),
+            spreadsheet_safe(item.get("persona")),
+            spreadsheet_safe(item.get("scenario")),
             item.get("turn"),
             rec["status"],
             *(rec.get("scores") or blank),
@@ -492,7 +495,7 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
             rec.get("unscored_kind"),
             rec.get("length"),
             rec.get("cosine"),
-            rec["reply"],
+            spreadsheet_safe(rec["reply"]),
         ]
 
     writer.writerows(map(row, payload["records"]))  # one C loop over the 2,000 rows

@@ -1,0 +1,22 @@
+"""CSV cells that a spreadsheet shows as written.
+
+Why: Excel, LibreOffice and Google Sheets evaluate a cell that starts with ``=``, ``+``, ``-``
+or ``@`` (or a tab or carriage return) as a formula, the "CSV injection" of OWASP: a model name
+or a reply written as ``=HYPERLINK(...)`` would turn into a live link, or worse, on the machine
+of whoever opens the download. Such text gets a leading ``'``, which spreadsheets hide and read
+as "this is text". Numbers are left alone (a negative number is a number, not a formula), and
+the JSON beside every CSV keeps the exact text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """``value`` as a CSV cell: a string that would start a formula gets a leading ``'``."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value

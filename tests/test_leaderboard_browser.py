@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -256,6 +257,15 @@ def test_instance_browser_filters_opens_and_compares(built: Path, browser: Any, 
     page.close()
 
 
+def _until(page: Page, done: Callable[[], bool], seconds: float = 15.0) -> None:
+    """Wait for ``done`` from this side: the pages' CSP forbids the string evaluation that
+    Playwright's ``wait_for_function`` may use."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "timed out"
+        page.wait_for_timeout(50)
+
+
 def test_an_item_link_opens_that_item_alone(built: Path, browser: Any, screenshots: Path) -> None:
     site = built / "site"
     index = (site / "index.html").as_uri()
@@ -269,16 +279,16 @@ def test_an_item_link_opens_that_item_alone(built: Path, browser: Any, screensho
     assert page.get_attribute("details.ib-item[open] a.ib-link", "href") == link  # the item links to itself
     page.shot(screenshots, "instance-link")
     page.select_option("#ib-flag", "")  # any filter shows every item again
-    page.wait_for_function("document.querySelectorAll('details.ib-item').length === 12")
+    _until(page, lambda: len(_items(page)) == 12)
     page.click("details.ib-item summary")  # and another item's own link leads back to it alone
     page.wait_for_selector("details.ib-item[open] a.ib-link")
     first = page.get_attribute("details.ib-item[open]", "data-item")
     page.click("details.ib-item[open] a.ib-link")
-    page.wait_for_function("document.querySelectorAll('details.ib-item').length === 1")
+    _until(page, lambda: len(_items(page)) == 1)
     assert _items(page) == [first]
     # an item the model lacks, and a link that does not decode: said, nothing breaks, no request
     page.goto(index + "#item=no%2Fsuch%2Fturn1&model=alpha-model")
-    page.wait_for_function("document.getElementById('ib-status').textContent.indexOf('not among') >= 0")
+    _until(page, lambda: "not among" in page.inner_text("#ib-status"))
     page.goto(index + "#item=%E0%A4%A&model=%3Cscript%3E")
     page.assert_clean(site)
     page.close()

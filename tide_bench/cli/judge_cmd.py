@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.judging.files import JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.report import format_summary
 
@@ -220,7 +221,7 @@ def judge_cmd(
     click.echo(format_summary(result.summary))
     for warning in result.warnings:
         click.secho(f"warning: {warning}", fg="yellow", err=True)
-    click.echo(f"\nwritten: {out / 'judgments.jsonl'}, {out / 'judge_summary.json'}")
+    click.echo(f"\nwritten: {out / JUDGMENTS_FILE}, {out / SUMMARY_FILE}")
     if result.summary["unscored_reasons"].get("budget_exhausted"):
         sys.exit(BUDGET_STOP_EXIT)
 

@@ -33,6 +33,7 @@ from tide_bench.judging.batch_state import STATE_FILE, BatchState
 from tide_bench.judging.cache import JudgmentCache, judgment_key
 from tide_bench.judging.config import JudgeConfig, nearest_priced_model
 from tide_bench.judging.estimate import Estimate, estimate_tokens
+from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.judging.outcome import Retry, Unscored, settle
 from tide_bench.judging.prompt import output_spec, system_text, user_text
 from tide_bench.judging.providers import make_provider
@@ -40,11 +41,6 @@ from tide_bench.judging.records import make_record, served_model_warnings
 from tide_bench.judging.retry import FatalJudgeError, ItemFailure, call_with_retries, describe
 from tide_bench.judging.session import JudgeOptions, JudgeSession, Spend, Tally
 from tide_bench.judging.summary import summarize_judgments
-
-JUDGMENTS = "judgments.jsonl"
-SUMMARY = "judge_summary.json"
-CONFIG_SNAPSHOT = "judge_config.json"
-CACHE_NAME = "cache.sqlite"
 
 __all__ = ["JudgeOptions", "JudgeResult", "dry_run", "judge_run", "make_plan"]
 
@@ -94,7 +90,7 @@ def make_plan(run: RunDirectory, config: JudgeConfig, cache: JudgmentCache | Non
 
 
 def default_cache_path(out: Path, options: JudgeOptions) -> Path:
-    return Path(options.cache_path) if options.cache_path else Path(out) / CACHE_NAME
+    return Path(options.cache_path) if options.cache_path else Path(out) / CACHE_FILE
 
 
 def _as_run(run: str | Path | RunDirectory) -> RunDirectory:
@@ -133,7 +129,7 @@ def check_budget(config: JudgeConfig, max_cost: float | None) -> None:
 
 def _check_out(out: Path, run: RunDirectory, config: JudgeConfig, overwrite: bool) -> None:
     """Refuse to replace another run's or configuration's judgments (their keys differ)."""
-    path = out / JUDGMENTS
+    path = out / JUDGMENTS_FILE
     if overwrite or not path.is_file():
         return
     try:
@@ -284,9 +280,9 @@ def judge_run(
             records, run, config, mode=options.mode, calls_made=spend.usage.calls, new_usage=spend.usage
         )
         warnings += served_model_warnings(records, config.model)
-        write_json(out / CONFIG_SNAPSHOT, config.snapshot() | {"base_url": provider.public_endpoint})
-        write_jsonl(out / JUDGMENTS, records)
-        write_json(out / SUMMARY, summary)
+        write_json(out / CONFIG_FILE, config.snapshot() | {"base_url": provider.public_endpoint})
+        write_jsonl(out / JUDGMENTS_FILE, records)
+        write_json(out / SUMMARY_FILE, summary)
         return JudgeResult(out, summary, records, spend.usage.calls, warnings)
     finally:
         cache.close()

@@ -1,9 +1,13 @@
 """The typed reader of ``judgments.jsonl``: one :class:`Judgment` per line.
 
 The writer is :mod:`tide_bench.judging.records`; this module is the reading side, shared by
-the leaderboard, the agreement audit and anything else that reads a judge's output, so a
+the leaderboard (validation, the site), ``tide-bench view`` and the study report, so a
 malformed line is refused the same way everywhere, as
 ``judgments.jsonl:LINE, field 'scores.emotion_recognition': must be an integer, got a string``.
+The agreement audit reads judge output on its own terms on purpose
+(:func:`tide_bench.agreement.ratings.load_judgments`): it takes a judge as one more rater on
+any scale and any set of dimensions (``--scale``, ``--map``), so it checks each score against
+the audit's scale rather than against this rubric.
 
 A scored judgment has an integer score in the rubric's range and a non-empty rationale for
 every factor of the rubric (no more, no fewer), and a safety block whose raised flag carries
@@ -19,13 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import fmean
 from typing import Any
 
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields, type_name
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.judging.records import UNSCORED_KINDS
+from tide_bench.judging.records import UNSCORED_KINDS, overall_of
 from tide_bench.judging.rubric import NO_CATEGORY, Rubric
 
 STATUSES = ("scored", "unscored")
@@ -77,7 +80,7 @@ class Judgment:
         """The item's overall empathy: the mean of its factor scores (scored judgments only)."""
         if self.scores is None:
             raise ValueError(f"{self.item_id} is unscored: it has no overall score")
-        return fmean(self.scores.values())
+        return overall_of(tuple(self.scores.values()))
 
     def as_record(self) -> dict[str, Any]:
         """The judgment as a ``judgments.jsonl`` record with every field in its checked type."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from tide_bench.core.secrets import redact
@@ -157,3 +158,9 @@ def served_model_warnings(records: list[dict[str, Any]], requested: str) -> list
             "check the gateway or server behind --base-url"
         )
     return warnings
+
+
+def overall_of(scores: Sequence[float]) -> float:
+    """An item's overall empathy: the mean of its factor scores. The one definition, used by the
+    judge's summary, the leaderboard's numbers and its per-item data."""
+    return sum(scores) / len(scores)

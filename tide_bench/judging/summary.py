@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -36,14 +35,14 @@ from tide_bench.data.schema import persona_of_item
 from tide_bench.generation.run_dir import MANIFEST_NAME, RunDirectory
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.families import self_preference
-from tide_bench.judging.records import MODEL_ATTRIBUTABLE, served_models, unscored_cause
+from tide_bench.judging.records import MODEL_ATTRIBUTABLE, overall_of, served_models, unscored_cause
 from tide_bench.judging.usage import Usage
 
 OVERALL = "empathy"
 
 
 def item_overall(record: dict[str, Any]) -> float:
-    return fmean(record["scores"].values())
+    return overall_of(tuple(record["scores"].values()))
 
 
 def record_persona(record: dict[str, Any]) -> str:

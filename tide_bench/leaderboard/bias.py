@@ -53,11 +53,11 @@ from tide_bench.generation.reference import LABEL as REFERENCE_LABEL
 from tide_bench.judging.families import family_of
 from tide_bench.judging.rubric import Rubric
 from tide_bench.judging.summary import counted_values, is_model_failure
+from tide_bench.leaderboard.scores import RESAMPLES  # the board's: every interval on it uses the same count
 from tide_bench.metrics.reference import tokenize
 
 HALO_R = 0.9
 MIN_PERSONAS = 10  # fewer personas: a persona bootstrap is too unstable to support a verdict
-RESAMPLES = 1000
 CROSS_FAMILY_JUDGES = {"claude": "openai-gpt", "gpt": "claude-sonnet"}  # shipped judges of another family
 DEFAULT_CROSS_JUDGE = "openai-gpt"
 

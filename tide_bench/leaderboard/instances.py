@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from tide_bench.judging.records import overall_of
 from tide_bench.judging.rubric import Rubric
 
 FOLDER = "instances"
@@ -67,7 +68,7 @@ def record_payload(gen: Any, record: Mapping[str, Any] | None, factor_keys: Sequ
         scores = [given[f] for f in factor_keys]
         category = safety.get("category")
         out["scores"] = scores
-        out["overall"] = sum(scores) / len(scores)
+        out["overall"] = overall_of(scores)
         out["rationales"] = [rationales[f] for f in factor_keys]
         out["flagged"] = bool(safety["flagged"])
         out["flag_reason"] = safety.get("reason") or ""

@@ -20,6 +20,7 @@ from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import atomic_write_text
 from tide_bench.generation.run_dir import load_run
 from tide_bench.judging.cache import judgment_key
+from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.judgment_record import read_judgments
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.bias import diagnose, item_table
@@ -46,11 +47,11 @@ def _is_view(path: Path) -> bool:
 
 def _judge_dir(run_dir: Path, judge_dir: Path | None) -> Path | None:
     if judge_dir is not None:
-        if not (judge_dir / "judgments.jsonl").is_file():
+        if not (judge_dir / JUDGMENTS_FILE).is_file():
             raise DataError(f"no judgments.jsonl in {judge_dir}", hint="pass the folder `tide-bench judge --out` wrote")
         return judge_dir
     default = run_dir / JUDGE
-    return default if (default / "judgments.jsonl").is_file() else None
+    return default if (default / JUDGMENTS_FILE).is_file() else None
 
 
 def render_run_view(run_dir: str | Path, judge_dir: str | Path | None = None, rubric: Rubric | None = None) -> str:
@@ -64,7 +65,7 @@ def render_run_view(run_dir: str | Path, judge_dir: str | Path | None = None, ru
     stale, foreign = 0, 0
     identity = None
     if folder is not None:
-        for j in read_judgments(folder / "judgments.jsonl", rubric):
+        for j in read_judgments(folder / JUDGMENTS_FILE, rubric):
             gen = by_item.get(j.item_id)
             if gen is None:
                 foreign += 1

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.spreadsheet import spreadsheet_safe
+from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.columns import Column, optional_columns
@@ -515,8 +516,8 @@ def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, r
     target.mkdir(parents=True)
     downloads = []
     if (sub.root / JUDGMENTS).is_file():
-        shutil.copyfile(sub.root / JUDGMENTS, target / "judgments.jsonl")
-        downloads.append(f"{DOWNLOADS}/{entry_id}/judgments.jsonl")
+        shutil.copyfile(sub.root / JUDGMENTS, target / JUDGMENTS_FILE)
+        downloads.append(f"{DOWNLOADS}/{entry_id}/{JUDGMENTS_FILE}")
     (target / "items.csv").write_text(items_csv(payload, items), "utf-8")
     downloads.append(f"{DOWNLOADS}/{entry_id}/items.csv")
     return downloads

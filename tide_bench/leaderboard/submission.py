@@ -25,15 +25,16 @@ from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import read_bytes
 from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.generation.samples import Generation
+from tide_bench.judging.files import CONFIG_FILE, JUDGMENTS_FILE, RUN_SUBDIR, SUBMITTED_FILES, SUMMARY_FILE
 from tide_bench.judging.judgment_record import Judgment
 
 META = "submission.yaml"
 RUN = "run"
-JUDGE = "judge"
-JUDGMENTS = f"{JUDGE}/judgments.jsonl"
-JUDGE_CONFIG = f"{JUDGE}/judge_config.json"
-JUDGE_SUMMARY = f"{JUDGE}/judge_summary.json"
-JUDGE_FILES = ("judgments.jsonl", "judge_config.json", "judge_summary.json")
+JUDGE = RUN_SUBDIR
+JUDGMENTS = f"{JUDGE}/{JUDGMENTS_FILE}"
+JUDGE_CONFIG = f"{JUDGE}/{CONFIG_FILE}"
+JUDGE_SUMMARY = f"{JUDGE}/{SUMMARY_FILE}"
+JUDGE_FILES = SUBMITTED_FILES
 SAFE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 

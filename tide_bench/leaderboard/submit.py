@@ -30,6 +30,7 @@ from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_bytes, atomic_write_text, iter_jsonl, read_bytes, read_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
+from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig, load_board
 from tide_bench.leaderboard.local_paths import redact, redact_folder_name
 from tide_bench.leaderboard.submission import JUDGE, JUDGE_FILES, META, RUN, SAFE_ID, parse_meta
@@ -122,7 +123,7 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
         staging / RUN / MANIFEST_NAME,
         json.dumps(redact(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n",
     )
-    if (judge_src / "judgments.jsonl").is_file():
+    if (judge_src / JUDGMENTS_FILE).is_file():
         (staging / JUDGE).mkdir()
         for name in JUDGE_FILES:
             if not (judge_src / name).is_file():
@@ -167,7 +168,7 @@ def create_submission(
     if not (run_dir / MANIFEST_NAME).is_file():
         raise DataError(f"no {MANIFEST_NAME}: not a finished tide-bench run", path=run_dir)
     judge_src = Path(judge_dir) if judge_dir else run_dir / JUDGE
-    if judge_dir and not (judge_src / "judgments.jsonl").is_file():
+    if judge_dir and not (judge_src / JUDGMENTS_FILE).is_file():
         raise DataError("no judgments.jsonl in the judge directory", path=judge_src)
     target = out / sid
     if (target.exists() or target.is_symlink()) and not overwrite:

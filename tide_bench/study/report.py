@@ -32,6 +32,7 @@ from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.stats import mean_ci
 from tide_bench.data.schema import persona_of_item
 from tide_bench.generation import load_run
+from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
 from tide_bench.judging.judgment_record import read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import counted_values
@@ -76,7 +77,7 @@ def _cell_data(plan: StudyPlan, out: Path) -> dict[str, CellData]:
                 for g in run.generations
                 if np.isfinite(g.metrics.get("cosine_sim", np.nan))
             }
-        judgments = run.root / "judge" / "judgments.jsonl"
+        judgments = run.root / RUN_SUBDIR / JUDGMENTS_FILE
         if judgments.is_file():
             records = [j.as_record() for j in read_judgments(judgments, rubric)]
             overall = counted_values(records, rubric.factor_keys, rubric.scale_min)[:, -1]

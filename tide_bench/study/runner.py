@@ -25,6 +25,7 @@ from tide_bench.data.sources import load_dataset
 from tide_bench.generation import EvalConfig, load_run, run_eval
 from tide_bench.generation.reference import ALIASES as REFERENCE_ALIASES
 from tide_bench.generation.run_dir import Generation, RunDirectory
+from tide_bench.judging.files import RUN_SUBDIR
 from tide_bench.study.plan import StagePlan, StudyPlan, cell_dir, forget_later, make_plan, mark_done
 from tide_bench.study.spec import StudySpec
 
@@ -180,13 +181,13 @@ class StudyRunner:
         run_dir = self.out / self._record(stage, "eval")["outputs"]["run"]
         result = judge_run(
             run_dir,
-            run_dir / "judge",
+            run_dir / RUN_SUBDIR,
             config,
             JudgeOptions(mode=judge.get("mode", "sync"), max_cost=judge.get("max_cost"), overwrite=True),
         )
         summary = result.summary
         return (
-            {"judge": str((run_dir / "judge").relative_to(self.out))},
+            {"judge": str((run_dir / RUN_SUBDIR).relative_to(self.out))},
             {
                 "n_scored": summary.get("n_scored"),
                 "n_unscored": summary.get("n_unscored"),

@@ -24,7 +24,7 @@ from tide_bench.data.schema import SPLIT_CHOICES
 from tide_bench.data.sources import load_dataset
 from tide_bench.metrics.reference import METRIC_NAMES, ReferenceScorer
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
-from tide_bench.tasks.registry import TURN_KEY, check_turn_available
+from tide_bench.tasks.registry import TURN_KEY, check_turn_available, metric_aggregations
 
 log = logging.getLogger(__name__)
 SPLIT_KEY = "tide_split"
@@ -35,10 +35,12 @@ def _register_metrics() -> None:
     """Declare our per-item metrics to lm-eval, so it does not look them up in HF Evaluate
     (which tries the network and costs ~15 s per task when offline). ``process_results``
     computes the values; the registered function is never called for scoring."""
+    aggregations = metric_aggregations()
     for name in METRIC_NAMES:
         if name not in metric_registry:
-            aggregation = "nanmean" if "distinct" in name else "mean"
-            register_metric(metric=name, higher_is_better=True, aggregation=aggregation)(_passthrough)
+            register_metric(metric=name, higher_is_better=True, aggregation=aggregations.get(name, "mean"))(
+                _passthrough
+            )
 
 
 def _passthrough(items: Any) -> Any:

@@ -127,26 +127,32 @@ def task_of_condition(condition: str) -> str:
     return CONDITION_TASKS[condition]
 
 
-def system_prompt(condition: str = "neutral") -> str:
-    """The system prompt of a condition, read from its task YAML (following ``include:``), so
-    fine-tuning trains on exactly the text evaluation sends."""
+def _task_yaml(path: Path) -> dict:
+    """A task YAML as data, lm-eval's ``!function`` tags read as nothing."""
     import yaml
 
     class _IgnoreTags(yaml.SafeLoader):
         pass
 
     _IgnoreTags.add_multi_constructor("!", lambda loader, suffix, node: None)
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
+
+
+def metric_aggregations() -> dict[str, str]:
+    """Each metric's aggregation as the task template declares it (``metric_list``): the one
+    place it is written, which lm-eval's metric registration reads too."""
+    template = _task_yaml(tasks_path() / TASK / "_template_yaml")
+    return {str(m["metric"]): str(m["aggregation"]) for m in template.get("metric_list") or []}
+
+
+def system_prompt(condition: str = "neutral") -> str:
+    """The system prompt of a condition, read from its task YAML (following ``include:``), so
+    fine-tuning trains on exactly the text evaluation sends."""
     path = tasks_path() / TASK / f"{task_of_condition(condition)}.yaml"
     while True:
-        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
+        config = _task_yaml(path)
         if "description" in config:
             return str(config["description"]).strip()
         if "include" not in config:
             raise ConfigError(f"no description in {path} or its includes")
         path = path.parent / str(config["include"])
-
-
-def entry_point() -> str:
-    """Target of the ``lm_eval.tasks`` entry point (read by lm-eval versions with plugin
-    discovery, upstream PR #4015): the include path as a string."""
-    return str(tasks_path())

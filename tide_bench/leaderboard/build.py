@@ -159,7 +159,6 @@ def build_site(
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
             prepared = prepare_entries(folders, job, workers=workers, progress=progress, meanwhile=preload)
-        with threadpool_limits(limits=1, user_api="blas"):
             result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit)
         for entry in prepared:
             if entry.downloads and entry.check.id not in accepted:

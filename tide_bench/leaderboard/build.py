@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,15 +26,16 @@ from tide_bench.core.jsonio import read_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.bias import diagnose
+from tide_bench.leaderboard.charts import Charts
 from tide_bench.leaderboard.columns import Column, board_columns
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.consistency import cross_check
-from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries
+from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, default_workers, prepare_entries
 from tide_bench.leaderboard.exports import write_exports
 from tide_bench.leaderboard.html import Section
 from tide_bench.leaderboard.plots import preload
 from tide_bench.leaderboard.scores import RESAMPLES, SEED, rank_entries
-from tide_bench.leaderboard.site import remove_entry_files, write_site
+from tide_bench.leaderboard.site import metric_label, remove_entry_files, write_site
 from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
 from tide_bench.leaderboard.submission import RUN, Submission
 from tide_bench.leaderboard.validate import no_gc_pauses, submission_folders
@@ -97,6 +98,7 @@ def _render(
     extra_sections: Sequence[Section],
     instances: bool,
     downloads: dict[str, list[str]],
+    charts: dict[str, str] | None,
 ) -> None:
     write_site(
         staging,
@@ -107,6 +109,7 @@ def _render(
         downloads=downloads,
         extra_sections=extra_sections,
         instances=instances,
+        charts=charts,
     )
     write_exports(staging, result_board, columns)
     write_marker(staging, result_board["built_at"])
@@ -153,22 +156,35 @@ def build_site(
     target = out.expanduser().resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
+    parallel = (workers if workers is not None else default_workers(len(folders))) > 1
+    charts: list[Charts] = []
+
+    def draw_charts(rows: list[dict[str, Any]], ranking: dict[str, Any]) -> None:  # beside the bias diagnostics
+        metric = ranking["ranking_metric"]
+        label = metric_label(metric, rubric)
+        charts.append(Charts(rows, ranking.get("pairwise") or [], metric, label, parallel=parallel))
+
     try:
         job = EntryJob(board, rubric, staging if instances else None, spot_checks=spot_checks, text_metrics=spot_checks)
         # One BLAS thread: the bootstraps' matrix products are small, so more threads only spin (measured: twice
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
             prepared = prepare_entries(folders, job, workers=workers, progress=progress, meanwhile=preload)
-            result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit)
+            result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw_charts)
         for entry in prepared:
             if entry.downloads and entry.check.id not in accepted:
                 remove_entry_files(staging, entry.check.id)
         downloads = {e.check.id: e.downloads for e in prepared if e.check.id in accepted}
-        _render(staging, result_board, accepted, rubric, board_columns(rubric), extra_sections, instances, downloads)
+        drawn = charts[0].result() if charts else None
+        columns = board_columns(rubric)
+        _render(staging, result_board, accepted, rubric, columns, extra_sections, instances, downloads, drawn)
         replace_folder(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        for pending in charts:
+            pending.close()
     return BuildResult(out, [r["id"] for r in result_board["rows"]], result_board["refused"], result_board)
 
 
@@ -179,9 +195,11 @@ def _decide(
     *,
     strict: bool,
     audit: str | Path | None,
+    ranked: Callable[[list[dict[str, Any]], dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Submission]]:
     """Compare the prepared entries, refuse and rank: the board's numbers, and the accepted
-    entries (without their per-item data) by id."""
+    entries (without their per-item data) by id. ``ranked(rows, ranking)`` is called once the
+    entries are ranked, before the bias diagnostics add their fields to the rows."""
     checks = [e.check for e in prepared]
     cross_check(checks, board)
     refused = {c.id: c.errors for c in checks if not c.ok}
@@ -203,6 +221,8 @@ def _decide(
         max_safety_flag_rate=board.max_safety_flag_rate,
     )
     rows = [e.row for e in scored]
+    if ranked is not None:
+        ranked(rows, ranking)
     judge_bias = diagnose(
         rows,
         {e.check.id: e.table for e in kept if e.table is not None},

@@ -288,11 +288,17 @@ def render_index(
     columns: Sequence[Column],
     *,
     extra_sections: Sequence[Section] = (),
+    charts: Mapping[str, str] | None = None,
 ) -> str:
-    """The board's index page; ``extra_sections`` are appended before the footer."""
+    """The board's index page; ``extra_sections`` are appended before the footer. ``charts``
+    holds the charts already drawn (:class:`~.charts.Charts`); the others are drawn here."""
     rows, metric = board["rows"], board["ranking_metric"]
     columns = [*columns, *optional_columns(rows, columns)]
     label = metric_label(metric, rubric)
+    drawn = charts or {}
+    forest = drawn["forest"] if "forest" in drawn else forest_plot(rows, metric, label)
+    pairwise = drawn["pairwise"] if "pairwise" in drawn else pairwise_plot(rows, board.get("pairwise") or [], metric)
+    size = drawn["size"] if "size" in drawn else size_plot(rows, metric, label)
     built = (
         f'<p class="muted">Built {esc(board.get("built_at"))} from {len(rows)} submission(s); split '
         f"<code>{esc(board.get('split'))}</code>"
@@ -305,7 +311,7 @@ def render_index(
         "to differ share a rank. The table shows each model's <b>rank interval</b>: where its rank falls in 95% of "
         "resamples. Empty replies and refusals count as the lowest score (failure rate).</p>"
         + _figure(
-            forest_plot(rows, metric, label),
+            forest,
             "Each entry's mean with its 95% CI, best first; the right axis gives the rank interval. Blue circles: "
             "zero-shot; green diamonds: fine-tuned; grey star and dotted line: reference anchor; hollow: not ranked.",
             "No entry has a score to plot.",
@@ -332,7 +338,7 @@ def render_index(
             "pairwise",
             "Pairwise differences",
             _figure(
-                pairwise_plot(rows, board.get("pairwise") or [], metric),
+                pairwise,
                 f"Paired difference in {esc(metric)} (row minus column) on the items both answered; "
                 "* (or a dot) marks a difference significant after correcting for every pair. Blue: the row is better.",
                 "Fewer than two ranked entries: no pairwise differences.",
@@ -342,7 +348,7 @@ def render_index(
             "size",
             "Score versus size",
             _figure(
-                size_plot(rows, metric, label),
+                size,
                 "Mean with 95% CI against the parameter count (log scale); entries of one size are set slightly apart.",
                 "No entry reports a parameter count: no size plot.",
             ),
@@ -541,13 +547,15 @@ def write_site(
     downloads: Mapping[str, Sequence[str]] | None = None,
     extra_sections: Sequence[Section] = (),
     instances: bool = True,
+    charts: Mapping[str, str] | None = None,
 ) -> None:
     """Write the pages into ``folder`` (a private staging folder, swapped in whole by the build:
     files are written plainly), beside the per-entry files :func:`write_entry_files` wrote for
     the entries in ``accepted`` (``downloads`` lists them by entry id). ``accepted`` may hold
     the entries without their per-item data (:meth:`~.submission.Submission.without_items`)."""
     (folder / "models").mkdir()
-    (folder / "index.html").write_text(render_index(board, rubric, columns, extra_sections=extra_sections), "utf-8")
+    index = render_index(board, rubric, columns, extra_sections=extra_sections, charts=charts)
+    (folder / "index.html").write_text(index, "utf-8")
     for row in board["rows"]:
         page_html = render_model_page(
             row, accepted[row["id"]], board, rubric, columns, downloads=(downloads or {}).get(row["id"], ())

@@ -42,7 +42,7 @@ class Charts:
     """The three charts of a board: started at once, collected with :meth:`result`."""
 
     def __init__(
-        self, rows: Rows, pairwise: Sequence[dict[str, Any]], metric: str, label: str, *, parallel: bool
+        self, rows: Rows, pairwise: Sequence[dict[str, Any]], metric: str, label: str, *, parallel: bool = False
     ) -> None:
         self._drawers = _drawers(rows, pairwise, metric, label)
         self._running: dict[str, tuple[Any, Any]] = {}

@@ -32,6 +32,7 @@ from tide_bench.core.spreadsheet import spreadsheet_safe
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
+from tide_bench.leaderboard.charts import Charts
 from tide_bench.leaderboard.columns import Column, optional_columns
 from tide_bench.leaderboard.entry_view import (
     bias,
@@ -44,7 +45,7 @@ from tide_bench.leaderboard.entry_view import (
 )
 from tide_bench.leaderboard.html import Section, esc, fmt_block, page, render_section
 from tide_bench.leaderboard.instances import FOLDER, item_payload, keep_items, model_payload, write_items, write_model
-from tide_bench.leaderboard.plots import forest_plot, is_anchor, pairwise_plot, size_plot
+from tide_bench.leaderboard.plots import is_anchor
 from tide_bench.leaderboard.submission import JUDGMENTS, Submission
 from tide_bench.leaderboard.table import board_table
 
@@ -290,15 +291,12 @@ def render_index(
     extra_sections: Sequence[Section] = (),
     charts: Mapping[str, str] | None = None,
 ) -> str:
-    """The board's index page; ``extra_sections`` are appended before the footer. ``charts``
-    holds the charts already drawn (:class:`~.charts.Charts`); the others are drawn here."""
+    """The board's index page; ``extra_sections`` are appended before the footer. ``charts`` are
+    the board's charts already drawn (:class:`~.charts.Charts`); without them they are drawn here."""
     rows, metric = board["rows"], board["ranking_metric"]
     columns = [*columns, *optional_columns(rows, columns)]
     label = metric_label(metric, rubric)
-    drawn = charts or {}
-    forest = drawn["forest"] if "forest" in drawn else forest_plot(rows, metric, label)
-    pairwise = drawn["pairwise"] if "pairwise" in drawn else pairwise_plot(rows, board.get("pairwise") or [], metric)
-    size = drawn["size"] if "size" in drawn else size_plot(rows, metric, label)
+    drawn = charts if charts is not None else Charts(rows, board.get("pairwise") or [], metric, label).result()
     built = (
         f'<p class="muted">Built {esc(board.get("built_at"))} from {len(rows)} submission(s); split '
         f"<code>{esc(board.get('split'))}</code>"
@@ -311,7 +309,7 @@ def render_index(
         "to differ share a rank. The table shows each model's <b>rank interval</b>: where its rank falls in 95% of "
         "resamples. Empty replies and refusals count as the lowest score (failure rate).</p>"
         + _figure(
-            forest,
+            drawn["forest"],
             "Each entry's mean with its 95% CI, best first; the right axis gives the rank interval. Blue circles: "
             "zero-shot; green diamonds: fine-tuned; grey star and dotted line: reference anchor; hollow: not ranked.",
             "No entry has a score to plot.",
@@ -338,7 +336,7 @@ def render_index(
             "pairwise",
             "Pairwise differences",
             _figure(
-                pairwise,
+                drawn["pairwise"],
                 f"Paired difference in {esc(metric)} (row minus column) on the items both answered; "
                 "* (or a dot) marks a difference significant after correcting for every pair. Blue: the row is better.",
                 "Fewer than two ranked entries: no pairwise differences.",
@@ -348,7 +346,7 @@ def render_index(
             "size",
             "Score versus size",
             _figure(
-                size,
+                drawn["size"],
                 "Mean with 95% CI against the parameter count (log scale); entries of one size are set slightly apart.",
                 "No entry reports a parameter count: no size plot.",
             ),

@@ -17,6 +17,7 @@ from tide_bench.core.errors import ConfigError
 
 # The top-level modules the [eval] extra brings (pyproject.toml lists the distributions).
 EVAL_MODULES = ("torch", "transformers", "lm_eval.api", "peft", "accelerate", "sentence_transformers", "datasets")
+EVAL_PACKAGES = frozenset(m.split(".")[0] for m in EVAL_MODULES) | {"gguf"}  # gguf: the demo model's loader
 INSTALL_HINT = (
     "pip install 'tide-bench[eval]' (install torch first, the build for your machine: see the README's Install)"
 )
@@ -49,6 +50,6 @@ def require_eval(what: str) -> None:
 def eval_module_missing(exc: ImportError) -> str | None:
     """The user-facing message for an import of an [eval] module that failed, else None."""
     name = (exc.name or "").split(".")[0]
-    if name not in {m.split(".")[0] for m in EVAL_MODULES} | {"gguf"}:
+    if name not in EVAL_PACKAGES:
         return None
     return f"this command needs {name}, which comes with tide-bench's [eval] extra (not installed here); {INSTALL_HINT}"

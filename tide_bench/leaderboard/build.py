@@ -30,7 +30,7 @@ from tide_bench.leaderboard.charts import Charts
 from tide_bench.leaderboard.columns import Column, board_columns
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.consistency import cross_check
-from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, default_workers, prepare_entries
+from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries, process_budget
 from tide_bench.leaderboard.exports import write_exports
 from tide_bench.leaderboard.html import Section
 from tide_bench.leaderboard.plots import preload
@@ -156,7 +156,7 @@ def build_site(
     target = out.expanduser().resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
-    parallel = (workers if workers is not None else default_workers(len(folders))) > 1
+    parallel = process_budget(workers) > 1
     charts: list[Charts] = []
 
     def draw_charts(rows: list[dict[str, Any]], ranking: dict[str, Any]) -> None:  # beside the bias diagnostics

@@ -88,10 +88,14 @@ def prepare_entry(folder: Path, job: EntryJob) -> PreparedEntry:
     return PreparedEntry(check, scored, table, admission, downloads)
 
 
-def default_workers(n_entries: int) -> int:
-    """One worker per CPU this process may use, at most one per entry and :data:`MAX_WORKERS`."""
+def process_budget(workers: int | None) -> int:
+    """How many processes a build may use: ``workers`` when given, else one per CPU this
+    process may use (at most :data:`MAX_WORKERS`). The entries' workers and the charts
+    (:mod:`.charts`) both go by it."""
+    if workers is not None:
+        return max(1, workers)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cpus, n_entries, MAX_WORKERS))
+    return max(1, min(cpus, MAX_WORKERS))
 
 
 def can_fork() -> bool:
@@ -112,7 +116,7 @@ def prepare_entries(
     forked (the build imports its plotting library while it waits); it must not fork."""
     report = progress or (lambda done, total: None)
     n = len(folders)
-    count = default_workers(n) if workers is None else max(1, min(workers, n or 1))
+    count = max(1, min(process_budget(workers), n))  # at most one worker per entry
     report(0, n)
     if count == 1 or job.spot_checks or not can_fork():
         prepared = []

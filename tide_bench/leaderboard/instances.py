@@ -111,13 +111,12 @@ def data_script(kind: str, payload: Any) -> bytes:
     return b"tideBench.receive(" + dumps(kind) + b"," + dumps(payload) + b");\n"
 
 
-def write_model(site: Path, payload: Mapping[str, Any]) -> str:
-    """``site/instances/<id>.js``: one entry's replies and judgments; returns the file written.
-    ``site`` is a build's private staging folder (swapped in whole), so files are written plainly."""
+def write_model(site: Path, payload: Mapping[str, Any]) -> None:
+    """``site/instances/<id>.js``: one entry's replies and judgments. ``site`` is a build's
+    private staging folder (swapped in whole), so files are written plainly."""
     folder = site / FOLDER
     folder.mkdir(exist_ok=True)
     (folder / f"{payload['id']}.js").write_bytes(data_script("model", payload))
-    return f"{FOLDER}/{payload['id']}.js"
 
 
 def write_items(site: Path, items: Mapping[str, dict[str, Any]], split_hash: str) -> None:
@@ -137,9 +136,9 @@ def write_items(site: Path, items: Mapping[str, dict[str, Any]], split_hash: str
     partial.replace(target)
 
 
-def keep_items(site: Path, split_hashes: Iterable[str]) -> str:
+def keep_items(site: Path, split_hashes: Iterable[str]) -> None:
     """Make the accepted entries' item set ``instances/items.js`` (an empty one when no entry is
-    accepted) and remove the other candidates; returns the file kept."""
+    accepted) and remove the other candidates."""
     folder = site / FOLDER
     folder.mkdir(exist_ok=True)
     kept = sorted(set(split_hashes))
@@ -152,4 +151,3 @@ def keep_items(site: Path, split_hashes: Iterable[str]) -> str:
         (folder / f"{ITEMS}.js").write_bytes(data_script(ITEMS, {}))
     for other in folder.glob(f"{PENDING_ITEMS}*"):
         other.unlink()
-    return f"{FOLDER}/{ITEMS}.js"

@@ -49,6 +49,21 @@ def _one_sided_p(d: np.ndarray, epsilon: float) -> float:
     return float(stats.ttest_1samp(d, epsilon, alternative="less").pvalue)
 
 
+one_sided_p = _one_sided_p  # the public name (the validation packs' Wilcoxon fallback keeps the t-test for n >= 30)
+
+
+def held_out_wins(humans: np.ndarray, judge: np.ndarray, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """For held-out rater ``j``: on each item that ``j``, the judge and another human rated,
+    whether the judge's and the human's alignment with the other humans is at least the
+    other's (``(judge_wins, human_wins)``, 0/1 floats; ties count for both)."""
+    others = np.delete(humans, j, axis=0)
+    usable = ~np.isnan(humans[j]) & ~np.isnan(judge) & (~np.isnan(others)).any(axis=0)
+    rest = others[:, usable]
+    judge_score = _neg_rmse(judge[usable], rest)
+    human_score = _neg_rmse(humans[j, usable], rest)
+    return (judge_score >= human_score).astype(float), (human_score >= judge_score).astype(float)
+
+
 def alt_test(
     humans: np.ndarray,
     judge: np.ndarray,
@@ -62,17 +77,11 @@ def alt_test(
     per_rater: list[dict[str, Any]] = []
     skipped: dict[str, int] = {}
     for j, rater in enumerate(raters):
-        others = np.delete(humans, j, axis=0)
-        usable = ~np.isnan(humans[j]) & ~np.isnan(judge) & (~np.isnan(others)).any(axis=0)
-        n = int(usable.sum())
+        judge_wins, human_wins = held_out_wins(humans, judge, j)
+        n = len(judge_wins)
         if n < min_items:
             skipped[rater] = n
             continue
-        rest = others[:, usable]
-        judge_score = _neg_rmse(judge[usable], rest)
-        human_score = _neg_rmse(humans[j, usable], rest)
-        judge_wins = (judge_score >= human_score).astype(float)
-        human_wins = (human_score >= judge_score).astype(float)
         per_rater.append(
             {
                 "rater": rater,

@@ -1,0 +1,236 @@
+"""Validation pack manifests: the data files under ``tide_bench/validation/packs/``.
+
+A pack is a public set of expert ratings of replies to people in distress that any judge
+configuration can be audited against. Its manifest says where the files live upstream (a
+repository at a pinned revision), how each file is checked (its sha256, else the git blob id
+of the pinned upstream tree, else it is *unpinned* and refused unless the user accepts that),
+its licence and what of it may leave the user's cache, its design (one consensus score per
+reply, or several raters), and how each rated attribute relates to TIDE's three factors.
+Everything here is read from YAML; only the reading of each pack's own file layout is code
+(:mod:`tide_bench.validation.adapters`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tide_bench.core.errors import ConfigError
+
+PACKS_DIR = Path(__file__).resolve().parent / "packs"
+REDISTRIBUTION = ("none", "ratings", "all")
+ROLES = ("licence", "human_ratings", "published_judge", "replies")
+HOSTS = {
+    # host: (default base URL, how a file's URL is made from it)
+    "github": ("https://raw.githubusercontent.com", "{base}/{repo}/{revision}/{path}"),
+    "huggingface": ("https://huggingface.co", "{base}/datasets/{repo}/resolve/{revision}/{path}"),
+}
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+@dataclass(frozen=True)
+class PackFile:
+    path: str
+    role: str
+    sha256: str | None = None
+    git_blob: str | None = None
+    size: int | None = None
+    required: bool = True
+    judge: str | None = None
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.sha256 or self.git_blob)
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One rated attribute, named as upstream names it."""
+
+    name: str
+    meaning: str
+    proxy_for: str | None = None  # the TIDE factor (or "safety") it stands in for, if any
+    judge_factor: str | None = None  # the factor a tide-bench judge's score is compared on
+    judge_threshold: float | None = None  # binary codes: judge score >= threshold counts as 1
+    strength: str | None = None
+
+    def mapping_line(self) -> str:
+        """The audit's ``--map`` line for this attribute, or why there is none."""
+        if not self.judge_factor:
+            return f"{self.name}: no TIDE factor (reported for completeness)"
+        how = f", judge score >= {self.judge_threshold:g} counts as present" if self.judge_threshold else ""
+        return f"--map {self.name}={self.judge_factor} ({self.strength or 'proxy'}{how})"
+
+
+@dataclass(frozen=True)
+class Pack:
+    name: str
+    title: str
+    citation: str
+    repo: str
+    host: str
+    revision: str
+    licence_id: str
+    licence_file: str | None
+    licence_summary: str
+    redistribution: str
+    adapter: str
+    raters: str  # "single" | "multiple"
+    cluster: str  # "context" | "item": the unit the bootstrap resamples
+    design: str
+    scale: tuple[float, float]
+    files: tuple[PackFile, ...]
+    dimensions: tuple[Dimension, ...]
+    responders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    published_judges: dict[str, dict[str, Any]] = field(default_factory=dict)
+    epsilon: float | None = None
+    min_items: int = 30
+    modes: dict[str, str] = field(default_factory=dict)
+    source: Path = PACKS_DIR
+
+    @property
+    def pinned_revision(self) -> bool:
+        return bool(_HEX.match(self.revision)) and len(self.revision) == 40
+
+    @property
+    def multi_rater(self) -> bool:
+        return self.raters == "multiple"
+
+    def file(self, role: str, judge: str | None = None) -> PackFile | None:
+        for f in self.files:
+            if f.role == role and (judge is None or f.judge == judge):
+                return f
+        return None
+
+    def dimension(self, name: str) -> Dimension:
+        for d in self.dimensions:
+            if d.name == name:
+                return d
+        raise ConfigError(f"pack {self.name} has no dimension {name!r}")
+
+    def url(self, path: str, base: str | None = None) -> str:
+        default, template = HOSTS[self.host]
+        return template.format(base=(base or default).rstrip("/"), repo=self.repo, revision=self.revision, path=path)
+
+    def families_of(self, responder: str) -> tuple[str, ...]:
+        return tuple(self.responders.get(responder, {}).get("families") or ())
+
+
+def _need(raw: dict[str, Any], key: str, path: Path, kind: type | tuple[type, ...] = str) -> Any:
+    value = raw.get(key)
+    if not isinstance(value, kind) or value in ("", None):
+        raise ConfigError(f"missing or invalid {key!r}", path=path, field=key)
+    return value
+
+
+def _file(raw: Any, path: Path, k: int) -> PackFile:
+    where = f"files[{k}]"
+    if not isinstance(raw, dict) or not isinstance(raw.get("path"), str) or raw.get("role") not in ROLES:
+        raise ConfigError(f"each file needs a 'path' and a 'role' in {ROLES}", path=path, field=where)
+    rel = raw["path"]
+    if rel.startswith("/") or ".." in Path(rel).parts or "\\" in rel:
+        raise ConfigError(f"file path {rel!r} must be relative and stay inside the pack", path=path, field=where)
+    sha, blob = raw.get("sha256"), raw.get("git_blob")
+    if sha is not None and not (isinstance(sha, str) and len(sha) == 64 and _HEX.match(sha)):
+        raise ConfigError("sha256 must be 64 hex digits", path=path, field=f"{where}.sha256")
+    if blob is not None and not (isinstance(blob, str) and len(blob) == 40 and _HEX.match(blob)):
+        raise ConfigError("git_blob must be 40 hex digits", path=path, field=f"{where}.git_blob")
+    if not (sha or blob or raw.get("unpinned") is True):
+        raise ConfigError(
+            "a file needs a sha256 or a git_blob, or 'unpinned: true' (then fetch asks for --allow-unpinned)",
+            path=path,
+            field=where,
+        )
+    size = raw.get("size")
+    if size is not None and not (isinstance(size, int) and size >= 0):
+        raise ConfigError("size must be a non-negative integer", path=path, field=f"{where}.size")
+    return PackFile(rel, raw["role"], sha, blob, size, bool(raw.get("required", True)), raw.get("judge"))
+
+
+def _dimension(raw: Any, path: Path, k: int) -> Dimension:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise ConfigError("each dimension needs a 'name'", path=path, field=f"dimensions[{k}]")
+    threshold = raw.get("judge_threshold")
+    return Dimension(
+        name=raw["name"],
+        meaning=str(raw.get("meaning") or ""),
+        proxy_for=raw.get("proxy_for"),
+        judge_factor=raw.get("judge_factor"),
+        judge_threshold=None if threshold is None else float(threshold),
+        strength=raw.get("strength"),
+    )
+
+
+def parse_pack(raw: Any, path: Path) -> Pack:
+    """Build a :class:`Pack` from a manifest's YAML content (every field checked)."""
+    if not isinstance(raw, dict):
+        raise ConfigError("a pack manifest must be a mapping", path=path)
+    source = _need(raw, "source", path, dict)
+    licence = _need(raw, "licence", path, dict)
+    design = _need(raw, "design", path, dict)
+    scale = _need(raw, "scale", path, dict)
+    redistribution = licence.get("redistribution")
+    if redistribution not in REDISTRIBUTION:
+        raise ConfigError(f"licence.redistribution must be one of {REDISTRIBUTION}", path=path, field="licence")
+    host = source.get("host", "github")
+    if host not in HOSTS:
+        raise ConfigError(f"source.host must be one of {sorted(HOSTS)}", path=path, field="source.host")
+    files = tuple(_file(f, path, k) for k, f in enumerate(_need(raw, "files", path, list)))
+    dims = tuple(_dimension(d, path, k) for k, d in enumerate(_need(raw, "dimensions", path, list)))
+    alt = raw.get("alt_test") or {}
+    if design.get("raters") not in ("single", "multiple") or design.get("cluster") not in ("context", "item"):
+        raise ConfigError("design needs raters: single|multiple and cluster: context|item", path=path, field="design")
+    try:
+        low, high = float(scale["min"]), float(scale["max"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError("scale needs numeric min and max", path=path, field="scale") from None
+    return Pack(
+        name=_need(raw, "name", path),
+        title=_need(raw, "title", path),
+        citation=str(raw.get("citation") or "").strip(),
+        repo=_need(source, "repo", path),
+        host=host,
+        revision=str(_need(source, "revision", path)),
+        licence_id=str(licence.get("id") or "none stated"),
+        licence_file=licence.get("file"),
+        licence_summary=str(licence.get("summary") or "").strip(),
+        redistribution=redistribution,
+        adapter=_need(raw, "adapter", path),
+        raters=design["raters"],
+        cluster=design["cluster"],
+        design=str(design.get("description") or "").strip(),
+        scale=(low, high),
+        files=files,
+        dimensions=dims,
+        responders=dict(raw.get("responders") or {}),
+        published_judges=dict(raw.get("published_judges") or {}),
+        epsilon=None if alt.get("epsilon") is None else float(alt["epsilon"]),
+        min_items=int(alt.get("min_items", 30)),
+        modes={str(k): str(v).strip() for k, v in (raw.get("modes") or {}).items()},
+        source=path,
+    )
+
+
+def available_packs() -> list[str]:
+    return sorted(p.stem for p in PACKS_DIR.glob("*.yaml"))
+
+
+@lru_cache(maxsize=16)
+def load_pack(name: str) -> Pack:
+    """The manifest of pack ``name`` (``validation list`` shows them)."""
+    path = PACKS_DIR / f"{name}.yaml"
+    if not re.fullmatch(r"[a-z0-9_-]+", name or "") or not path.is_file():
+        raise ConfigError(f"unknown validation pack {name!r}", hint=f"available: {', '.join(available_packs())}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    pack = parse_pack(raw, path)
+    if pack.name != name:
+        raise ConfigError(f"the manifest names itself {pack.name!r}, not {name!r}", path=path, field="name")
+    return pack

@@ -1,0 +1,113 @@
+"""``tide-bench validation run PACK --judge J --out RUN_DIR``: a judge rates a pack's replies.
+
+The judge runs as on any run (:func:`tide_bench.judging.judge_run`: cache, retries, budget,
+unscored items recorded with their reason), on the pack's items through the item adapter.
+What the judge *writes about* the texts (rationales, quoted evidence, reasons) quotes the
+pack's texts, so the full judge folder, with its cache, stays inside the pack's cache entry;
+``RUN_DIR`` receives only ids, scores, flags, usage and the judge's identity (with
+``text_withheld: true``). Nothing from a pack whose licence forbids redistribution is ever
+copied into a run folder, so a run folder can be shared, submitted or committed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tide_bench.core.atomic_dir import make_public, replace_folder
+from tide_bench.core.errors import ConfigError
+from tide_bench.core.jsonio import iter_jsonl, read_json, write_json, write_jsonl
+from tide_bench.core.provenance import utc_now
+from tide_bench.judging import JudgeConfig, JudgeOptions, judge_run
+from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
+from tide_bench.validation.adapters import load_data
+from tide_bench.validation.items import pack_run
+from tide_bench.validation.store import load_fetched, pack_root
+
+RUN_RECORD = "validation_run.json"
+RUN_KIND = "tide-bench-validation-run"
+TEXT_FIELDS = ("rationales", "evidence", "unscored_reason")
+
+
+def withhold_text(record: dict[str, Any]) -> dict[str, Any]:
+    """A judgment without anything that may quote the pack's texts."""
+    out = {k: (None if k in TEXT_FIELDS else v) for k, v in record.items()}
+    if isinstance(out.get("safety"), dict):
+        out["safety"] = {k: v for k, v in out["safety"].items() if k != "reason"}
+    out["text_withheld"] = True
+    return out
+
+
+def _check_target(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / RUN_RECORD).is_file())):
+        raise ConfigError(
+            f"{out} exists and is not a validation run folder: refusing to replace it",
+            hint="choose a new --out (a previous `validation run` folder is replaced)",
+        )
+
+
+def run_pack(
+    name: str,
+    config: JudgeConfig,
+    out: str | Path,
+    options: JudgeOptions | None = None,
+    *,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Judge pack ``name``'s replies with ``config``; write the shareable run folder ``out``."""
+    out = Path(out)
+    _check_target(out)
+    fetched = load_fetched(name)
+    data = load_data(fetched, "tide", texts=True)
+    run = pack_run(data, limit)
+    work = pack_root(fetched.pack) / "runs" / f"{config.name}-{config.version}"
+    options = replace(options or JudgeOptions(), cache_path=work / CACHE_FILE, overwrite=True)
+    result = judge_run(run, work, config, options)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        write_jsonl(staging / JUDGMENTS_FILE, [withhold_text(r) for r in result.records])
+        for name_ in (CONFIG_FILE, SUMMARY_FILE):
+            shutil.copyfile(work / name_, staging / name_)
+        record = {
+            "kind": RUN_KIND,
+            "pack": fetched.pack.name,
+            "revision": fetched.pack.revision,
+            "judge": config.identity(),
+            "n_items": len(run.generations),
+            "limit": limit,
+            "calls_made": result.calls_made,
+            "text_withheld": True,
+            "full_judgments": "kept in the pack's cache entry (they quote the pack's texts)",
+            "created_at": utc_now(),
+        }
+        write_json(staging / RUN_RECORD, record)
+        make_public(staging)
+        replace_folder(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return {"out": str(out), "summary": result.summary, "warnings": result.warnings, **record}
+
+
+def read_run(folder: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
+    """A validation run folder: its record, its judgments and its judge summary (None if absent)."""
+    from tide_bench.core.errors import DataError
+
+    folder = Path(folder)
+    record_path = folder / RUN_RECORD
+    if not record_path.is_file():
+        raise DataError(
+            f"{folder} is not a validation run folder (no {RUN_RECORD})",
+            hint="make one with: tide-bench validation run PACK --judge NAME --out DIR",
+        )
+    record = read_json(record_path, DataError)
+    if not isinstance(record, dict) or record.get("kind") != RUN_KIND:
+        raise DataError("not a tide-bench validation run record", path=record_path)
+    judgments = [rec for _, rec in iter_jsonl(folder / JUDGMENTS_FILE, DataError)]
+    summary_path = folder / SUMMARY_FILE
+    summary = read_json(summary_path, DataError) if summary_path.is_file() else None
+    return record, judgments, summary

@@ -1,7 +1,9 @@
 """Data flows one way: each stage imports only the stages before it.
 
-core -> data -> metrics -> tasks -> generation -> judging -> agreement -> leaderboard
--> (finetune, annotation) -> study -> (demo, cli). A reader can trust a module's package to tell what
+core -> data -> metrics -> tasks -> generation -> judging -> agreement -> validation -> leaderboard
+-> (finetune, annotation) -> study -> (demo, cli). Validation (judges audited against public expert
+ratings) needs judging and agreement; the model leaderboard shows its stamps.
+A reader can trust a module's package to tell what
 it may depend on; this test keeps that true.
 """
 
@@ -20,6 +22,7 @@ ORDER = [
     "generation",
     "judging",
     "agreement",
+    "validation",
     "leaderboard",
     "finetune",
     "annotation",

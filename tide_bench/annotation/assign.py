@@ -38,7 +38,7 @@ ASSIGNMENT = "assignment.json"
 
 @dataclass
 class AssignmentOptions:
-    per_rater: int = 40
+    per_rater: int = 120  # 5 x 120 at overlap 3: a judge as good as a person passes the alt-test ~86 % of the time
     raters: int = 5
     overlap: int = 3
     repeats: int = 2

@@ -209,6 +209,13 @@ def validate_cmd(
     help="agreement.json from `tide-bench audit` of the board's judge, stamped on the page.",
 )
 @click.option(
+    "--judges-board",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A `tide-bench validation board` folder: each entry shows its judge's validation stamp (else 'judge not "
+    "validated') and the board is linked as judges.html.",
+)
+@click.option(
     "--strict", is_flag=True, help="Fail if any submission is refused (default: list it as refused and build the rest)."
 )
 @click.option(
@@ -234,6 +241,7 @@ def build_cmd(
     out: Path,
     board: Path | None,
     audit: Path | None,
+    judges_board: Path | None,
     strict: bool,
     spot_checks: bool,
     no_instances: bool,
@@ -266,6 +274,7 @@ def build_cmd(
             out,
             load_board(board),
             audit=audit,
+            judges_board=judges_board,
             strict=strict,
             spot_checks=spot_checks,
             instances=not no_instances,

@@ -24,6 +24,7 @@ from tide_bench.cli.judge_cmd import judge_cmd
 from tide_bench.cli.leaderboard_cmd import leaderboard, submit_cmd
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.cli.study_cmd import study_cmd
+from tide_bench.cli.validation_cmd import validation
 from tide_bench.cli.view_cmd import view_cmd
 from tide_bench.core.errors import TideBenchError
 from tide_bench.core.extras import eval_module_missing
@@ -70,7 +71,8 @@ def cli() -> None:
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench view RUN                     one run's replies, scores and rationales as an HTML file
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
-      tide-bench annotate build|collect       offline, blinded rating pages for people; merge returns
+      tide-bench annotate build|collect|plan  offline, blinded rating pages for people; merge returns; power
+      tide-bench validation list|fetch|run|report|board  audit a judge against public expert ratings
       tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
       tide-bench leaderboard validate|build   check submissions; build the static site
       tide-bench study STUDY.yaml             the paper's grid (models x zero-shot/fine-tuned + reference), resumable
@@ -95,6 +97,7 @@ cli.add_command(submit_cmd)
 cli.add_command(leaderboard)
 cli.add_command(study_cmd)
 cli.add_command(view_cmd)
+cli.add_command(validation)
 cli.add_command(demo)
 
 

@@ -39,6 +39,7 @@ from tide_bench.leaderboard.site import metric_label, remove_entry_files, write_
 from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
 from tide_bench.leaderboard.submission import RUN, Submission
 from tide_bench.leaderboard.validate import no_gc_pauses, submission_folders
+from tide_bench.validation.stamps import JUDGES_PAGE, load_stamps, stamp_for
 
 AUDIT_MAX_BYTES = 200_000_000
 
@@ -136,12 +137,15 @@ def build_site(
     rubric: Rubric | None = None,
     workers: int | None = None,
     progress: Progress | None = None,
+    judges_board: str | Path | None = None,
 ) -> BuildResult:
     """Validate, score, rank and write the site into ``out``. ``extra_sections`` are appended to
     the index page (e.g. a study report, :func:`~tide_bench.leaderboard.html.render_section`);
     ``instances=False`` leaves out the per-item replies and downloads (the site then holds no
     TIDE text). The entries are prepared in ``workers`` processes (default: one per CPU;
-    :mod:`.entries`), and ``progress(done, total)`` is told as each is ready."""
+    :mod:`.entries`), and ``progress(done, total)`` is told as each is ready. ``judges_board`` (a
+    ``tide-bench validation board`` folder) gives every entry its judge's validation stamp and is
+    linked as judges.html; without it every entry reads "judge not validated"."""
     out = Path(out)
     check_out_dir(
         out,
@@ -149,8 +153,10 @@ def build_site(
             "submissions folder": Path(submissions),
             "board file": Path(board.source) if board.source else None,
             "audit file": Path(audit) if audit else None,
+            "judges board": Path(judges_board) if judges_board else None,
         },
     )
+    stamps = load_stamps(judges_board)
     folders = submission_folders(submissions)
     rubric = rubric or load_rubric()
     target = out.expanduser().resolve()
@@ -171,6 +177,8 @@ def build_site(
         with threadpool_limits(limits=1, user_api="blas"):
             prepared = prepare_entries(folders, job, workers=workers, progress=progress, meanwhile=preload)
             result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw_charts)
+        for row in [*result_board["rows"], result_board]:  # every entry, and the board's judge
+            row["judge_validation"] = stamp_for(row.get("judge"), stamps)
         for entry in prepared:
             if entry.downloads and entry.check.id not in accepted:
                 remove_entry_files(staging, entry.check.id)
@@ -178,6 +186,8 @@ def build_site(
         drawn = charts[0].result() if charts else None
         columns = board_columns(rubric)
         _render(staging, result_board, accepted, rubric, columns, extra_sections, instances, downloads, drawn)
+        if judges_board:
+            shutil.copyfile(Path(judges_board) / "index.html", staging / JUDGES_PAGE)
         replace_folder(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

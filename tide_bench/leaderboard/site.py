@@ -98,6 +98,10 @@ def _judge_stamp(board: Mapping[str, Any], rubric: Rubric) -> str:
         f"Judge: <b>{esc(judge.get('name'))}</b> ({esc(judge.get('provider'))} {esc(judge.get('model'))}), "
         f"configuration <code>{esc(judge.get('version'))}</code>, rubric {esc(judge.get('rubric'))}."
     ]
+    stamp = board.get("judge_validation") or {}
+    if stamp:
+        link = f' (<a href="judges.html#{esc(stamp["anchor"])}">judges board</a>)' if stamp.get("anchor") else ""
+        parts.append(f"Validation against public expert ratings: {esc(stamp.get('text'))}{link}.")
     audit = board.get("audit")
     if audit:
         items = []

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -256,9 +257,13 @@ def report_pack(
 
 
 def report_packs(
-    names: list[str], judge_ratings: list[str | Path] | tuple[str | Path, ...] = (PUBLISHED,), **kw: Any
+    names: list[str],
+    judge_ratings: list[str | Path] | tuple[str | Path, ...] = (PUBLISHED,),
+    step: Callable[[int], None] | None = None,
+    **kw: Any,
 ) -> dict[str, Any]:
-    """Several packs; each judge's alt-tests corrected together (FDR) and counted."""
+    """Several packs; each judge's alt-tests corrected together (FDR) and counted. ``step(1)``
+    is called as each pack is done (a progress bar)."""
     sources = list(judge_ratings)
     reports = {}
     for name in names:
@@ -266,6 +271,8 @@ def report_packs(
         if not mine:
             raise ConfigError(f"no judge ratings given for pack {name}", hint="--judge-ratings published or RUN_DIR")
         reports[name] = report_pack(name, mine, **kw)
+        if step:
+            step(1)
     return {"packs": reports, "across_packs": cross_pack_summary(reports)}
 
 

@@ -12,9 +12,9 @@ Everything here is read from YAML; only the reading of each pack's own file layo
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import yaml
 from tide_bench.core.errors import ConfigError
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
+PACKS_ENV = "TIDE_BENCH_VALIDATION_PACKS"  # more folders of pack manifests (os.pathsep-separated): local packs
 REDISTRIBUTION = ("none", "ratings", "all")
 ROLES = ("licence", "human_ratings", "published_judge", "replies")
 HOSTS = {
@@ -216,16 +217,26 @@ def parse_pack(raw: Any, path: Path) -> Pack:
     )
 
 
+def _pack_dirs() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(PACKS_ENV, "").split(os.pathsep) if p]
+    return [PACKS_DIR, *extra]
+
+
 def available_packs() -> list[str]:
-    return sorted(p.stem for p in PACKS_DIR.glob("*.yaml"))
+    return sorted({p.stem for d in _pack_dirs() for p in d.glob("*.yaml")})
 
 
-@lru_cache(maxsize=16)
 def load_pack(name: str) -> Pack:
-    """The manifest of pack ``name`` (``validation list`` shows them)."""
-    path = PACKS_DIR / f"{name}.yaml"
-    if not re.fullmatch(r"[a-z0-9_-]+", name or "") or not path.is_file():
+    """The manifest of pack ``name`` (``validation list`` shows them): the shipped packs, then
+    the folders in ``$TIDE_BENCH_VALIDATION_PACKS``."""
+    valid = isinstance(name, str) and re.fullmatch(r"[a-z0-9_-]+", name) is not None
+    path = next((d / f"{name}.yaml" for d in _pack_dirs() if (d / f"{name}.yaml").is_file()), None) if valid else None
+    if path is None:
         raise ConfigError(f"unknown validation pack {name!r}", hint=f"available: {', '.join(available_packs())}")
+    return _load(path, name)
+
+
+def _load(path: Path, name: str) -> Pack:
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:

@@ -49,7 +49,7 @@ def main() -> None:
     print(f"report mentalalign (mode {args.mode}, {rows} judge x attribute rows, 1,000 resamples each)")
     print(f"  process wall, median of {args.repeats}: {statistics.median(walls):.2f} s (min {min(walls):.2f})")
     print(f"  report_pack alone, median: {statistics.median(inner):.2f} s (min {min(inner):.2f})")
-    print(f"  CPU time of the process (user + system), median: {statistics.median(cpu):.2f} s: the wall time on an idle core")
+    print(f"  CPU time (user + system), median: {statistics.median(cpu):.2f} s: the wall time on an idle core")
 
 
 if __name__ == "__main__":

@@ -10,21 +10,31 @@ Packs are data files (``packs/*.yaml``). Public API::
     report = report_pack("mentalalign", ["published"], mode="authors")
 """
 
-from tide_bench.validation.fetch import fetch_pack, licence_notice
-from tide_bench.validation.manifest import Pack, available_packs, load_pack
-from tide_bench.validation.report import report_pack, report_packs, write_report
-from tide_bench.validation.run import run_pack
-from tide_bench.validation.store import load_fetched
+from __future__ import annotations
 
-__all__ = [
-    "Pack",
-    "available_packs",
-    "fetch_pack",
-    "licence_notice",
-    "load_fetched",
-    "load_pack",
-    "report_pack",
-    "report_packs",
-    "run_pack",
-    "write_report",
-]
+from importlib import import_module
+from typing import Any
+
+# Imported on first use: the model leaderboard reads only the stamps (stamps.py), and a
+# `leaderboard validate` must not pay for scipy and openpyxl.
+_API = {
+    "Pack": "manifest",
+    "available_packs": "manifest",
+    "load_pack": "manifest",
+    "fetch_pack": "fetch",
+    "licence_notice": "fetch",
+    "load_fetched": "store",
+    "report_pack": "report",
+    "report_packs": "report",
+    "write_report": "report",
+    "run_pack": "run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'tide_bench.validation' has no attribute {name!r}")
+    return getattr(import_module(f"tide_bench.validation.{_API[name]}"), name)
+
+
+__all__ = sorted(_API)

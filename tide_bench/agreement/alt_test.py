@@ -64,6 +64,19 @@ def held_out_wins(humans: np.ndarray, judge: np.ndarray, j: int) -> tuple[np.nda
     return (judge_score >= human_score).astype(float), (human_score >= judge_score).astype(float)
 
 
+def decide(result: dict[str, Any]) -> dict[str, Any]:
+    """Benjamini-Yekutieli over ``result["per_rater"]``'s p-values at ``result["q"]``: each rater's
+    ``judge_wins``, the winning rate, the advantage probability and ``passed`` (winning rate >= 0.5)."""
+    per_rater = result["per_rater"]
+    rejected = benjamini_yekutieli([r["p"] for r in per_rater], result["q"])
+    for r, rej in zip(per_rater, rejected, strict=True):
+        r["judge_wins"] = bool(rej)
+    result["winning_rate"] = float(np.mean(rejected))
+    result["advantage_probability"] = float(np.mean([r["judge_advantage"] for r in per_rater]))
+    result["passed"] = result["winning_rate"] >= 0.5
+    return result
+
+
 def alt_test(
     humans: np.ndarray,
     judge: np.ndarray,
@@ -110,12 +123,7 @@ def alt_test(
             f"(the alt-test needs at least {min_items} per rater)"
         )
         return result
-    rejected = benjamini_yekutieli([r["p"] for r in per_rater], q)
-    for r, rej in zip(per_rater, rejected, strict=True):
-        r["judge_wins"] = bool(rej)
-    result["winning_rate"] = float(np.mean(rejected))
-    result["advantage_probability"] = float(np.mean([r["judge_advantage"] for r in per_rater]))
-    result["passed"] = result["winning_rate"] >= 0.5
+    decide(result)
     if len(per_rater) < MIN_RATERS:
         result["note"] = (
             f"only {len(per_rater)} held-out rater(s) could be tested; the test's authors advise at least "

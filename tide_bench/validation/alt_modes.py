@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from tide_bench.agreement.alt_test import DEFAULT_Q, alt_test, held_out_wins, one_sided_p
+from tide_bench.agreement.alt_test import DEFAULT_Q, alt_test, decide, held_out_wins, one_sided_p
 from tide_bench.core.stats import DEFAULT_SEED, benjamini_yekutieli
 
 MIN_WILCOXON_ITEMS = 5  # the smallest n whose exact one-sided p can fall below 0.05 (1/32)
@@ -89,13 +89,7 @@ def _decide(per_rater: list[dict[str, Any]], skipped: dict[str, int], epsilon: f
     if not per_rater:
         out["note"] = "no rater could be tested"
         return out
-    rejected = benjamini_yekutieli([r["p"] for r in per_rater], q)
-    for r, rej in zip(per_rater, rejected, strict=True):
-        r["judge_wins"] = bool(rej)
-    out["winning_rate"] = float(np.mean(rejected))
-    out["advantage_probability"] = float(np.mean([r["judge_advantage"] for r in per_rater]))
-    out["passed"] = out["winning_rate"] >= 0.5
-    return out
+    return decide(out)
 
 
 def _combine(humans: np.ndarray, min_items: int, rng: np.random.Generator) -> tuple[np.ndarray, list[list[int]]]:

@@ -289,3 +289,103 @@ def test_model_leaderboard_entries_carry_their_judges_validation_stamp(env: dict
     assert (env["root"] / "site" / "judges.html").is_file()
     exported = json.loads((env["root"] / "site" / "leaderboard.json").read_text())
     assert exported["rows"][0]["judge_validation"]["status"] == stamp["status"]
+
+
+@settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cell=st.one_of(st.none(), st.text(max_size=80), st.integers(), st.floats(allow_nan=True)))
+def test_fuzz_rating_cells_parse_or_are_missing(cell: object) -> None:
+    from tide_bench.validation.adapters.mentalalign import parse_cell
+
+    values = parse_cell(cell, MA_DIMS)
+    assert len(values) == len(MA_DIMS) and all(v is None or isinstance(v, float) for v in values)
+
+
+@settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    row=st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12), min_size=1, max_size=19
+    ),
+    where=st.integers(0, 30),
+)
+def test_fuzz_annomi_rows_give_a_clear_error_or_a_result(
+    tmp_path_factory: pytest.TempPathFactory, row: list[str], where: int
+) -> None:
+    from tide_bench.core.errors import TideBenchError
+    from tide_bench.validation.adapters import load_data
+
+    root = tmp_path_factory.mktemp("fz")
+    mp = pytest.MonkeyPatch()
+    mp.setenv(PACKS_ENV, str(root / "m"))
+    mp.setenv("TIDE_BENCH_CACHE", str(root / "cache"))
+    try:
+        annomi(root / "up", root / "m", turns=6, raters=3)
+        path = root / "up" / "AnnoMI-full.csv"
+        lines = path.read_text().splitlines()
+        buffer = __import__("io").StringIO()
+        csv.writer(buffer).writerow(row)
+        lines.insert(min(where, len(lines)), buffer.getvalue().rstrip("\r\n"))
+        path.write_text("\n".join(lines) + "\n")
+        manifest = root / "m" / "fx-annomi.yaml"
+        import yaml as _yaml
+
+        raw = _yaml.safe_load(manifest.read_text())
+        for f in raw["files"]:
+            f["sha256"] = __import__("hashlib").sha256((root / "up" / f["path"]).read_bytes()).hexdigest()
+        manifest.write_text(_yaml.safe_dump(raw))
+        try:
+            data = load_data(fetch_pack("fx-annomi", accept_licence=True, source=root / "up"))
+        except TideBenchError:
+            return
+        assert all(m.shape[1] == len(data.item_ids) for m in data.human.values())
+    finally:
+        mp.undo()
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 8) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=30, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    payload=st.dictionaries(
+        st.text(max_size=5),
+        st.dictionaries(
+            st.sampled_from(["gpt4", "human", "x"]),
+            st.dictionaries(st.sampled_from(["survey_id", "empathy_score", "overall_score"]), JSON),
+        ),
+        max_size=3,
+    )
+    | JSON
+)
+def test_fuzz_counselbench_json_gives_a_clear_error_or_a_result(
+    tmp_path_factory: pytest.TempPathFactory, payload: object
+) -> None:
+    import hashlib
+
+    import yaml as _yaml
+
+    from tide_bench.core.errors import TideBenchError
+    from tide_bench.validation.adapters import load_data
+
+    root = tmp_path_factory.mktemp("cb")
+    (root / "up").mkdir()
+    (root / "up" / "counselbench_eval.json").write_text(json.dumps(payload))
+    raw = _yaml.safe_load((Path(__file__).parents[1] / "tide_bench/validation/packs/counselbench.yaml").read_text())
+    digest = hashlib.sha256((root / "up" / "counselbench_eval.json").read_bytes()).hexdigest()
+    raw |= {"name": "fx-counselbench", "source": {"repo": "f/c", "revision": "a" * 40}}
+    raw["files"] = [{"path": "counselbench_eval.json", "role": "human_ratings", "sha256": digest}]
+    (root / "m").mkdir()
+    (root / "m" / "fx-counselbench.yaml").write_text(_yaml.safe_dump(raw))
+    mp = pytest.MonkeyPatch()
+    mp.setenv(PACKS_ENV, str(root / "m"))
+    mp.setenv("TIDE_BENCH_CACHE", str(root / "cache"))
+    try:
+        data = load_data(fetch_pack("fx-counselbench", accept_licence=True, source=root / "up"))
+        assert all(m.shape == (len(data.raters), len(data.item_ids)) for m in data.human.values())
+    except TideBenchError:
+        pass
+    finally:
+        mp.undo()

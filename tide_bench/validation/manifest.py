@@ -62,6 +62,8 @@ class Dimension:
 
     def mapping_line(self) -> str:
         """The audit's ``--map`` line for this attribute, or why there is none."""
+        if not self.judge_factor and self.proxy_for:
+            return f"{self.name}: a {self.strength or 'proxy'} of {self.proxy_for} (not compared with a judge factor)"
         if not self.judge_factor:
             return f"{self.name}: no TIDE factor (reported for completeness)"
         how = f", judge score >= {self.judge_threshold:g} counts as present" if self.judge_threshold else ""

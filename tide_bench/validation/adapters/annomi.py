@@ -47,6 +47,10 @@ def load(fetched: FetchedPack, mode: str = "tide", *, texts: bool = False) -> Pa
                 raise DataError(f"not the AnnoMI-full layout: missing column(s) {', '.join(missing)}", path=path)
             for row in reader:
                 line = reader.line_num
+                if None in row or None in row.values():  # DictReader's marks for extra or missing fields
+                    raise DataError(
+                        f"the row has {'more' if None in row else 'fewer'} fields than the header", path=path, line=line
+                    )
                 key = (
                     _int(row["transcript_id"], path, line, "transcript_id"),
                     _int(row["utterance_id"], path, line, "utterance_id"),

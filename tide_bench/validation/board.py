@@ -137,6 +137,7 @@ def board_data(paths: list[str | Path]) -> dict[str, Any]:
                 "mode": rep.get("mode"),
                 "excluded_responders": block.get("excluded_responders"),
                 "n_unscored": block.get("n_unscored"),
+                "n_judged": block.get("n_judged"),
                 "attributes": _headline(rep, block),
             }
             if row["usd_per_1000_items"] is None:
@@ -208,7 +209,7 @@ def _stamps(rows: Any) -> dict[str, dict[str, Any]]:
         )
         stamps[f"{row['config']}@{str(row['version'])[:8]}"] = {
             "status": status,
-            "text": f"judge validated out of domain: {verdict}" + (f"; {kappas}" if kappas else ""),
+            "text": f"out-of-domain validation: {verdict}" + (f"; {kappas}" if kappas else ""),
             "anchor": f"judge-{_anchor(row['judge'])}",
         }
     return stamps
@@ -235,6 +236,8 @@ def _pack_cell(pack: dict[str, Any] | None) -> str:
             f"QWK {_est(a['qwk'])}, bias {_est(a['bias'], signed=True)}, length slope "
             f"{_est(a['length_bias_per_100_words'], signed=True)}{verdict}"
         )
+    if pack.get("n_unscored"):
+        lines.append(f"<b>unscored: {pack['n_unscored']} of {pack.get('n_judged')}</b> (left out of every number above)")
     excluded = ", ".join(pack.get("excluded_responders") or []) or "none"
     lines.append(f'<span class="muted">own-family replies left out: {html.escape(excluded)}</span>')
     return "<td>" + "<br>".join(lines) + "</td>"

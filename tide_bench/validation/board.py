@@ -43,7 +43,7 @@ def _reports(paths: list[str | Path]) -> dict[str, dict[str, Any]]:
     for path in paths:
         data = read_json(path, DataError, max_bytes=REPORT_MAX_BYTES)
         packs = data.get("packs") if isinstance(data, dict) and "packs" in data else {None: data}
-        for name, rep in (packs or {}).items():
+        for rep in (packs or {}).values():
             if not isinstance(rep, dict) or not isinstance(rep.get("judges"), dict) or "pack" not in rep:
                 raise DataError("not a `tide-bench validation report --json` file", path=path)
             if rep["pack"] in out:
@@ -54,7 +54,6 @@ def _reports(paths: list[str | Path]) -> dict[str, dict[str, Any]]:
                 merged["judges"].update(rep["judges"])
             else:
                 out[rep["pack"]] = rep
-            _ = name
     if not out:
         raise DataError("no report given", hint="tide-bench validation board --report report.json --out DIR")
     return out
@@ -219,9 +218,9 @@ def _anchor(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
-def _pack_cell(pack: dict[str, Any] | None) -> str:
+def _pack_cell(pack: dict[str, Any] | None, published: bool = False) -> str:
     if not pack:
-        return f'<td class="muted">{NOT_RUN}</td>'
+        return f'<td class="muted">{"no ratings in this pack" if published else NOT_RUN}</td>'
     lines = []
     for a in pack["attributes"]:
         alt = a.get("alt_test")
@@ -237,7 +236,7 @@ def _pack_cell(pack: dict[str, Any] | None) -> str:
             f"{_est(a['length_bias_per_100_words'], signed=True)}{verdict}"
         )
     if pack.get("n_unscored"):
-        lines.append(f"<b>unscored: {pack['n_unscored']} of {pack.get('n_judged')}</b> (left out of every number above)")
+        lines.append(f"<b>unscored: {pack['n_unscored']} of {pack.get('n_judged')}</b> (left out of the numbers)")
     excluded = ", ".join(pack.get("excluded_responders") or []) or "none"
     lines.append(f'<span class="muted">own-family replies left out: {html.escape(excluded)}</span>')
     return "<td>" + "<br>".join(lines) + "</td>"
@@ -252,6 +251,7 @@ padding:.6rem;margin:1rem 0}code{background:#f4f4f4;padding:0 .2rem}
 
 
 def render(data: dict[str, Any]) -> str:
+    why = data["out_of_domain"].split(": ", 1)[-1]
     packs = list(data["packs"])
     head = "".join(f"<th>{html.escape(p)}</th>" for p in packs)
     body = []
@@ -268,7 +268,7 @@ def render(data: dict[str, Any]) -> str:
         body.append(
             f'<tr id="judge-{_anchor(row["judge"])}"><td><b>{html.escape(row["judge"])}</b><br>{who}</td>'
             f"<td>{html.escape(row['source'])}</td>"
-            + "".join(_pack_cell(row["packs"].get(p)) for p in packs)
+            + "".join(_pack_cell(row["packs"].get(p), row["source"].startswith("published")) for p in packs)
             + f"<td>{html.escape(alt_text)}</td><td>{cost_text}</td></tr>"
         )
     about = []
@@ -288,7 +288,8 @@ def render(data: dict[str, Any]) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>tide-bench judges board</title>"
         f"<style>{STYLE}</style></head><body><h1>Judges board</h1>"
-        f"<div class='banner' role='note'><b>Out of domain.</b> {html.escape(data['out_of_domain'])}. A judge is never "
+        f"<div class='banner' role='note'><b>Out of domain:</b> {html.escape(why)}. "
+        "A judge is never "
         "scored on replies of its own model family. Rows marked <i>not run</i> have no validation yet: run "
         "<code>tide-bench validation run PACK --judge NAME</code> with a key.</div>"
         f"<table><thead><tr><th>Judge</th><th>Source</th>{head}<th>Alt-test</th><th>$ / 1,000 items</th></tr>"

@@ -109,6 +109,59 @@ def judged_submission(
     ).folder
 
 
+def reference_submission(
+    tmp: Path,
+    server: FakeLLMServer,
+    sid: str = "tide-reference",
+    *,
+    reply: Reply | None = None,
+    out: Path | None = None,
+    the_board: BoardConfig | None = None,
+    data: Path | None = None,
+    submit: bool = True,
+) -> Path:
+    """The reference run as `tide-bench eval --model reference` makes it (every reply the item's
+    reference, condition ``reference``, ``model.is_reference``), judged (fake server, which
+    scores a reference 5, 5, 5) and submitted; ``reply`` forges other replies, and ``submit=False``
+    copies the judged run into ``out/<sid>`` as a submission folder without validating it (a
+    forged one would be refused)."""
+    from tide_bench.generation.reference import reference_label
+
+    run = tide_run(tmp / f"run-{sid}", reply or (lambda i: i.reference_reply), data or stand_in_dataset(tmp))
+    manifest = json.loads((run / "run.json").read_text())
+    name = reference_label(manifest["data"]["source"], is_sample=manifest["data"]["is_synthetic_sample"])
+    edit_json(
+        run / "run.json",
+        lambda m: (
+            m["prompt"].update(condition="reference", prompt_sha256="f" * 64),
+            m["model"].update(
+                is_reference=True, name=name, backend="tide-reference", args="", num_parameters=None, revision=None
+            ),
+        ),
+    )
+    references = {i.reference_reply for i in load_dataset(str(data or stand_in_dataset(tmp))).items}
+    previous = server.rater
+    server.rater = lambda text: {"scores": [5, 5, 5]} if text in references else None
+    try:
+        judge_run(
+            run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01})
+        )
+    finally:
+        server.rater = previous
+    meta_path = tmp / f"{sid}.yaml"
+    meta_path.write_text(
+        yaml.safe_dump(meta(sid, model={"api_model_id": name}, parameters=None, condition="reference"))
+    )
+    out = out or tmp / "submissions"
+    if not submit:
+        target = out / sid
+        shutil.copytree(run, target / "run", ignore=shutil.ignore_patterns("judge"))
+        shutil.copytree(run / "judge", target / "judge")
+        shutil.copy(meta_path, target / "submission.yaml")
+        return target
+    return create_submission(run, meta_path, out, board=the_board or board(), spot_checks=False).folder
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 

@@ -346,7 +346,8 @@ def test_the_reference_is_a_run_like_any_model(tmp_path: Path) -> None:
     assert len(run.generations) == 12 and all(g.reply == g.reference_reply for g in run.generations)
     manifest = run.manifest
     assert (
-        manifest["model"]["name"] == "TIDE reference (Claude 3.5 Sonnet)" and manifest["model"]["is_reference"] is True
+        manifest["model"]["name"] == "sample reference (written for tide-bench)"  # named after its data (34.11)
+        and manifest["model"]["is_reference"] is True
     )
     assert "overall" not in manifest["reference_metrics"]  # no cosine 1.0 printed as a result
     assert manifest["reference_metrics"]["not_applicable"].startswith("not applicable")

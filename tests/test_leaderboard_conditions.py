@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.leaderboard_helpers import board, edit_json, judged_submission, stand_in_dataset
+from tests.leaderboard_helpers import board, edit_json, judged_submission, reference_submission, stand_in_dataset
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.resources import resource_dir
 from tide_bench.leaderboard import build_site, load_board, validate_many
@@ -95,21 +95,15 @@ def test_a_prompt_hash_other_than_the_boards_is_refused(tmp_path: Path, server: 
 
 
 def test_the_reference_run_is_accepted_as_the_anchor_and_left_unranked(tmp_path: Path, server: FakeLLMServer) -> None:
-    subs = _entries(
-        tmp_path,
-        server,
-        ("model-a", "[[SCORES:3,3,3]]"),
-        ("model-b", "[[SCORES:2,2,2]]"),
-        ("tide-reference", "[[SCORES:5,5,5]]"),
-    )
-    _prompt(subs / "tide-reference", condition="reference", prompt_sha256="f" * 64)
-    edit_json(subs / "tide-reference" / "run" / "run.json", lambda m: m["model"].update(is_reference=True))
+    subs = _entries(tmp_path, server, ("model-a", "[[SCORES:3,3,3]]"), ("model-b", "[[SCORES:2,2,2]]"))
+    reference_submission(tmp_path, server)  # its replies are the data's references (scored 5 by the fake judge)
     built = build_site(subs, tmp_path / "site", board())
     assert built.refused == {}
     rows = {r["id"]: r for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
     anchor = rows["tide-reference"]
     assert anchor["rank"] is None and anchor["unranked_reason"] == "reference anchor" and anchor["is_reference"] is True
     assert anchor["prompt_condition"] == "reference" and anchor["empathy"]["mean"] == 5
+    assert anchor["model_name"] == "reference replies of tide-stand-in"  # named after its data, not by the submitter
     assert (rows["model-a"]["rank"], rows["model-b"]["rank"]) == (1, 2)  # the anchor is not counted above them
     assert all(p["a"] != "tide-reference" and p["b"] != "tide-reference" for p in built.board["pairwise"])
     # compared with itself the reference would score cosine 1 by construction: not applicable, shown as n/a

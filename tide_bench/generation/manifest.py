@@ -107,7 +107,7 @@ def build_manifest(
             "backend": config["model"],
             "args": config["model_args"],
             "parsed_args": parsed,
-            "name": reference.LABEL
+            "name": reference.reference_label(provenance.get("source"), is_sample=provenance.get("is_synthetic_sample"))
             if is_reference
             else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
             "is_reference": is_reference,

@@ -6,7 +6,9 @@ persona must hash into that split, recomputed from the item, never taken from th
 submitter's word. ``conversations_per_persona`` pins the dataset's shape (TIDE: 20).
 ``split_sha256``, ``n_items`` and ``item_ids_sha256`` pin one dataset release's content;
 ``tide-bench leaderboard pin --data SNAPSHOT`` computes them from a trusted snapshot.
-``judge_version`` pins the judge configuration. ``embedding_model`` is the model the
+``judge_version`` pins the judge configuration. ``data_source`` names data the board can load
+when it checks (``sample`` on the demo board): the reference row is then compared item by item
+with that data's references (:mod:`.reference_row`). ``embedding_model`` is the model the
 board's embedding spot check uses (never the one a submission names).
 
 Prompt conditions (docs/leaderboard.md, "Prompt conditions"): ``prompt_conditions`` lists the
@@ -70,6 +72,7 @@ class BoardConfig:
     prompt_sha256: dict[str, str] | None = None
     rank_reference: bool = False
     max_safety_flag_rate: float | None = 0.01
+    data_source: str | None = None  # a data spec the board's items are loaded from when it checks (demo: sample)
     source: str = ""
 
     @property
@@ -100,6 +103,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "prompt_sha256": (dict,),
     "rank_reference": (bool,),
     "max_safety_flag_rate": (int, float),
+    "data_source": (str,),
 }
 _NULLABLE = {
     "split_version",
@@ -111,6 +115,7 @@ _NULLABLE = {
     "judge_version",
     "prompt_sha256",
     "max_safety_flag_rate",
+    "data_source",
 }
 
 

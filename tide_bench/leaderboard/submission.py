@@ -66,6 +66,12 @@ class Submission:
         if self.n_items is None:
             self.n_items = len(self.generations)
 
+    @property
+    def is_reference(self) -> bool:
+        """Whether this entry is the reference row (validation checked its replies against the data)."""
+        run = self.run
+        return run is not None and (run.prompt_condition == "reference" or run.model.is_reference is True)
+
     def digest(self) -> str:
         """:func:`replies_digest` of this entry (recorded by :meth:`without_items`)."""
         return self.replies_digest or replies_digest(self.generations)

@@ -38,12 +38,13 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tide_bench.core.errors import DataError, TideBenchError
+from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.jsonio import read_bytes, read_json
 from tide_bench.data.schema import make_item_id
 from tide_bench.data.sources import load_dataset, split_content_hash
 from tide_bench.data.splits import split_of
+from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
 from tide_bench.generation.samples import TASK_PREFIX, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
@@ -62,6 +63,7 @@ from tide_bench.leaderboard.recompute import (
     has_cosine,
     recompute_text_metrics,
 )
+from tide_bench.leaderboard.reference_row import declares_reference, disguised_reference, reference_problems
 from tide_bench.leaderboard.submission import (
     JUDGE_CONFIG,
     JUDGE_SUMMARY,
@@ -132,6 +134,33 @@ def item_ids_hash(ids: list[str]) -> str:
     return sha256_json(sorted(ids))
 
 
+@lru_cache(maxsize=4)
+def _data_pins(spec: str, split: str) -> tuple[str, int, str]:
+    dataset = load_dataset(spec)
+    items = dataset.items_for(split)
+    return dataset.content_hash(split), len(items), item_ids_hash([i.item_id for i in items])
+
+
+def effective_board(board: BoardConfig) -> BoardConfig:
+    """The board with the item pins its ``data_source`` implies (as ``pin`` would write them):
+    a board that can load its data is pinned to it. A pin that contradicts the data is a
+    misconfigured board, refused loudly."""
+    if not board.data_source:
+        return board
+    split_hash, n_items, ids_hash = _data_pins(board.data_source, board.split)
+    for key, value in (("split_sha256", split_hash), ("n_items", n_items), ("item_ids_sha256", ids_hash)):
+        pinned = getattr(board, key)
+        if pinned is not None and pinned != value:
+            raise ConfigError(
+                f"pins {key} {str(pinned)[:16]}, but the board's data_source {board.data_source!r} gives "
+                f"{str(value)[:16]}",
+                path=board.source or None,
+                field=key,
+                hint="re-pin the board (tide-bench leaderboard pin) or correct data_source",
+            )
+    return dataclasses.replace(board, split_sha256=split_hash, n_items=n_items, item_ids_sha256=ids_hash)
+
+
 def _confined(rel: str, listing: FolderListing, base: str) -> str | None:
     """The folder-relative path of ``rel`` (relative to ``base``) if it names a regular file
     of the submission (as listed by the scan), else None: absolute paths, ``..`` and links
@@ -183,7 +212,7 @@ def board_prompt_hash(board: BoardConfig, condition: str) -> str:
 def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
     """One prompt condition per board (unless the board lists several), with the board's prompt."""
     condition = run.prompt_condition
-    if condition == REFERENCE_CONDITION or run.model.is_reference:
+    if declares_reference(run):
         if condition != REFERENCE_CONDITION or run.model.is_reference is not True:
             result.refuse(
                 "prompt.condition 'reference' and model.is_reference must go together (the reference run is made with "
@@ -191,7 +220,7 @@ def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) ->
                 MANIFEST,
                 field="prompt.condition",
             )
-        return  # the board's anchor row: accepted on every board, whatever its prompt
+        return  # the board's anchor row, whatever its prompt: its replies are checked against the data instead
     listed = ", ".join(board.prompt_conditions)
     if condition is None:
         result.refuse(
@@ -395,6 +424,17 @@ def _item_checks(
     return recomputed
 
 
+def _reference_checks(
+    gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult
+) -> None:
+    """The reference row is derived: a declared one must hold the data's references item for
+    item, and replies that are all the references must be declared as the reference row."""
+    if declares_reference(run):
+        _listed(result, reference_problems(gens, board, folder), "reference problems")
+    elif problem := disguised_reference(gens, folder):
+        result.refuse(problem.message, problem.path, problem.line, problem.field)
+
+
 def _judgments(
     folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult
 ) -> list[Judgment]:
@@ -542,6 +582,7 @@ def _validate(
     _run_checks(run, meta, board, result)
     gens = _samples(folder, run, listing, board, result)
     split_hash = _item_checks(gens, run, board, folder, result)
+    _reference_checks(gens, run, board, folder, result)
     metric_problems: list[Problem] = []
     if text_metrics:
         gens, metric_problems = recompute_text_metrics(gens, folder)
@@ -576,6 +617,10 @@ def _validate(
             return
     assert meta is not None
     shown = dict(meta) | {"generation": shown_generation(run)}
+    if declares_reference(run):  # the anchor is named after its data, whatever submission.yaml says
+        shown["model_name"] = reference_label(
+            run.data.source, is_sample=run.data.is_synthetic_sample, release=board.dataset_release
+        )
     result.submission = Submission(
         sid,
         folder,
@@ -607,6 +652,7 @@ def validate_folder(
     ``folder_id`` is the id the folder will have (``submit`` validates a staging copy).
     """
     folder = Path(folder)
+    board = effective_board(board)
     sid = folder_id or folder.name
     result = CheckResult(sid, folder)
     t0 = time.perf_counter()

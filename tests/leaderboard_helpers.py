@@ -50,12 +50,21 @@ def board(**kw: Any) -> BoardConfig:
 
 
 def tide_run(
-    root: Path, reply: Reply, data_dir: Path, *, model_name: str = "org/model", num_parameters: int | None = 500_000_000
+    root: Path,
+    reply: Reply,
+    data_dir: Path,
+    *,
+    model_name: str = "org/model",
+    num_parameters: int | None = 500_000_000,
+    **run_kw: Any,
 ) -> Path:
     """A finished run on the stand-in: make_run's files with the stand-in's provenance and the
-    real text metrics (cosine similarity stays make_run's placeholder 0.5)."""
+    real text metrics (cosine similarity stays make_run's placeholder 0.5); ``run_kw`` go to
+    make_run (``condition``, ``prompt``)."""
     dataset = load_dataset(str(data_dir))
-    run = make_run(root, reply, items=dataset.items_for("test"), model_name=model_name, num_parameters=num_parameters)
+    run = make_run(
+        root, reply, items=dataset.items_for("test"), model_name=model_name, num_parameters=num_parameters, **run_kw
+    )
     provenance = dataset.provenance("test")
     manifest = json.loads((run / "run.json").read_text())
     manifest["data"] = provenance
@@ -94,12 +103,18 @@ def judged_submission(
     the_board: BoardConfig | None = None,
     params: int = 500_000_000,
     data: Path | None = None,
+    run_kw: dict[str, Any] | None = None,
     **meta_kw: Any,
 ) -> Path:
-    """Run (on ``data``, default the sample's stand-in), judge (fake server) and `submit` one
-    entry; returns its submission folder."""
+    """Run (on ``data``, default the sample's stand-in; ``run_kw`` for make_run), judge (fake
+    server) and `submit` one entry; returns its submission folder."""
     run = tide_run(
-        tmp / f"run-{sid}", reply, data or stand_in_dataset(tmp), model_name=f"org/{sid}", num_parameters=params
+        tmp / f"run-{sid}",
+        reply,
+        data or stand_in_dataset(tmp),
+        model_name=f"org/{sid}",
+        num_parameters=params,
+        **(run_kw or {}),
     )
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
     meta_path = tmp / f"{sid}.yaml"

@@ -25,7 +25,8 @@ from tide_bench.tasks.registry import system_prompt
 
 GUIDED = prompt_sha256(system_prompt("guided"))
 NEUTRAL = prompt_sha256(system_prompt("neutral"))
-STUFFED = prompt_sha256(system_prompt("neutral"), "Always say it makes sense and end with a gentle question.")
+INSTRUCTION = "Always say it makes sense and end with a gentle question."
+STUFFED = prompt_sha256(system_prompt("neutral"), INSTRUCTION)
 
 
 def both():
@@ -60,8 +61,11 @@ def _errors(subs: Path, the_board) -> dict[str, list[str]]:
 
 
 def test_the_board_refuses_to_rank_mixed_conditions_unless_it_says_so(tmp_path: Path, server: FakeLLMServer) -> None:
-    subs = _entries(tmp_path, server, ("neutral-model", "[[SCORES:4,4,4]]"), ("guided-model", "[[SCORES:5,5,5]]"))
-    _prompt(subs / "guided-model", condition="guided", prompt_sha256=GUIDED)
+    subs = _entries(tmp_path, server, ("neutral-model", "[[SCORES:4,4,4]]"))
+    judged_submission(
+        tmp_path, server, "guided-model", "[[SCORES:5,5,5]]", the_board=both(), run_kw={"condition": "guided"}
+    )
+    assert json.loads((subs / "guided-model" / "run" / "run.json").read_text())["prompt"]["prompt_sha256"] == GUIDED
     errors = _errors(subs, board())
     assert errors["neutral-model"] == []
     assert any(
@@ -78,8 +82,15 @@ def test_the_board_refuses_to_rank_mixed_conditions_unless_it_says_so(tmp_path: 
 
 
 def test_a_prompt_hash_other_than_the_boards_is_refused(tmp_path: Path, server: FakeLLMServer) -> None:
-    subs = _entries(tmp_path, server, ("plain", "[[SCORES:3,3,3]]"), ("stuffed", "[[SCORES:5,5,5]]"))
-    _prompt(subs / "stuffed", prompt_sha256=STUFFED, system_instruction="Always say it makes sense...")
+    subs = _entries(tmp_path, server, ("plain", "[[SCORES:3,3,3]]"))
+    judged_submission(
+        tmp_path,
+        server,
+        "stuffed",
+        "[[SCORES:5,5,5]]",
+        the_board=board(prompt_sha256={"neutral": STUFFED}),
+        run_kw={"system_instruction": INSTRUCTION},
+    )
     errors = _errors(subs, board())
     assert errors["plain"] == []
     assert any(

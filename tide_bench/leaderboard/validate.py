@@ -8,8 +8,10 @@ others), in this order, reading nothing it has not first checked:
 2. ``submission.yaml``: schema, id, honest display name (:mod:`.metadata`).
 3. ``run.json`` and the samples through the typed readers (every field's type; paths
    confined to the folder): the board's split, no ``--limit``, not the synthetic sample; a
-   prompt condition the board ranks, with the board's prompt hash for it (the reference run,
-   condition ``reference``, is accepted on every board as its anchor).
+   prompt condition the board ranks, with the board's prompt hash for it, and every item's
+   recorded prompt read back and compared with that prompt (:mod:`.prompt_check`); the
+   reference run (condition ``reference``) is the anchor only if its replies are the data's
+   references (:mod:`.reference_row`).
 4. **The items themselves**: every persona hashes into the board's split (the persona-hash
    definition, recomputed), item ids are built from their parts, conversations are whole,
    and the split hash is *recomputed* from the submitted items and compared with the run's
@@ -56,6 +58,7 @@ from tide_bench.leaderboard.folder import FolderListing, FolderRefused, scan_fol
 from tide_bench.leaderboard.local_paths import holds_local_path, local_path_fields
 from tide_bench.leaderboard.metadata import name_problem, run_problems, schema_problems, shown_generation
 from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.leaderboard.prompt_check import board_prompt_hash, prompt_problems
 from tide_bench.leaderboard.recompute import (
     SpotCheck,
     cosine_problems,
@@ -193,20 +196,6 @@ def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] |
     if isinstance(meta.get("model_name"), str) and (why := name_problem(meta["model_name"])):
         result.refuse(why, META, yaml_line(text, "model_name"), "model_name")
     return meta, not invalid
-
-
-@lru_cache(maxsize=8)
-def installed_prompt_hash(condition: str) -> str:
-    """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra instruction)."""
-    from tide_bench.tasks.prompts import prompt_sha256
-    from tide_bench.tasks.registry import system_prompt
-
-    return prompt_sha256(system_prompt(condition))
-
-
-def board_prompt_hash(board: BoardConfig, condition: str) -> str:
-    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt."""
-    return (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
 
 
 def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
@@ -583,6 +572,13 @@ def _validate(
     gens = _samples(folder, run, listing, board, result)
     split_hash = _item_checks(gens, run, board, folder, result)
     _reference_checks(gens, run, board, folder, result)
+    results = _results_file(folder, run, listing, board, result)
+    if not declares_reference(run) and run.prompt_condition in board.prompt_conditions:
+        template = results[1].get("chat_template") if results and isinstance(results[1], dict) else None
+        problems = prompt_problems(
+            gens, run.prompt_condition, board, folder, template if isinstance(template, str) else None
+        )
+        _listed(result, problems, "prompt problems")
     metric_problems: list[Problem] = []
     if text_metrics:
         gens, metric_problems = recompute_text_metrics(gens, folder)
@@ -596,7 +592,7 @@ def _validate(
     judgments = _judgments(folder, listing, gens, board, result)
     config = _judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
     documents = {META: meta, MANIFEST: run.raw}
-    if results := _results_file(folder, run, listing, board, result):
+    if results:
         documents[results[0]] = results[1]
     if config is not None:
         documents[JUDGE_CONFIG] = config

@@ -298,6 +298,7 @@ def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the
         "flaky",
         data,
         lambda k: ("unscored", "transient_failure", None) if k % 10 == 0 else ("scored", None, (5, 5, 5)),
+        the_board=board_config(max_infrastructure_unscored=1.0),  # submit checks admission too: a lenient board
     )
     scripted_submission(tmp_path, judge_server, "weak", data, lambda k: ("scored", None, (2, 2, 3 if k % 2 else 2)))
     result = build_site(

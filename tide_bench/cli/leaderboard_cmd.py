@@ -255,9 +255,14 @@ def build_cmd(
     pairwise differences, replies), one page per model, the per-item data the pages load
     on demand (instances/), raw per-item downloads, and leaderboard.json/.csv/.md.
 
+    A build that refuses every submission writes nothing and exits 2, naming the shipped
+    board file that would accept them (the demo's runs: --board leaderboard/demo.yaml).
+
     \b
     Example:
       tide-bench leaderboard build --submissions leaderboard/submissions --out site/
+      tide-bench leaderboard build --submissions demo-output/submissions --board leaderboard/demo.yaml \\
+          --out demo-output/site
     """
     from tqdm import tqdm
 
@@ -280,6 +285,7 @@ def build_cmd(
             instances=not no_instances,
             workers=workers,
             progress=progress,
+            require_accepted=True,
         )
     click.echo(f"built {result.out / 'index.html'}: {len(result.accepted)} entries, {len(result.refused)} refused")
     for sid, errors in result.refused.items():
@@ -300,7 +306,13 @@ def build_cmd(
 @click.option(
     "--board", required=True, type=click.Path(path_type=Path), help="The board YAML to update (its comments are kept)."
 )
-def pin_cmd(data: str, judge_name: str, board: Path) -> None:
+@click.option(
+    "--served-model",
+    default=None,
+    help="The model the judge's API must report having served (e.g. a dated snapshot): entries judged by another "
+    "are shown apart, unranked. Default: leave judge_served_model as it is.",
+)
+def pin_cmd(data: str, judge_name: str, board: Path, served_model: str | None) -> None:
     """Pin a board to one dataset release (split hash, size, item ids) and one judge configuration.
 
     Run it once per TIDE release, from a snapshot you trust, and commit the board file:
@@ -308,7 +320,7 @@ def pin_cmd(data: str, judge_name: str, board: Path) -> None:
     """
     from tide_bench.leaderboard.pin import pin_board
 
-    pins = pin_board(board, data, judge_name)
+    pins = pin_board(board, data, judge_name, served_model)
     click.echo(
         f"pinned {board}: split {pins['split']} of {pins['dataset_release']} ({pins['n_items']} items), judge "
         f"{judge_name} {pins['judge_version']}"

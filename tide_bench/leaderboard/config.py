@@ -6,7 +6,10 @@ persona must hash into that split, recomputed from the item, never taken from th
 submitter's word. ``conversations_per_persona`` pins the dataset's shape (TIDE: 20).
 ``split_sha256``, ``n_items`` and ``item_ids_sha256`` pin one dataset release's content;
 ``tide-bench leaderboard pin --data SNAPSHOT`` computes them from a trusted snapshot.
-``judge_version`` pins the judge configuration. ``data_source`` names data the board can load
+``judge_version`` pins the judge configuration, ``judge_rubric`` its rubric (``id@vN``), and
+``judge_served_model`` the model that must have served the judge's requests: an entry judged
+by another is shown apart, never ranked with the rest (:mod:`.groups`; unpinned, the entries'
+majority decides). ``data_source`` names data the board can load
 when it checks (``sample`` on the demo board): the reference row is then compared item by item
 with that data's references (:mod:`.reference_row`). ``embedding_model`` is the model the
 board's embedding spot check uses (never the one a submission names).
@@ -73,6 +76,8 @@ class BoardConfig:
     rank_reference: bool = False
     max_safety_flag_rate: float | None = 0.01
     data_source: str | None = None  # a data spec the board's items are loaded from when it checks (demo: sample)
+    judge_rubric: str | None = None  # "id@vN": entries judged with another rubric are refused
+    judge_served_model: str | None = None  # entries judged by another served model are shown apart, unranked
     source: str = ""
 
     @property
@@ -104,6 +109,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "rank_reference": (bool,),
     "max_safety_flag_rate": (int, float),
     "data_source": (str,),
+    "judge_rubric": (str,),
+    "judge_served_model": (str,),
 }
 _NULLABLE = {
     "split_version",
@@ -116,6 +123,8 @@ _NULLABLE = {
     "prompt_sha256",
     "max_safety_flag_rate",
     "data_source",
+    "judge_rubric",
+    "judge_served_model",
 }
 
 

@@ -61,6 +61,7 @@ class Submission:
     split_hash: str = ""
     n_items: int | None = None
     replies_digest: str | None = None
+    served_models: tuple[str, ...] = ()  # the models that served the judge's requests (judgments' served_model)
 
     def __post_init__(self) -> None:
         if self.n_items is None:

@@ -9,8 +9,9 @@ Order matters, because the target is a folder of other people's submissions:
    which ``validate`` and ``build`` skip); only files the manifest names, confined to the
    run directory and read as regular files. Local paths are redacted on the way
    (:mod:`.local_paths`): a submission is public.
-3. The staging folder is validated exactly as CI will validate it. A refusal removes the
-   staging folder: a refused ``submit`` leaves nothing behind.
+3. The staging folder is validated exactly as CI will validate it: the one check list of
+   :mod:`.checks`, with the entries already in ``--out``. A refusal removes the staging
+   folder: a refused ``submit`` leaves nothing behind.
 4. Only then is the folder moved into place; with ``overwrite``, the previous entry of the
    same id is swapped out and removed after the new one is in place.
 """
@@ -31,10 +32,11 @@ from tide_bench.core.jsonio import atomic_write_bytes, atomic_write_text, iter_j
 from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
 from tide_bench.judging.files import JUDGMENTS_FILE
+from tide_bench.leaderboard.checks import check_new
 from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig, load_board
 from tide_bench.leaderboard.local_paths import redact, redact_folder_name
 from tide_bench.leaderboard.submission import JUDGE, JUDGE_FILES, META, RUN, SAFE_ID, parse_meta
-from tide_bench.leaderboard.validate import CheckResult, validate_folder
+from tide_bench.leaderboard.validate import CheckResult
 
 
 class SubmissionRefused(TideBenchError):
@@ -180,7 +182,7 @@ def create_submission(
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{sid}.staging-"))
     try:
         _stage(run_dir, judge_src, text, staging, board)
-        check = validate_folder(staging, board, spot_checks=spot_checks, seed=seed, folder_id=sid)
+        check = check_new(staging, sid, out, board, spot_checks=spot_checks, seed=seed)
         if not check.ok:
             raise SubmissionRefused(check)
         make_public(staging)

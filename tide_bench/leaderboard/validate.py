@@ -52,6 +52,7 @@ from tide_bench.generation.samples import TASK_PREFIX, Generation, read_generati
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment_record import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.summary import is_model_failure, unscored_reasons
 from tide_bench.judging.summary_record import read_summary, summary_mismatches
 from tide_bench.leaderboard.config import META_MAX_BYTES, REFERENCE_CONDITION, BoardConfig
 from tide_bench.leaderboard.folder import FolderListing, FolderRefused, scan_folder
@@ -67,6 +68,7 @@ from tide_bench.leaderboard.recompute import (
     recompute_text_metrics,
 )
 from tide_bench.leaderboard.reference_row import declares_reference, disguised_reference, reference_problems
+from tide_bench.leaderboard.scores import admission_errors
 from tide_bench.leaderboard.submission import (
     JUDGE_CONFIG,
     JUDGE_SUMMARY,
@@ -457,6 +459,15 @@ def _judgments(
             field="judge.version",
         )
     version = judgments[0].judge.version if judgments else None
+    rubrics = sorted({str(j.judge.rubric) for j in judgments})
+    if board.judge_rubric and judgments and rubrics != [board.judge_rubric]:
+        result.refuse(
+            f"judged with rubric {', '.join(rubrics)}, but this leaderboard uses {board.judge_rubric} (judge_rubric): "
+            "re-judge with the board's rubric",
+            JUDGMENTS,
+            judgments[0].line,
+            "judge.rubric",
+        )
     if board.judge_version and version and version != board.judge_version:
         result.refuse(
             f"judged with configuration {version}, but this leaderboard uses {board.judge_version}: mixing judges is "
@@ -496,6 +507,22 @@ def _judgments(
             name, _, detail = mismatch.partition(": ")
             result.refuse(f"{detail}: submit the files `tide-bench judge` wrote, unedited", JUDGE_SUMMARY, field=name)
     return judgments
+
+
+def _admission(judgments: list[Judgment], n_items: int, board: BoardConfig, result: CheckResult) -> None:
+    """Items unscored for reasons that are not the model's are left out of the means, so they
+    could hide its weakest replies: above the board's share the entry is refused."""
+    records = [j.as_record() for j in judgments]
+    unscored = [r for r in records if r["status"] == "unscored"]
+    n_infrastructure = sum(1 for r in unscored if not is_model_failure(r))
+    row = {
+        "n_items": n_items,
+        "n_infrastructure_unscored": n_infrastructure,
+        "infrastructure_unscored_rate": n_infrastructure / n_items if n_items else None,
+        "unscored_reasons": unscored_reasons(unscored),
+    }
+    for message in admission_errors(row, max_infrastructure_unscored=board.max_infrastructure_unscored):
+        result.refuse(message, JUDGMENTS, field="unscored_kind")
 
 
 def _judge_config(
@@ -590,6 +617,7 @@ def _validate(
             field="reference_metrics.method.embedding_model",
         )
     judgments = _judgments(folder, listing, gens, board, result)
+    _admission(judgments, len(gens), board, result)
     config = _judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
     documents = {META: meta, MANIFEST: run.raw}
     if results:
@@ -628,6 +656,7 @@ def _validate(
         run=run,
         records={j.item_id: j for j in judgments},
         split_hash=split_hash,
+        served_models=tuple(sorted({j.served_model for j in judgments if j.served_model})),
     )
 
 
@@ -694,16 +723,10 @@ def validate_many(
     text_metrics: bool = True,
 ) -> list[CheckResult]:
     """Validate one submission folder, or every submission inside a submissions folder, and
-    then the entries against each other (:func:`tide_bench.leaderboard.consistency.cross_check`)."""
-    from tide_bench.leaderboard.consistency import cross_check
+    then the entries against each other: the check list of :mod:`tide_bench.leaderboard.checks`."""
+    from tide_bench.leaderboard.checks import check_all
 
-    with no_gc_pauses():
-        checks = [
-            validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
-            for p in submission_folders(folder)
-        ]
-    cross_check(checks, board)
-    return checks
+    return check_all(submission_folders(folder), board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
 
 
 @contextlib.contextmanager

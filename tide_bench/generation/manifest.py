@@ -23,12 +23,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.jsonio import read_json
+from tide_bench.core.jsonio import read_json, write_json
+from tide_bench.core.secrets import redact_record
 from tide_bench.generation import reference
 from tide_bench.generation.run_dir import MANIFEST_NAME
 from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION, prompt_sha256
 
-__all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args"]
+__all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args", "write_manifest"]
 
 SCHEMA_VERSION = 1
 ADAPTER_CARD = "adapter_card.json"
@@ -74,6 +75,12 @@ def _prompt_block(results: dict[str, Any], config: dict[str, Any], is_reference:
     }
 
 
+def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Write ``run.json``: the one way a run manifest reaches disk, credentials masked
+    (:func:`tide_bench.core.secrets.redact_record`: string model arguments, URLs, tokens)."""
+    write_json(path, redact_record(manifest))
+
+
 def build_manifest(
     *,
     config: dict[str, Any],
@@ -90,7 +97,7 @@ def build_manifest(
 ) -> dict[str, Any]:
     parsed = parse_model_args(config["model_args"])
     is_reference = reference.is_reference(config["model"])
-    lm_config = results.get("config", {})
+    lm_config = results.get("config") or {}
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "tide-bench-run",

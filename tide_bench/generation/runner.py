@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.errors import ConfigError, TideBenchError
-from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import environment, utc_now
 from tide_bench.core.secrets import redact_command, redact_model_args
 from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
-from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
+from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
 from tide_bench.generation.run_dir import read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
@@ -332,7 +331,7 @@ def run_eval(config: EvalConfig) -> Path:
         command=redact_command(sys.argv),
         environment=environment(),
     )
-    write_json(out / MANIFEST_NAME, manifest)
+    write_manifest(out / MANIFEST_NAME, manifest)
     return out / MANIFEST_NAME
 
 

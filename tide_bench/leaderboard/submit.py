@@ -30,6 +30,7 @@ from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_bytes, atomic_write_text, iter_jsonl, read_bytes, read_json
 from tide_bench.core.resources import resource_dir
+from tide_bench.core.secrets import redact_record
 from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.leaderboard.checks import check_new
@@ -81,10 +82,16 @@ def _inside_run(run_dir: Path, rel: Any, what: str) -> Path:
     return path
 
 
+def published(value: Any) -> Any:
+    """A record as a submission publishes it: credentials masked (:func:`redact_record`) and
+    local paths redacted (:func:`.local_paths.redact`)."""
+    return redact(redact_record(value))
+
+
 def _copy_redacted_json(src: Path, dest: Path, max_bytes: int) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
-        dest, json.dumps(redact(read_json(src, DataError, max_bytes=max_bytes)), indent=2, ensure_ascii=False) + "\n"
+        dest, json.dumps(published(read_json(src, DataError, max_bytes=max_bytes)), indent=2, ensure_ascii=False) + "\n"
     )
 
 
@@ -123,7 +130,7 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
         files["results"] = public
     atomic_write_text(
         staging / RUN / MANIFEST_NAME,
-        json.dumps(redact(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n",
+        json.dumps(published(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n",
     )
     if (judge_src / JUDGMENTS_FILE).is_file():
         (staging / JUDGE).mkdir()
@@ -140,9 +147,9 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
 
 
 def redact_meta(text: str) -> str:
-    """``submission.yaml`` with local paths redacted (kept as written when it holds none)."""
+    """``submission.yaml`` with credentials and local paths redacted (kept as written when it holds none)."""
     meta = yaml.safe_load(text)
-    clean = redact(meta)
+    clean = published(meta)
     return text if clean == meta else yaml.safe_dump(clean, sort_keys=False, allow_unicode=True)
 
 

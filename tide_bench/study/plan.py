@@ -19,6 +19,7 @@ from typing import Any
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.secrets import redact_record
 from tide_bench.study.spec import ModelSpec, StudySpec
 
 STAGES = ("finetune", "eval", "judge", "submit")
@@ -145,7 +146,7 @@ def mark_done(out: Path, stage: StagePlan, outputs: dict[str, Any], measured: di
         "outputs": outputs,
         "measured": measured or {},
     }
-    write_json(_done_path(out, stage.cell, stage.stage), record)
+    write_json(_done_path(out, stage.cell, stage.stage), redact_record(record))  # no credential in a record
     stage.done, stage.record = True, record
 
 

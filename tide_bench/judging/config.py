@@ -25,6 +25,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.secrets import redact_url
+from tide_bench.core.yaml_io import read_yaml
 from tide_bench.judging.rubric import Rubric, load_rubric, rubric_path
 
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
@@ -177,12 +178,9 @@ def nearest_priced_model(model: str) -> str | None:
 
 
 def _load_prompt(path: Path) -> PromptTemplate:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError("prompt template not found", path=path) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    if not path.is_file():
+        raise ConfigError("prompt template not found", path=path)
+    raw = read_yaml(path)  # size, alias and depth limits (core.yaml_io)
     try:
         decoding = raw.get("decoding") or {}
         expected = raw.get("expected_output_tokens")
@@ -240,10 +238,9 @@ def load_judge(
             f"unknown judge {name_or_path!r}",
             hint=f"available: {', '.join(available_judges())}, or a path to a config.yaml",
         )
-    try:
-        raw: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    raw: dict[str, Any] = read_yaml(path) or {}  # size, alias and depth limits (core.yaml_io)
+    if not isinstance(raw, dict):
+        raise ConfigError("must be a YAML mapping of judge settings", path=path)
     raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
     if model:
         raw["model"] = model

@@ -28,7 +28,7 @@ from typing import Any
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields, type_name
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.judging.records import UNSCORED_KINDS, overall_of
+from tide_bench.judging.records import MAX_NAME, MAX_TEXT, UNSCORED_KINDS, overall_of
 from tide_bench.judging.rubric import NO_CATEGORY, Rubric
 
 STATUSES = ("scored", "unscored")
@@ -162,10 +162,12 @@ def _scored(f: Fields, shape: _Shape) -> dict[str, Any]:
     for factor, text in rationales.items():
         if type(text) is not str or not text.strip():
             f.fail(f"rationales.{factor}", f"must be a non-empty string, got {type_name(text)}")
+        if len(text) > MAX_TEXT:
+            f.fail(f"rationales.{factor}", f"is {len(text)} characters long; at most {MAX_TEXT} are allowed")
     safety = f.child("safety")
     assert safety is not None
     flagged = safety.boolean("flagged")
-    reason = safety.string("reason", optional=not flagged, nonempty=flagged, max_len=5000)
+    reason = safety.string("reason", optional=not flagged, nonempty=flagged, max_len=MAX_TEXT)
     for key in ("unscored_kind", "unscored_reason"):
         if f.obj.get(key) is not None:
             f.fail(key, "must be null in a scored judgment")
@@ -205,8 +207,8 @@ def _safety_v2(f: Fields, safety: Fields, flagged: bool, shape: _Shape) -> dict[
         risk.fail("kind", f"must be '{NO_CATEGORY}' exactly when no risk cue is present")
     evidence = f.listing("evidence")
     for index, quote in enumerate(evidence):
-        if type(quote) is not str or len(quote) > 5000:
-            f.fail(f"evidence[{index}]", f"must be a string of at most 5000 characters, got {type_name(quote)}")
+        if type(quote) is not str or len(quote) > MAX_TEXT:
+            f.fail(f"evidence[{index}]", f"must be a string of at most {MAX_TEXT} characters, got {type_name(quote)}")
     return {
         "safety_category": category,
         "risk_cue_present": risk_present,
@@ -222,7 +224,7 @@ def _unscored(f: Fields) -> dict[str, Any]:
     for key in ("scores", "rationales", "safety", "risk_cue", "evidence"):
         if f.obj.get(key) is not None:
             f.fail(key, "must be null in an unscored judgment")
-    return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=5000)}
+    return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=MAX_TEXT)}
 
 
 def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment:
@@ -238,7 +240,7 @@ def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBench
         judge=_judge(f, shape),
         key=f.string("key", nonempty=True, max_len=200),
         line=line,
-        served_model=f.string("served_model", optional=True, max_len=200),
+        served_model=f.string("served_model", optional=True, max_len=MAX_NAME),
         **fields,
     )
 

@@ -31,6 +31,7 @@ import yaml
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.resources import resource_dir
+from tide_bench.core.yaml_io import read_yaml
 from tide_bench.data.sources import load_dataset
 from tide_bench.generation.run_dir import Generation, RunDirectory
 from tide_bench.judging.config import JudgeConfig
@@ -88,7 +89,7 @@ def load_probes(path: str | Path | None = None) -> tuple[list[dict[str, Any]], l
     """The contexts (as written) and every probe of ``probes.yaml``; each context needs a good reply."""
     path = Path(path) if path else resource_dir("judges") / "probes.yaml"
     try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+        spec = read_yaml(path)  # size, alias and depth limits (core.yaml_io)
         contexts = list(spec["contexts"])
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise ConfigError(f"malformed probes file: {type(exc).__name__}", path=path) from None

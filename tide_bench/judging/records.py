@@ -71,6 +71,29 @@ def unscored_cause(kind: str | None) -> str:
     return UNSCORED_CAUSES.get(str(kind), MODEL_ATTRIBUTABLE)
 
 
+MAX_TEXT = 5000  # characters of one rationale, safety reason, evidence quote or unscored reason
+MAX_NAME = 200  # characters of a served model id
+TRUNCATED = " [...truncated by tide-bench]"
+
+
+def clip(text: str | None, limit: int = MAX_TEXT) -> str | None:
+    """``text`` cut to what every reader of judgments accepts (:data:`MAX_TEXT`), with a marker
+    saying so: the judge never writes a judgment its own readers refuse."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[: limit - len(TRUNCATED)] + TRUNCATED
+
+
+def within_limits(record: dict[str, Any]) -> bool:
+    """Whether every text of a record is within the readers' limits (the cache keeps no other)."""
+    texts = [record.get("unscored_reason"), *((record.get("rationales") or {}).values())]
+    texts += [(record.get("safety") or {}).get("reason"), *(record.get("evidence") or [])]
+    served = record.get("served_model")
+    return all(not isinstance(t, str) or len(t) <= MAX_TEXT for t in texts) and (
+        not isinstance(served, str) or len(served) <= MAX_NAME
+    )
+
+
 def make_record(
     gen: Generation,
     config: JudgeConfig,
@@ -90,12 +113,12 @@ def make_record(
         "item_id": gen.item_id,
         "status": "scored" if rating else "unscored",
         "scores": dict(rating.scores) if rating else None,
-        "rationales": dict(rating.rationales) if rating else None,
+        "rationales": {k: clip(v) for k, v in rating.rationales.items()} if rating else None,
         **safety_fields(rating, config.rubric.has_categories),
         "unscored_kind": None if rating else kind,
-        "unscored_reason": None if rating or reason is None else redact(reason, (config.api_key_env,)),
+        "unscored_reason": None if rating or reason is None else clip(redact(reason, (config.api_key_env,))),
         "judge": config.identity(),
-        "served_model": served_model,
+        "served_model": clip(served_model, MAX_NAME),
         "usage": (usage or Usage()).as_dict(),
         "attempts": attempts,
         "mode": mode,
@@ -110,17 +133,17 @@ def make_record(
 def safety_fields(rating: Rating | None, categories: bool) -> dict[str, Any]:
     """``safety`` (and, under a rubric with categories, ``risk_cue`` and ``evidence``) of a record."""
     if not categories:
-        return {"safety": {"flagged": rating.safety_flagged, "reason": rating.safety_reason} if rating else None}
+        return {"safety": {"flagged": rating.safety_flagged, "reason": clip(rating.safety_reason)} if rating else None}
     if rating is None:
         return {"safety": None, "risk_cue": None, "evidence": None}
     return {
         "safety": {
             "flagged": rating.safety_flagged,
-            "reason": rating.safety_reason,
+            "reason": clip(rating.safety_reason),
             "category": rating.safety_category,
         },
         "risk_cue": {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind},
-        "evidence": list(rating.evidence or ()),
+        "evidence": [clip(quote) for quote in rating.evidence or ()],
     }
 
 

@@ -23,6 +23,7 @@ import yaml
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
+from tide_bench.core.yaml_io import load_yaml
 
 RUBRIC_VERSIONS = ("v1", "v2")
 DEFAULT_RUBRIC = "v2"
@@ -203,7 +204,7 @@ def load_rubric(path: str | Path | None = None) -> Rubric:
 def _parse_rubric(text: str, source: str) -> Rubric:
     path = Path(source)
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text, path=path)  # size, alias and depth limits (core.yaml_io)
         lo, hi = int(raw["scale"]["min"]), int(raw["scale"]["max"])
         factors = []
         for f in raw["factors"]:

@@ -34,10 +34,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.resources import resource_dir
+from tide_bench.core.yaml_io import read_yaml
 from tide_bench.data.schema import SPLITS
 from tide_bench.data.splits import SPLIT_VERSION
 from tide_bench.leaderboard.ranking import CORRECTIONS
@@ -191,14 +190,9 @@ def _check_prompts(raw: dict[str, Any], path: Path) -> None:
 
 def load_board(path: str | Path | None = None) -> BoardConfig:
     path = Path(path) if path else resource_dir("leaderboard") / "leaderboard.yaml"
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError("leaderboard configuration not found", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot be read ({exc})", path=path) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    if not path.exists():
+        raise ConfigError("leaderboard configuration not found", path=path)
+    raw = read_yaml(path)  # size, alias and depth limits (core.yaml_io)
     raw = raw or {}
     if not isinstance(raw, dict):
         raise ConfigError("must be a YAML mapping of board settings", path=path)

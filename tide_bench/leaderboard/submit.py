@@ -31,6 +31,7 @@ from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_bytes, atomic_write_text, iter_jsonl, read_bytes, read_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.secrets import redact_record
+from tide_bench.core.yaml_io import load_yaml
 from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.leaderboard.checks import check_new
@@ -148,7 +149,7 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
 
 def redact_meta(text: str) -> str:
     """``submission.yaml`` with credentials and local paths redacted (kept as written when it holds none)."""
-    meta = yaml.safe_load(text)
+    meta = load_yaml(text, error=DataError, aliases=False)
     clean = published(meta)
     return text if clean == meta else yaml.safe_dump(clean, sort_keys=False, allow_unicode=True)
 

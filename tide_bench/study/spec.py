@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.yaml_io import load_yaml
 
 CONDITIONS = ("zero-shot", "fine-tuned")
 PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided"}
@@ -136,13 +137,7 @@ def load_study(path: str | Path) -> StudySpec:
         raise ConfigError("study file not found", path=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the study file: {exc}", path=path) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"malformed YAML: {getattr(exc, 'problem', exc)}", path=path, line=(mark.line + 1) if mark else None
-        ) from None
+    raw = load_yaml(text, path=path)  # size, alias and depth limits (core.yaml_io)
     lines = _Lines(text)
 
     def fail(message: str, where: str) -> ConfigError:

@@ -8,8 +8,9 @@ is no basis to prefer either, so **all** of the tied entries are refused, each t
 entries disagree, instead of letting the folder name that sorts first win. The remedy is
 to pin the board (``tide-bench leaderboard pin``).
 
-Names that read the same, and identical replies submitted under several ids, are refused
-on every board, naming the entries they clash with.
+Names and ids that read the same (the skeleton of :func:`.metadata.name_key`: look-alike
+letters of other scripts, ``0``/``O``, ``1``/``l``, separators), and identical replies submitted
+under several ids, are refused on every board, naming the entries they clash with.
 """
 
 from __future__ import annotations
@@ -100,8 +101,10 @@ def cross_check(checks: list[CheckResult], board: BoardConfig) -> None:
     one_anchor(_accepted(checks))
     accepted = _accepted(checks)
     by_name = _groups(accepted, lambda s: name_key(str(s.meta.get("model_name", ""))))
+    by_id = _groups(accepted, lambda s: name_key(s.id))
     by_replies = _groups(accepted, Submission.digest)
     _distinct(by_name, "the same display name")
+    _distinct(by_id, "an id that reads the same")
     _distinct(by_replies, "the same replies")
 
 

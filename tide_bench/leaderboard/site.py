@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.spreadsheet import spreadsheet_safe
+from tide_bench.core.spreadsheet import safe_row
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
@@ -490,22 +490,24 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
     )
     blank = [None] * len(factors)
 
-    def row(rec: Mapping[str, Any]) -> list[Any]:  # the free-text cells made spreadsheet-safe (core.spreadsheet)
+    def row(rec: Mapping[str, Any]) -> list[Any]:  # every cell made spreadsheet-safe (core.spreadsheet)
         item = items.get(rec["id"]) or {}
-        return [
-            spreadsheet_safe(rec["id"]),
-            spreadsheet_safe(item.get("persona")),
-            spreadsheet_safe(item.get("scenario")),
-            item.get("turn"),
-            rec["status"],
-            *(rec.get("scores") or blank),
-            rec.get("overall"),
-            rec.get("flagged"),
-            rec.get("unscored_kind"),
-            rec.get("length"),
-            rec.get("cosine"),
-            spreadsheet_safe(rec["reply"]),
-        ]
+        return safe_row(
+            [
+                rec["id"],
+                item.get("persona"),
+                item.get("scenario"),
+                item.get("turn"),
+                rec["status"],
+                *(rec.get("scores") or blank),
+                rec.get("overall"),
+                rec.get("flagged"),
+                rec.get("unscored_kind"),
+                rec.get("length"),
+                rec.get("cosine"),
+                rec["reply"],
+            ]
+        )
 
     writer.writerows(map(row, payload["records"]))  # one C loop over the 2,000 rows
     return buffer.getvalue()

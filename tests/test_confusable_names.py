@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +46,35 @@ def test_look_alike_ids_are_refused_together() -> None:
     errors = _refusals(("model-l1", "First model"), ("model-ll", "Second model"), ("model-x", "Third"))
     assert any("an id that reads the same as entry model-ll" in e for e in errors["model-l1"])
     assert errors["model-x"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "look_alike"),
+    [
+        ("Ilama 7B", "\u0399lama 7B"),  # Greek capital iota for the Latin I
+        ("Ilama 7B", "\u0406lama 7B"),  # Cyrillic I
+        ("llama 7B", "Ilama 7B"),  # capital I for a small l
+        ("Qwen chat", "Qw\u00e9n chat"),  # an accent
+        ("Qwen chat", "Qwe\u0301n chat"),  # a combining accent
+        ("Qwen chat", "Qw\u3164en chat"),  # a Hangul filler, which draws nothing
+        ("Qwen chat", "Qw\u00aden chat"),  # a soft hyphen
+        ("Qwen chat", "Qwen\u00b7chat"),  # a middle dot as the separator
+        ("gemma 2b", "gemma--2b"),  # a run of separators
+    ],
+)
+def test_look_alikes_the_table_names_read_the_same(name: str, look_alike: str) -> None:
+    from tide_bench.leaderboard.metadata import name_key
+
+    assert name_key(look_alike) == name_key(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "other"), [("Llama 3 8B", "Llama 3 70B"), ("qwen-0.5b", "qwen-1.5b"), ("phi-2", "phi-3")]
+)
+def test_different_names_stay_different(name: str, other: str) -> None:
+    from tide_bench.leaderboard.metadata import name_key
+
+    assert name_key(name) != name_key(other)
 
 
 @settings(max_examples=200, derandomize=True)

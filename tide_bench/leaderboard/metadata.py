@@ -107,17 +107,22 @@ def _prototypes() -> dict[str, str]:
 
 
 _SEQUENCES = (("rn", "m"), ("vv", "w"), ("cl", "d"))
+_DROPPED = ("Mn", "Me", "Cf", "Cc")  # accents, enclosing marks, invisible format and control characters
 
 
 def name_key(name: str) -> str:
-    """The skeleton two names or ids share when they read the same: NFKC, then every
-    confusable character as its prototype (``confusables.tsv``: Cyrillic and Greek look-alikes,
-    ``0``/``O``, ``1``/``l``/``I``, dashes and separators), case folded, the multi-letter
-    look-alikes (``rn`` -> ``m``) joined, invisible characters dropped."""
+    """The skeleton two names or ids share when they read the same: NFKC, accents and
+    invisible characters dropped (NFD, then no combining mark or format character), every
+    confusable character as its prototype (``confusables.tsv``: Cyrillic, Greek, Armenian and
+    Cherokee look-alikes, ``0``/``O``, ``1``/``l``/``I``, dashes and separators), case folded,
+    the multi-letter look-alikes (``rn`` -> ``m``) joined, runs of separators as one."""
     table = _prototypes()
-    text = unicodedata.normalize("NFKC", name)
-    text = "".join(table.get(ch, ch) for ch in text if unicodedata.category(ch) not in ("Cf", "Cc", "Mn"))
-    text = "".join(table.get(ch, ch) for ch in text.casefold())
+
+    def mapped(text: str) -> str:
+        text = unicodedata.normalize("NFD", text)
+        return "".join(table.get(ch, ch) for ch in text if unicodedata.category(ch) not in _DROPPED)
+
+    text = mapped(mapped(unicodedata.normalize("NFKC", name)).casefold())
     for sequence, prototype in _SEQUENCES:
         text = text.replace(sequence, prototype)
     return "-".join(filter(None, text.split("-")))

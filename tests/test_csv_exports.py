@@ -67,3 +67,29 @@ def test_annotation_csvs(rater: str, item: str, demographics: list[str], role: s
         ratings, raters = Path(folder) / "ratings.csv", Path(folder) / "raters.csv"
         write_outputs(collection, ratings, raters)
         assert _unsafe_cells(ratings.read_text()) == [] and _unsafe_cells(raters.read_text()) == []
+
+
+@settings(max_examples=40, derandomize=True, deadline=None)
+@given(pack=HOSTILE, judge=HOSTILE, dimension=HOSTILE, proxy=HOSTILE)
+def test_validation_report_and_judges_board_csvs(pack: str, judge: str, dimension: str, proxy: str) -> None:
+    """The judges board reads report files a user passes (--report), so every one of its cells,
+    not only the judge's name, is neutralised; so is the report's own --csv."""
+    import json
+    import tempfile
+
+    from tide_bench.validation.board import build_board
+    from tide_bench.validation.report import CSV_COLUMNS, write_csv
+
+    stats = {"n": 3} | {name: {"value": -0.5} for name in CSV_COLUMNS[4:]}
+    report = {
+        "pack": pack,
+        "judges": {judge: {"dimensions": {dimension: stats}}},
+        "dimensions": {dimension: {"judge_factor": "emotion_recognition", "proxy_for": proxy}},
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "report.json"
+        path.write_text(json.dumps(report), encoding="utf-8")
+        build_board([path], Path(folder) / "board")
+        assert _unsafe_cells((Path(folder) / "board" / "judges.csv").read_text(encoding="utf-8")) == []
+        write_csv(report, Path(folder) / "report.csv")
+        assert _unsafe_cells((Path(folder) / "report.csv").read_text(encoding="utf-8")) == []

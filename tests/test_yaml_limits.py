@@ -1,12 +1,14 @@
 """Every YAML a user writes is read with size, alias and depth limits (issue 32, N9).
 
-The study file, a submission's metadata, a board and a judge configuration all go through
+The study file, a submission's metadata, a board, a judge configuration and a validation pack
+manifest all go through
 tide_bench/core/yaml_io.py: an alias bomb ("billion laughs") is a clear error in well under a
 second, before anything walks the document; so is a nesting too deep or a file too large.
 Ordinary anchors still work where they are allowed."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +52,28 @@ def _meta(path: Path) -> Any:
     return read_meta(path)
 
 
-LOADERS: dict[str, Callable[[Path], Any]] = {"study": _study, "board": _board, "judge": _judge, "submission": _meta}
+def _pack(path: Path) -> Any:
+    """A validation pack manifest from the user's own folder ($TIDE_BENCH_VALIDATION_PACKS)."""
+    from tide_bench.validation.manifest import PACKS_ENV, load_pack
+
+    before = os.environ.get(PACKS_ENV)
+    os.environ[PACKS_ENV] = str(path.parent)
+    try:
+        return load_pack(path.stem)
+    finally:
+        if before is None:
+            del os.environ[PACKS_ENV]
+        else:
+            os.environ[PACKS_ENV] = before
+
+
+LOADERS: dict[str, Callable[[Path], Any]] = {
+    "study": _study,
+    "board": _board,
+    "judge": _judge,
+    "submission": _meta,
+    "pack": _pack,
+}
 
 
 @pytest.mark.parametrize("kind", sorted(LOADERS))

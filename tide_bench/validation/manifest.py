@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.yaml_io import read_yaml
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 PACKS_ENV = "TIDE_BENCH_VALIDATION_PACKS"  # more folders of pack manifests (os.pathsep-separated): local packs
@@ -239,10 +238,7 @@ def load_pack(name: str) -> Pack:
 
 
 def _load(path: Path, name: str) -> Pack:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    raw = read_yaml(path)  # a pack may come from the user's $TIDE_BENCH_VALIDATION_PACKS: size and alias limits
     pack = parse_pack(raw, path)
     if pack.name != name:
         raise ConfigError(f"the manifest names itself {pack.name!r}, not {name!r}", path=path, field="name")

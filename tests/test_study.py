@@ -175,6 +175,13 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         assert {"gain_empathy.png", "gain_vs_size_empathy.png", "scenario_gains_empathy.png"} <= set(report["figures"])
         assert all((out / "report" / name).stat().st_size > 1000 for name in report["figures"])
         assert "| chat |" in (out / "report" / "report.md").read_text()
+        # the reference is named after the study's data (issue 34.11): the sample's, not TIDE's
+        assert report["reference"]["label"] == "sample reference (written for tide-bench)"
+        assert "sample reference (written for tide-bench): " in (out / "report" / "report.md").read_text()
+        assert "Claude 3.5 Sonnet" not in (out / "report" / "report.md").read_text()
+        assert {r["model_name"] for r in rows if r["condition"] == "reference"} == {
+            "sample reference (written for tide-bench)"
+        }
         index = (out / "site" / "index.html").read_text()  # the report is a section of the study's board
         assert '<section id="study-report"' in index and index.count("data:image/png;base64,") >= 3
 

@@ -32,6 +32,7 @@ from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.stats import mean_ci
 from tide_bench.data.schema import persona_of_item
 from tide_bench.generation import load_run
+from tide_bench.generation.reference import LABEL, reference_label
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
 from tide_bench.judging.judgment_record import read_judgments
 from tide_bench.judging.rubric import load_rubric
@@ -160,7 +161,9 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any]:
                 entry[metric] = block
         result["models"].append(entry)
     if reference and "empathy" in reference.values:
-        result["reference"] = {"empathy": _mean(reference.values["empathy"])}
+        # named after the study's data (issue 34.11): TIDE's label only on TIDE
+        label = reference_label(spec.data, is_sample=spec.data == "sample")
+        result["reference"] = {"empathy": _mean(reference.values["empathy"]), "label": label}
     return result
 
 
@@ -197,7 +200,8 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
             ]
             ax1.errorbar(x, ys + offset, xerr=err, fmt="o", color=color, label=label, capsize=3)
         if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
-            ax1.axvline(result["reference"]["empathy"]["mean"], color="#b35900", linestyle="--", label="TIDE reference")
+            anchor = result["reference"]
+            ax1.axvline(anchor["empathy"]["mean"], color="#b35900", linestyle="--", label=anchor.get("label", LABEL))
         ax1.set_yticks(ys, [m["model"] for m in models])
         ax1.set_xlabel(LABELS[metric])
         ax1.legend(loc="best", fontsize=8)
@@ -324,7 +328,7 @@ def markdown(result: dict[str, Any], figures: list[str]) -> str:
         lines.append("")
         if metric == "empathy" and result.get("reference"):
             lines += [
-                f"TIDE reference (Claude 3.5 Sonnet): {_fmt(result['reference']['empathy'], 'mean')}.",
+                f"{result['reference'].get('label', LABEL)}: {_fmt(result['reference']['empathy'], 'mean')}.",
                 "",
                 "| model | reference minus zero-shot | reference minus fine-tuned |",
                 "|---|---|---|",

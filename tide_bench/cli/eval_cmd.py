@@ -25,10 +25,6 @@ def parse_gen_kwargs(text: str | None) -> dict | None:
         raise ConfigError(f"cannot parse --gen-kwargs {text!r}: {exc}", hint="use key=value,key=value") from None
 
 
-def _batch_size(value: str) -> str | int:
-    return value if value.startswith("auto") else int(value)
-
-
 def _key_values(option: str, text: str | None) -> dict | None:
     """``"a=1,b=x"`` (or space-separated, as lm-eval takes it) -> typed dict."""
     if not text:
@@ -188,6 +184,7 @@ def eval_cmd(**opts: Any) -> None:
     """
     require_eval("tide-bench eval")
     from tide_bench.generation import EvalConfig, run_eval
+    from tide_bench.generation.runner import parse_batch_size
 
     if opts["fewshot_as_multiturn"]:
         click.echo(
@@ -202,7 +199,7 @@ def eval_cmd(**opts: Any) -> None:
         split=str(opts["split"]),
         tasks=[t.strip() for t in str(opts["tasks"]).split(",") if t.strip()],
         device=opts["device"],
-        batch_size=_batch_size(str(opts["batch_size"])),
+        batch_size=parse_batch_size(str(opts["batch_size"])),
         max_batch_size=opts["max_batch_size"],
         limit=int(limit) if isinstance(limit, float) and limit >= 1 and limit.is_integer() else limit,
         apply_chat_template=bool(opts["chat_template"]),

@@ -111,6 +111,46 @@ def with_template_kwargs(backend: str, model_args: str) -> str:
     return ",".join(filter(None, [model_args.strip().strip(","), *extra]))
 
 
+def parse_batch_size(value: str | int) -> str | int:
+    """A batch size as lm-eval takes it: a positive integer, ``auto`` or ``auto:N`` (N tries)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 1:
+            return value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        head, _, tries = text.partition(":")
+        if head == "auto" and (not tries or (tries.isdigit() and int(tries) >= 1)):
+            return text
+    raise ConfigError(
+        f"batch size {value!r} is not a positive integer, 'auto' or 'auto:N'", field="batch_size", hint="e.g. 4 or auto"
+    )
+
+
+def check_eval_config(config: EvalConfig) -> None:
+    """The settings checks that need nothing loaded: :func:`run_eval` makes them before anything
+    else, and a study makes them when its file is read (so a typo fails before any cell runs)."""
+    config.batch_size = parse_batch_size(config.batch_size)
+    if config.max_batch_size is not None and config.max_batch_size < 1:
+        raise ConfigError(f"max_batch_size must be at least 1, got {config.max_batch_size}", field="max_batch_size")
+    if config.limit is not None and not config.limit > 0:
+        raise ConfigError(
+            f"limit must be positive (a count, or a share below 1), got {config.limit}",
+            field="limit",
+        )
+    if isinstance(config.seed, tuple) and len(config.seed) != 4:
+        raise ConfigError("seed is one integer or four values (python, numpy, torch, few-shot)", field="seed")
+    if config.bootstrap_iters < 0:
+        raise ConfigError(
+            f"bootstrap_iters must not be negative, got {config.bootstrap_iters}", field="bootstrap_iters"
+        )
+    if not config.tasks:
+        raise ConfigError("no task given", field="tasks", hint=f"e.g. {TASK}")
+    _cache_requests(config.cache_requests)
+    _hub_args(config)
+
+
 def _prepare_output_dir(config: EvalConfig) -> Path:
     out = Path(config.output_dir)
     manifest = out / MANIFEST_NAME
@@ -187,7 +227,7 @@ def _cache_requests(value: str | None) -> dict[str, bool]:
     if value is None:
         return {}
     if value not in ("true", "refresh", "delete"):
-        raise ConfigError(f"--cache-requests {value!r}: choose true, refresh or delete")
+        raise ConfigError(f"--cache-requests {value!r}: choose true, refresh or delete", field="cache_requests")
     return {
         "cache_requests": value in ("true", "refresh"),
         "rewrite_requests_cache": value == "refresh",
@@ -201,13 +241,16 @@ def _hub_args(config: EvalConfig) -> dict[str, Any]:
     unknown = sorted(set(hub) - HUB_LOG_KEYS)
     if unknown:
         raise ConfigError(
-            f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}"
+            f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}",
+            hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}",
+            field="hf_hub_log_args",
         )
     if str(hub.get("push_samples_to_hub", "")).lower() == "true" and str(hub.get("public_repo", "")).lower() == "true":
         raise ConfigError(
             "push_samples_to_hub with public_repo would publish TIDE dialogue (gated, CC BY-NC 4.0) to a public "
             "repository",
             hint="push to a private repository (public_repo=False), or push results only",
+            field="hf_hub_log_args",
         )
     return hub
 
@@ -242,6 +285,7 @@ def run_eval(config: EvalConfig) -> Path:
     from lm_eval import simple_evaluate
 
     started_at, t0 = utc_now(), time.perf_counter()
+    check_eval_config(config)
     config.data = choose_spec(config.data)
     config.model_args = with_template_kwargs(config.model, config.model_args)
     dataset = load_dataset(config.data)  # fail on bad data before any model loads

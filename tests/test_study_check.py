@@ -147,7 +147,9 @@ BAD = [
 
 
 @pytest.mark.parametrize(("where", "value", "message"), BAD, ids=[f"{w}={v!r}"[:60] for w, v, _ in BAD])
-def test_every_section_is_checked_with_file_line_and_field(tmp_path: Path, where: str, value: Any, message: str) -> None:
+def test_every_section_is_checked_with_file_line_and_field(
+    tmp_path: Path, where: str, value: Any, message: str
+) -> None:
     path = _study(tmp_path, _set(where, value))
     with pytest.raises(ConfigError) as err:
         load_study(path)
@@ -175,7 +177,9 @@ def test_the_allowed_keys_are_the_config_classes_fields(tmp_path: Path) -> None:
     }
     assert {"max_steps", "learning_rate", "warmup_ratio", "report_to"} <= set(lora)
     assert {"backend", "system_instruction", "max_batch_size", "embedding_model"} <= set(evals)
-    spec = load_study(_study(tmp_path, lambda s: (s["conditions"]["fine-tuned"].update(lora=lora), s.update(eval=evals))))
+    spec = load_study(
+        _study(tmp_path, lambda s: (s["conditions"]["fine-tuned"].update(lora=lora), s.update(eval=evals)))
+    )
     assert spec.lora() == lora
     config = spec.eval_config(backend=None, model_args="", output_dir=tmp_path / "run", chat=True)
     assert config.system_instruction is None and config.model == "hf"
@@ -230,7 +234,12 @@ def test_judge_section_keys_come_from_three_targets_without_clashes() -> None:
 
     keys = judge_options()
     loader = set(inspect.signature(load_judge).parameters) - {"name_or_path", "overrides"}
-    options = {f.name for f in dataclasses.fields(JudgeOptions)} - {"overwrite", "cache_path", "on_progress", "on_event"}
+    options = {f.name for f in dataclasses.fields(JudgeOptions)} - {
+        "overwrite",
+        "cache_path",
+        "on_progress",
+        "on_event",
+    }
     assert loader | options | {"name", "concurrency", "timeout_s", "max_retries"} <= set(keys)
     numeric = {k for k in keys if k not in loader | options | {"name"}}
     assert numeric <= {f.name for f in dataclasses.fields(JudgeConfig)}
@@ -252,9 +261,7 @@ values = st.recursive(
 )
 
 
-@settings(
-    max_examples=80, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=80, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(edits=st.lists(st.tuples(st.sampled_from(sorted(SECTION_KEYS)), st.integers(0, 7), values), max_size=3))
 def test_fuzz_a_study_loads_cleanly_or_is_refused_and_what_loads_builds(tmp_path: Path, edits) -> None:
     study = copy.deepcopy(STUDY)

@@ -25,7 +25,7 @@ from typing import Any
 
 from tide_bench.core.jsonio import read_json
 from tide_bench.generation import reference
-from tide_bench.generation.run_dir import MANIFEST_NAME
+from tide_bench.generation.run_dir import MANIFEST_NAME, model_display_name
 from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION, prompt_sha256
 
 __all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args"]
@@ -109,7 +109,7 @@ def build_manifest(
             "parsed_args": parsed,
             "name": reference.LABEL
             if is_reference
-            else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            else model_display_name(parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name")),
             "is_reference": is_reference,
             "revision": parsed.get("revision") or lm_config.get("model_revision"),
             "sha": lm_config.get("model_sha"),

@@ -34,7 +34,7 @@ from tide_bench.core.secrets import redact_command, redact_model_args
 from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
 from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
-from tide_bench.generation.run_dir import read_generations
+from tide_bench.generation.run_dir import model_display_name, read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
 from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS
 from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
@@ -197,12 +197,21 @@ def create_model(config: EvalConfig) -> Any:
         )
     except TideBenchError:
         raise
+    except ImportError as exc:  # lm-eval's API backends check for their packages (its [api] extra) here
+        raise ConfigError(
+            f"the {config.model} backend needs packages that are not installed here: {exc}",
+            hint="they come with tide-bench's [eval] extra (which includes lm-eval's [api] packages): "
+            "pip install 'tide-bench[eval]', or add them with pip install 'lm-eval[api]'",
+        ) from None
     except Exception as exc:
+        api = "pretrained=" not in config.model_args  # API backends name a served model (model=...), not weights
         raise ConfigError(
             redact_model_args(
                 f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}"
             ),
-            hint="check the model path or hub id, --model-args, network access and available memory",
+            hint="check model= and base_url= in --model-args, that the server answers, and the API key variable"
+            if api
+            else "check the model path or hub id, --model-args, network access and available memory",
         ) from None
 
 
@@ -335,6 +344,7 @@ def run_eval(config: EvalConfig) -> Path:
         chat_template=lm.chat_template(config.apply_chat_template) if config.apply_chat_template else None,
         fewshot_as_multiturn=True,
     )
+    _name_output_folder(tracker, public_args)
     results["config"]["model"] = config.model
     results["config"]["model_args"] = public_args
     samples = results.pop("samples")
@@ -378,6 +388,17 @@ def run_eval(config: EvalConfig) -> Path:
     )
     write_json(out / MANIFEST_NAME, manifest)
     return out / MANIFEST_NAME
+
+
+def _name_output_folder(tracker: Any, model_args: str) -> None:
+    """lm-eval names its output folder after ``pretrained=``, a local model's absolute path included
+    (``lm_eval/__home__me__.cache__...``): name it, and the results file's model, by the model's name."""
+    from lm_eval.utils import sanitize_model_name
+
+    general = tracker.general_config_tracker
+    name = model_display_name(general.model_name)
+    if name and name != general.model_name:
+        general.model_name, general.model_name_sanitized = name, sanitize_model_name(name)
 
 
 def _written_files(tracker: Any, out: Path, task_names: list[str]) -> dict[str, Any]:

@@ -168,7 +168,13 @@ def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, rate
 
 
 @annotate.command("plan")
-@click.option("--raters", type=click.IntRange(min=2), default=AssignmentOptions.raters, show_default=True)
+@click.option(
+    "--raters",
+    type=click.IntRange(min=2),
+    default=AssignmentOptions.raters,
+    show_default=True,
+    help="Raters in the planned study.",
+)
 @click.option(
     "--items",
     "per_rater",
@@ -192,8 +198,14 @@ def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, rate
     show_default=True,
     help="The simulated judge's rating noise (0.45 = a person's: 'as good as a person').",
 )
-@click.option("--replications", type=click.IntRange(min=10), default=400, show_default=True)
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--replications",
+    type=click.IntRange(min=10),
+    default=400,
+    show_default=True,
+    help="Simulated studies (more: a smaller Monte Carlo error, a longer run).",
+)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the simulation.")
 def plan_cmd(
     raters: int, per_rater: int, overlap: int, epsilon: float, judge_sd: float, replications: int, seed: int
 ) -> None:

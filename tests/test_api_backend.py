@@ -91,6 +91,8 @@ def test_generation_through_local_chat_completions_sends_genuine_chat(tmp_path: 
                 "local-chat-completions",
                 "--model-args",
                 f"model=served-model,base_url={server.url}/v1/chat/completions,num_concurrent=1,max_retries=1",
+                "--gen-kwargs",
+                "max_gen_toks=64",
                 "--output-dir",
                 str(out),
             ],
@@ -109,6 +111,9 @@ def test_generation_through_local_chat_completions_sends_genuine_chat(tmp_path: 
         assert "support" in messages[0]["content"].lower()  # the task's system prompt, as its own message
         assert messages[-1]["content"] in clients  # the client's turn, verbatim, as the user message
         assert request["model"] == "served-model"
+        # the task's decoding reaches the server: greedy, the cap asked for, the turn delimiter as a stop
+        assert request["max_tokens"] == 64 and request["temperature"] == 0, request
+        assert "\nClient:" in request["stop"], request
     run = load_run(out)
     assert {g.reply for g in run.generations} == {"That sounds really hard. (2 messages)"}
     manifest = json.loads((out / "run.json").read_text())

@@ -19,9 +19,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.helpers import MULTI_EXCHANGE
 from tide_bench.cli.main import cli
 from tide_bench.data import load_dataset
 from tide_bench.generation import load_run
+from tide_bench.tasks.registry import system_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,6 +77,9 @@ def test_a_missing_api_package_is_named_with_the_extra(tmp_path: Path, monkeypat
 
 @pytest.mark.slow
 def test_generation_through_local_chat_completions_sends_genuine_chat(tmp_path: Path) -> None:
+    """On two-exchange data (turn 1 and turn 2 items): each request is the chat itself, the task's
+    system prompt as the system message, the earlier exchange as user/assistant turns, the client's
+    latest message as the last user turn, each verbatim; not a flattened transcript."""
     server = FakeLLMServer().start()
     try:
         server.chat_reply = lambda messages: f"That sounds really hard. ({len(messages)} messages)"
@@ -84,7 +89,7 @@ def test_generation_through_local_chat_completions_sends_genuine_chat(tmp_path: 
             [
                 "eval",
                 "--data",
-                "sample",
+                str(MULTI_EXCHANGE),
                 "--split",
                 "validation",
                 "--model",
@@ -101,21 +106,28 @@ def test_generation_through_local_chat_completions_sends_genuine_chat(tmp_path: 
         assert result.exit_code == 0, result.output
     finally:
         server.stop()
-    items = load_dataset("sample").items_for("validation")
+    items = {i.client_utterance: i for i in load_dataset(str(MULTI_EXCHANGE)).items_for("validation")}
+    assert {i.turn for i in items.values()} == {1, 2}
     assert len(server.chat_requests) == len(items)
-    clients = {i.client_utterance for i in items}
+    seen = set()
     for request in server.chat_requests:
         messages = request["messages"]
-        roles = [m["role"] for m in messages]
-        assert roles[0] == "system" and roles[-1] == "user" and set(roles) <= {"system", "user", "assistant"}
-        assert "support" in messages[0]["content"].lower()  # the task's system prompt, as its own message
-        assert messages[-1]["content"] in clients  # the client's turn, verbatim, as the user message
+        item = items[messages[-1]["content"]]  # the client's latest message, verbatim, as the last user turn
+        seen.add(item.item_id)
+        expected = [
+            {"role": "system", "content": system_prompt("neutral")},
+            *item.history,
+            {"role": "user", "content": item.client_utterance},
+        ]
+        assert messages == expected, (item.item_id, messages)
         assert request["model"] == "served-model"
         # the task's decoding reaches the server: greedy, the cap asked for, the turn delimiter as a stop
         assert request["max_tokens"] == 64 and request["temperature"] == 0, request
         assert "\nClient:" in request["stop"], request
+    assert seen == {i.item_id for i in items.values()}
     run = load_run(out)
-    assert {g.reply for g in run.generations} == {"That sounds really hard. (2 messages)"}
+    replies = {g.turn: g.reply for g in run.generations}
+    assert replies == {1: "That sounds really hard. (2 messages)", 2: "That sounds really hard. (4 messages)"}
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["model"]["backend"] == "local-chat-completions" and manifest["model"]["name"] == "served-model"
     assert "| cosine similarity" in result.output  # the results table

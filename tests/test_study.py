@@ -60,7 +60,8 @@ def _write(tmp_path: Path, study: dict) -> Path:
         (lambda s: s["conditions"].update(distilled={}), "conditions.distilled", "unknown condition"),
         (lambda s: s.update(prompt="rubric"), "prompt", "prompt must be one of neutral, guided"),
         (lambda s: s["eval"].update(temperature=1), "eval.temperature", "unknown key 'temperature'"),
-        (lambda s: s["models"][0].update(parameters="0.5B"), "models[0].parameters", "positive integer"),
+        (lambda s: s["models"][0].update(parameters="0.5B"), "models[0].parameters", "must be an integer or null"),
+        (lambda s: s["models"][0].update(parameters=-5), "models[0].parameters", "positive integer"),
     ],
 )
 def test_a_bad_study_file_is_refused_with_file_line_and_field(tmp_path: Path, edit, where: str, message: str) -> None:

@@ -14,7 +14,13 @@ from tide_bench.core.stats import DEFAULT_SEED
 
 @click.group("annotate", cls=SpellingGroup)
 def annotate() -> None:
-    """Collect human ratings with offline, blinded annotation pages."""
+    """Collect human ratings with offline, blinded annotation pages.
+
+    \b
+    Examples:
+      tide-bench annotate build runs/model-a runs/model-b --per-rater 40 --raters 5 --out annotation/
+      tide-bench annotate collect annotation/returns/*.json --out human_ratings.csv --raters-out raters.csv
+    """
 
 
 @annotate.command("build")
@@ -37,8 +43,10 @@ def annotate() -> None:
     show_default=True,
     help="Items shown twice to each rater (self-consistency).",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
-@click.option("--title", default="Rating supportive replies", show_default=True)
+@click.option(
+    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the assignment and the item order."
+)
+@click.option("--title", default="Rating supportive replies", show_default=True, help="Title of every rating page.")
 @click.option(
     "--rubric",
     type=click.Choice(["v1", "v2"]),
@@ -160,7 +168,13 @@ def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, rate
 
 
 @annotate.command("plan")
-@click.option("--raters", type=click.IntRange(min=2), default=AssignmentOptions.raters, show_default=True)
+@click.option(
+    "--raters",
+    type=click.IntRange(min=2),
+    default=AssignmentOptions.raters,
+    show_default=True,
+    help="Raters in the planned study.",
+)
 @click.option(
     "--items",
     "per_rater",
@@ -184,8 +198,14 @@ def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, rate
     show_default=True,
     help="The simulated judge's rating noise (0.45 = a person's: 'as good as a person').",
 )
-@click.option("--replications", type=click.IntRange(min=10), default=400, show_default=True)
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--replications",
+    type=click.IntRange(min=10),
+    default=400,
+    show_default=True,
+    help="Simulated studies (more: a smaller Monte Carlo error, a longer run).",
+)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the simulation.")
 def plan_cmd(
     raters: int, per_rater: int, overlap: int, epsilon: float, judge_sd: float, replications: int, seed: int
 ) -> None:

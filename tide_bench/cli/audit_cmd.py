@@ -69,7 +69,9 @@ def _mapping(pairs: tuple[str, ...]) -> dict[str, str]:
     show_default=True,
     help="Bootstrap resamples over items.",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap (same seed, same CIs)."
+)
 @click.option(
     "--epsilon",
     type=click.FloatRange(0, 1),

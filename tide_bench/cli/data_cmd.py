@@ -14,7 +14,13 @@ from tide_bench.data import format_report, validate
 
 @click.group(cls=SpellingGroup)
 def data() -> None:
-    """Inspect TIDE data sources."""
+    """Inspect TIDE data sources.
+
+    \b
+    Examples:
+      tide-bench data validate --data sample            # the built-in synthetic sample
+      tide-bench data validate --data ~/data/TIDE       # a snapshot you downloaded
+    """
 
 
 @data.command("validate")

@@ -132,7 +132,7 @@ def submit_cmd(
         )
     except SubmissionRefused as refused:
         _report([refused.check])
-        click.echo("nothing was written: fix submission.yaml (or the run) and run `tide-bench submit` again", err=True)
+        click.echo(f"nothing was written: fix {meta} (or the run) and run `tide-bench submit` again", err=True)
         sys.exit(1)
     _report([check])
     click.echo(f"submission written: {check.folder}")
@@ -140,7 +140,14 @@ def submit_cmd(
 
 @click.group("leaderboard", cls=SpellingGroup)
 def leaderboard() -> None:
-    """Validate submissions and build the static leaderboard site."""
+    """Validate submissions, build the static leaderboard site, pin a board to a release.
+
+    \b
+    Examples:
+      tide-bench leaderboard validate leaderboard/submissions/
+      tide-bench leaderboard build --submissions leaderboard/submissions --out site/
+      tide-bench leaderboard build --submissions demo-output/submissions --board leaderboard/demo.yaml --out site/
+    """
 
 
 @leaderboard.command("validate")
@@ -173,6 +180,12 @@ def validate_cmd(
     judge, distinct names). Prints how long each check took and, separately, the
     embedding check. Exits 1 if any submission is refused, printing what to fix (with
     --json, as one JSON document).
+
+    \b
+    Examples:
+      tide-bench leaderboard validate leaderboard/submissions/            # every entry, as CI does
+      tide-bench leaderboard validate leaderboard/submissions/my-model --json
+      tide-bench leaderboard validate demo-output/submissions --board leaderboard/demo.yaml
     """
     from tide_bench.leaderboard import load_board, validate_many
 
@@ -317,6 +330,11 @@ def pin_cmd(data: str, judge_name: str, board: Path, served_model: str | None) -
 
     Run it once per TIDE release, from a snapshot you trust, and commit the board file:
     from then on every entry's items are recomputed and compared with these pins.
+
+    \b
+    Example:
+      tide-bench leaderboard pin --data ~/data/TIDE --board leaderboard/leaderboard.yaml
+      git diff leaderboard/leaderboard.yaml     # the pins it wrote
     """
     from tide_bench.leaderboard.pin import pin_board
 

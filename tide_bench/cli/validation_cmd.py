@@ -20,7 +20,7 @@ def validation() -> None:
     stands in for. These are out-of-domain checks (not PTSD conversations): every report says so.
 
     \b
-    The workflow:
+    Examples (the workflow, in order):
       tide-bench validation list
       tide-bench validation fetch annomi --accept-licence          (offline: --from PATH)
       tide-bench validation report mentalalign --judge-ratings published --csv m.csv

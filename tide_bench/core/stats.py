@@ -128,7 +128,7 @@ def resampled_totals(totals: np.ndarray, resamples: int, seed: int) -> np.ndarra
     the sum of the drawn clusters' totals. Drawn in chunks, so memory stays small."""
     n = totals.shape[0]
     if n <= 4096:
-        return bootstrap_weights(n, resamples, seed) @ totals
+        return np.asarray(bootstrap_weights(n, resamples, seed) @ totals)
     rng = np.random.default_rng(seed)
     out = np.empty((resamples, totals.shape[1]))
     for start in range(0, resamples, _CHUNK):

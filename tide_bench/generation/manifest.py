@@ -26,7 +26,7 @@ from typing import Any
 from tide_bench.core.jsonio import read_json, write_json
 from tide_bench.core.secrets import redact_record
 from tide_bench.generation import reference
-from tide_bench.generation.run_dir import MANIFEST_NAME
+from tide_bench.generation.run_dir import MANIFEST_NAME, model_display_name
 from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION, prompt_sha256
 
 __all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args", "write_manifest"]
@@ -116,7 +116,7 @@ def build_manifest(
             "parsed_args": parsed,
             "name": reference.reference_label(provenance.get("source"), is_sample=provenance.get("is_synthetic_sample"))
             if is_reference
-            else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            else model_display_name(parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name")),
             "is_reference": is_reference,
             "revision": parsed.get("revision") or lm_config.get("model_revision"),
             "sha": lm_config.get("model_sha"),

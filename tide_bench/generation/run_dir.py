@@ -37,7 +37,7 @@ class RunDirectory:
     @property
     def model_name(self) -> str:
         name = self.info.model.name if self.info else None
-        return str(name or self.root.name)
+        return str(model_display_name(name) or self.root.name)
 
 
 def load_run(root: str | Path) -> RunDirectory:
@@ -81,6 +81,19 @@ def inside_run(root: Path, rel: str, field: str) -> Path:
     if not path.resolve().is_relative_to(root.resolve()):
         raise DataError("leads outside the run folder (through a link)", path=root / MANIFEST_NAME, field=field)
     return path
+
+
+def model_display_name(name: str | None) -> str | None:
+    """How a model is named to people (page titles, lm-eval's output folder, boards): a local folder
+    by its own name, never by an absolute path of this machine (``/home/me/.cache/.../SmolLM2-135M-Instruct``
+    is ``SmolLM2-135M-Instruct``); a hub id (``Qwen/Qwen2.5-0.5B-Instruct``) or a relative folder as given.
+    The full argument stays in ``run.json``'s ``model.args``, where provenance needs it."""
+    if not name:
+        return name
+    text = name.strip()
+    if text.startswith(("/", "~", "\\")) or (len(text) > 2 and text[1] == ":" and text[2] in "/\\"):
+        return PureWindowsPath(text).name if "\\" in text else (Path(text).name or text)
+    return text
 
 
 def run_label(root: str | Path) -> str:

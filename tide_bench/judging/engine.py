@@ -116,7 +116,7 @@ def check_budget(config: JudgeConfig, max_cost: float | None) -> None:
     if max_cost is None:
         return
     if not max_cost >= 0:
-        raise ConfigError(f"--max-cost must be a non-negative number of US dollars, got {max_cost}")
+        raise ConfigError(f"--max-cost must be a non-negative number of US dollars, got {max_cost}", field="max_cost")
     if config.prices is None:
         near = nearest_priced_model(config.model)
         similar = f" (judges/prices.yaml has {near!r}; if this is a snapshot of it, use its prices)" if near else ""
@@ -124,7 +124,21 @@ def check_budget(config: JudgeConfig, max_cost: float | None) -> None:
             f"--max-cost cannot be enforced: the judge model {config.model!r} has no price in "
             f"judges/prices.yaml{similar}",
             hint="pass --price-in and --price-out (USD per million tokens), or add a row to judges/prices.yaml",
+            field="max_cost",
         )
+
+
+def check_judge_options(config: JudgeConfig, options: JudgeOptions) -> None:
+    """What :func:`judge_run` refuses before any work; a study also checks it when its file is read."""
+    if options.mode not in ("sync", "batch"):
+        raise ConfigError(f"unknown mode {options.mode!r}: choose sync or batch", field="mode")
+    if options.mode == "batch" and config.provider != "anthropic":
+        raise ConfigError(
+            "batch mode is implemented for Anthropic Message Batches only",
+            hint="use --mode sync with this judge",
+            field="mode",
+        )
+    check_budget(config, options.max_cost)
 
 
 def _check_out(out: Path, run: RunDirectory, config: JudgeConfig, overwrite: bool) -> None:
@@ -244,13 +258,7 @@ def judge_run(
 ) -> JudgeResult:
     """Judge every generation of a run directory and write the judge directory ``out``."""
     options = options or JudgeOptions()
-    if options.mode not in ("sync", "batch"):
-        raise ConfigError(f"unknown mode {options.mode!r}: choose sync or batch")
-    if options.mode == "batch" and config.provider != "anthropic":
-        raise ConfigError(
-            "batch mode is implemented for Anthropic Message Batches only", hint="use --mode sync with this judge"
-        )
-    check_budget(config, options.max_cost)
+    check_judge_options(config, options)
     run = _as_run(run_dir)
     out = Path(out)
     if out.exists() and not out.is_dir():

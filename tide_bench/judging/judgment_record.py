@@ -141,7 +141,7 @@ def _judge(f: Fields, shape: _Shape) -> JudgeIdentity:
 
 
 def _factor_block(f: Fields, key: str, shape: _Shape) -> dict[str, Any]:
-    block = f.mapping(key)
+    block: dict[str, Any] = f.mapping(key)
     if block.keys() != shape.factor_set:
         f.fail(
             key,

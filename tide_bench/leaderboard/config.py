@@ -188,6 +188,11 @@ def _check_prompts(raw: dict[str, Any], path: Path) -> None:
             )
 
 
+def check_board_settings(raw: dict[str, Any], path: Path) -> None:
+    """The checks :func:`load_board` makes, for board settings written in another file (a study's ``board:``)."""
+    _check(raw, path)
+
+
 def load_board(path: str | Path | None = None) -> BoardConfig:
     path = Path(path) if path else resource_dir("leaderboard") / "leaderboard.yaml"
     if not path.exists():

@@ -18,6 +18,7 @@ Order matters, because the target is a folder of other people's submissions:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -29,6 +30,7 @@ import yaml
 from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_bytes, atomic_write_text, iter_jsonl, read_bytes, read_json
+from tide_bench.core.paths import missing_folders, remove_empty_folders
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.secrets import redact_record
 from tide_bench.core.yaml_io import load_yaml
@@ -49,7 +51,7 @@ class SubmissionRefused(TideBenchError):
         listed = "\n".join(f"  - {e}" for e in check.errors)
         super().__init__(
             f"submission {check.id!r} refused; nothing was written:\n{listed}",
-            hint="fix submission.yaml (or the run) and run `tide-bench submit` again",
+            hint="fix the metadata file (or the run) and run `tide-bench submit` again",
         )
 
 
@@ -147,6 +149,19 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
     atomic_write_text(staging / META, redact_meta(meta_text))
 
 
+def _name_given_files(check: CheckResult, meta_path: Path, meta_text: str, run_dir: Path, judge_src: Path) -> None:
+    """Problems found in the staged copy, located in the files the user passed: ``my-model.yaml:11``,
+    not the copy's ``submission.yaml:11`` (the copy's lines are the file's own unless local paths
+    had to be redacted from it)."""
+    meta = str(meta_path) if redact_meta(meta_text) == meta_text else f"{meta_path} (its redacted copy)"
+    names = {META: meta, f"{RUN}/{MANIFEST_NAME}": str(run_dir / MANIFEST_NAME)}
+    for index, problem in enumerate(check.problems):
+        path = problem.path or ""
+        given = names.get(path) or (str(judge_src / path[len(JUDGE) + 1 :]) if path.startswith(f"{JUDGE}/") else None)
+        if given is not None:
+            check.problems[index] = dataclasses.replace(problem, path=given)
+
+
 def redact_meta(text: str) -> str:
     """``submission.yaml`` with credentials and local paths redacted (kept as written when it holds none)."""
     meta = load_yaml(text, error=DataError, aliases=False)
@@ -186,17 +201,20 @@ def create_submission(
             f"submission {sid!r} already exists in {out}",
             hint="choose another id, or pass --overwrite to replace your own entry",
         )
+    created = missing_folders(out)  # removed again if the submission is refused
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{sid}.staging-"))
     try:
         _stage(run_dir, judge_src, text, staging, board)
         check = check_new(staging, sid, out, board, spot_checks=spot_checks, seed=seed)
         if not check.ok:
+            _name_given_files(check, meta_path, text, run_dir, judge_src)
             raise SubmissionRefused(check)
         make_public(staging)
         replace_folder(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        remove_empty_folders(created)
         raise
     check.folder = target
     if check.submission is not None:

@@ -22,7 +22,7 @@ import yaml
 
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.data.sources import load_dataset
-from tide_bench.generation import EvalConfig, load_run, run_eval
+from tide_bench.generation import load_run, run_eval
 from tide_bench.generation.reference import ALIASES as REFERENCE_ALIASES
 from tide_bench.generation.run_dir import Generation, RunDirectory
 from tide_bench.judging.files import RUN_SUBDIR
@@ -31,7 +31,6 @@ from tide_bench.study.spec import StudySpec
 
 Echo = Callable[[str], None]
 LOCK = ".study.lock"
-DEFAULT_MAX_GEN_TOKS = 256
 
 
 @dataclass
@@ -103,22 +102,12 @@ class StudyRunner:
 
     # -------------------------------------------------------------- stages
     def finetune(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
-        from tide_bench.finetune import FinetuneConfig, finetune
+        from tide_bench.finetune import finetune
 
         model = stage.cell.model
         assert model is not None
         adapter = cell_dir(self.out, stage.cell) / "adapter"
-        settings = self.spec.lora()
-        config = FinetuneConfig(
-            model=self.resolve_model(model.model),
-            revision=model.revision,
-            data=self.spec.data,
-            out=adapter,
-            chat_template=model.chat_template,
-            prompt=self.spec.prompt,
-            overwrite=True,
-            **settings,
-        )
+        config = self.spec.finetune_config(model, self.resolve_model(model.model), adapter)
         started = time.perf_counter()
         card = finetune(config)
         training = card.get("training", {}) if isinstance(card, dict) else {}
@@ -131,32 +120,17 @@ class StudyRunner:
     def eval(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
         cell = stage.cell
         run_dir = cell_dir(self.out, cell) / "run"
-        settings = self.spec.eval
         if cell.model is None:
-            model, args, chat = REFERENCE_ALIASES[0], "", False
+            backend, args, chat = REFERENCE_ALIASES[0], "", False
         else:
             previous = self._record(stage, "finetune")
             adapter = self.out / previous["outputs"]["adapter"] if previous else None
-            model, args, chat = (
-                str(settings.get("backend", "hf")),
+            backend, args, chat = (
+                None,  # the study's eval.backend
                 _model_args(self.spec, stage, self.resolve_model, adapter),
                 cell.model.chat_template,
             )
-        config = EvalConfig(
-            model=model,
-            model_args=args,
-            output_dir=run_dir,
-            data=self.spec.data,
-            split=self.spec.split,
-            tasks=[self.spec.task],
-            device=settings.get("device"),
-            batch_size=settings.get("batch_size", 1),
-            limit=settings.get("limit"),
-            apply_chat_template=chat,
-            gen_kwargs={"max_gen_toks": int(settings.get("max_gen_toks", DEFAULT_MAX_GEN_TOKS))},
-            seed=int(settings.get("seed", 1234)),
-            overwrite=True,
-        )
+        config = self.spec.eval_config(backend=backend, model_args=args, output_dir=run_dir, chat=chat)
         manifest = json.loads(run_eval(config).read_text(encoding="utf-8"))
         timings = manifest.get("timings") or {}
         generate_s = (timings.get("total_s") or 0) - (timings.get("model_load_s") or 0)
@@ -169,22 +143,10 @@ class StudyRunner:
         return {"run": str(run_dir.relative_to(self.out))}, measured
 
     def judge(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
-        from tide_bench.judging import JudgeOptions, judge_run, load_judge
+        from tide_bench.judging import judge_run
 
-        judge = dict(self.spec.judge or {})
-        config = load_judge(
-            judge["name"],
-            model=judge.get("model"),
-            base_url=judge.get("base_url"),
-            overrides={"concurrency": judge["concurrency"]} if judge.get("concurrency") else None,
-        )
         run_dir = self.out / self._record(stage, "eval")["outputs"]["run"]
-        result = judge_run(
-            run_dir,
-            run_dir / RUN_SUBDIR,
-            config,
-            JudgeOptions(mode=judge.get("mode", "sync"), max_cost=judge.get("max_cost"), overwrite=True),
-        )
+        result = judge_run(run_dir, run_dir / RUN_SUBDIR, self.spec.judge_config(), self.spec.judge_options())
         summary = result.summary
         return (
             {"judge": str((run_dir / RUN_SUBDIR).relative_to(self.out))},

@@ -39,7 +39,7 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 )
 @click.option(
     "--rubric",
-    type=click.Choice(["v1", "v2"]),
+    type=click.Choice(["v1", "v2", "v3"]),
     default=None,
     help="Rubric and prompt version (default: the config's, v2). v1 reproduces v1 judgments; v1 and v2 results "
     "are comparable only with their own version (docs/judging.md).",

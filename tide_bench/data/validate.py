@@ -9,7 +9,6 @@ board's risk gate cannot run on it (a warning: the data itself may be fine).
 from __future__ import annotations
 
 from dataclasses import asdict
-
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,8 @@ def risk_label_report(dataset: LoadedDataset, path: str | Path | None = None) ->
             "problems": [
                 {
                     "severity": severity,
-                    "message": "no risk labels (risk_labels.json): every board's risk-handling gate needs them; make them "
-                    "with `tide-bench data label-risk` or by hand (docs/data.md, 'Risk labels')",
+                    "message": "no risk labels (risk_labels.json): every board's risk-handling gate needs them; "
+                    "make them with `tide-bench data label-risk` or by hand (docs/data.md, 'Risk labels')",
                 }
             ],
         }
@@ -120,12 +119,13 @@ def format_report(report: dict) -> str:
 def _risk_lines(risk: dict[str, Any]) -> list[str]:
     lines = ["", f"risk labels: {risk.get('path') or 'none found'}"]
     if "n_labelled" in risk:
+        by = risk["labelled_by"]
         kinds = ", ".join(f"{k} {n}" for k, n in risk["by_kind"].items()) or "none"
         ladder = ", ".join(f"{k} {n}" for k, n in risk["by_severity"].items()) or "none"
         lines += [
             f"  {risk['n_labelled']} items labelled; {risk['n_risk_items']} risk items ({kinds}); "
             f"severity: {ladder}; {risk['n_severe_items']} at plan_or_means or imminent",
-            f"  labelled by: {risk['labelled_by'].get('kind')} ({risk['labelled_by'].get('who') or risk['labelled_by'].get('judge', {}).get('model', '?')})",
+            f"  labelled by: {by.get('kind')} ({by.get('who') or (by.get('judge') or {}).get('model', '?')})",
             f"  review: {risk['review']['status']}",
         ]
     lines += [f"  {p['severity']}: {p['message']}" for p in risk.get("problems") or []]

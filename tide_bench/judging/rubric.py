@@ -452,10 +452,11 @@ def _worked(raw: Any, rubric_parts: dict[str, Any], path: Path) -> tuple[dict[st
         scores = ex.get("scores")
         if (
             not isinstance(scores, dict)
-            or list(scores) != factors
+            or not scores
+            or not set(scores) <= set(factors)
             or not all(type(v) is int and lo <= v <= hi for v in scores.values())
         ):
-            raise ConfigError(f"'scores' gives every factor ({', '.join(factors)}) a level", path=path, field=where)
+            raise ConfigError(f"'scores' gives factors ({', '.join(factors)}) a level", path=path, field=where)
         block = {k: " ".join(str(ex[k]).split()) for k in ("situation", "context", "reply", "why")}
         block["behaviours"] = list(_code_list(ex.get("behaviours"), known, path, f"{where}.behaviours"))
         block["scores"] = dict(scores)

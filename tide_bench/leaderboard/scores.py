@@ -391,8 +391,8 @@ def _risk_gate(row: dict[str, Any], severe_limit: int | None, rate_limit: float 
             )
         if unjudged:
             return (
-                f"safety: {len(unjudged)} severe risk item(s) could not be judged (first: {unjudged[0]}); re-judge with "
-                "`tide-bench judge RUN --out RUN/judge --retry-unscored`"
+                f"safety: {len(unjudged)} severe risk item(s) could not be judged (first: {unjudged[0]}); re-judge "
+                "with `tide-bench judge RUN --out RUN/judge --retry-unscored`"
             )
     rate = handling.get("mishandled_rate") or {}
     if rate_limit is not None and rate.get("ci_low") is not None and rate["ci_low"] > rate_limit:

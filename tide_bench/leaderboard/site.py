@@ -80,8 +80,8 @@ def metric_label(metric: str, rubric: Rubric) -> str:
 
 
 CONTENT_NOTE = (
-    '<div class="banner" role="note" id="content-note"><b>Content note.</b> This board shows conversations with people '
-    "who live with the after-effects of trauma, and some mention <b>suicidal thoughts, self-harm</b>, violence or abuse. "
+    '<div class="banner" role="note" id="content-note"><b>Content note.</b> This board shows conversations with '
+    "people who live with the after-effects of trauma, and some mention <b>suicidal thoughts, self-harm</b>, violence or abuse. "
     "If reading them makes you feel unsafe, stop and contact your local emergency number or a crisis line.</div>"
 )
 
@@ -97,8 +97,8 @@ def _risk_labels_note(block: Mapping[str, Any] | None) -> str:
     review = str(block.get("review") or "not yet clinician-reviewed")
     cls = "muted" if review.startswith("clinician-reviewed") else "warn"
     return (
-        f'<p class="{cls}" id="risk-labels">Risk items: {esc(block.get("n_risk_items"))} of this board\'s items carry an '
-        f"item-level risk label ({esc(kinds)}; C-SSRS severity: {esc(ladder)}), labelled by "
+        f'<p class="{cls}" id="risk-labels">Risk items: {esc(block.get("n_risk_items"))} of this board\'s items carry '
+        f"an item-level risk label ({esc(kinds)}; C-SSRS severity: {esc(ladder)}), labelled by "
         f"{esc(block.get('labelled_by'))} ({esc(block.get('source'))}): <b>{esc(review)}</b>.</p>"
     )
 

@@ -81,7 +81,8 @@ def metric_label(metric: str, rubric: Rubric) -> str:
 
 CONTENT_NOTE = (
     '<div class="banner" role="note" id="content-note"><b>Content note.</b> This board shows conversations with '
-    "people who live with the after-effects of trauma, and some mention <b>suicidal thoughts, self-harm</b>, violence or abuse. "
+    "people who live with the after-effects of trauma, and some mention <b>suicidal thoughts, self-harm</b>, violence "
+    "or abuse. "
     "If reading them makes you feel unsafe, stop and contact your local emergency number or a crisis line.</div>"
 )
 

@@ -228,10 +228,7 @@ class Rubric:
             lines.append("## General rules (every factor)")
             lines += [f"  - {rule}" for rule in self.rules]
             lines.append("")
-        if self.examples_context:
-            lines.append("## Context of the worked examples (a fixed synthetic message, not one you rate)")
-            lines.append(f"  {self.examples_context}")
-            lines.append("")
+        lines += self._examples_context_lines("worked examples")
         for f in self.factors:
             lines += self._factor_lines(f)
         if self.risk_cue_kinds:
@@ -240,6 +237,15 @@ class Rubric:
             lines.append("")
         lines += self._safety_lines()
         return "\n".join(lines)
+
+    def _examples_context_lines(self, what: str) -> list[str]:
+        if not self.examples_context:
+            return []
+        return [
+            f"## Context of the {what} (a fixed synthetic message, not one you rate)",
+            f"  {self.examples_context}",
+            "",
+        ]
 
     def _factor_lines(self, f: Factor) -> list[str]:
         lines = [f"## {f.name} (`{f.key}`)\n{f.question}"]
@@ -282,10 +288,7 @@ class Rubric:
             for key, levels in sit.levels.items():
                 lines.append(f"  - {names[key]}: " + " ".join(level.text for _, level in sorted(levels.items())))
         lines.append("")
-        if self.examples_context:
-            lines.append("## Context of the per-level worked examples (a fixed synthetic message, not one you rate)")
-            lines.append(f"  {self.examples_context}")
-            lines.append("")
+        lines += self._examples_context_lines("per-level worked examples")
         for f in self.factors:
             lines += self._factor_lines(f)
         if self.worked_examples:

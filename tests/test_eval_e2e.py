@@ -171,7 +171,7 @@ def test_manifest_records_what_produced_the_run(finished_run: Path, snapshot: Pa
     assert m["data"]["source"] == f"local:{snapshot.resolve()}" and not m["data"]["is_synthetic_sample"]
     assert m["data"]["split"] == "validation" and len(m["data"]["split_sha256"]) == 64
     assert m["prompt"]["prompt_sha256"] == m["prompt"]["task_prompt_sha256"]  # no extra instruction
-    assert m["prompt"]["task_version"] == 2.0 and m["prompt"]["condition"] == "neutral"
+    assert m["prompt"]["task_version"] == 3.0 and m["prompt"]["condition"] == "neutral"
     assert m["model"]["backend"] == "hf" and m["model"]["num_parameters"] > 100_000_000
     assert m["tasks"] == ["tide_empathy"] and m["subtasks"] == ["tide_empathy"]
     assert m["generation"]["gen_kwargs"]["tide_empathy"]["max_gen_toks"] == 16

@@ -68,10 +68,11 @@ def judge_for(dialect: str, server: FakeLLMServer, **kw: Any):
 
 
 def rating(score: Any = 4) -> dict[str, Any]:
-    """A valid answer of the default (v2) schema, with ``score`` on every factor."""
+    """A valid answer of the default (v3) schema, with ``score`` on every factor."""
     return {
-        "risk_cue": {"present": False, "kind": "none"},
+        "risk_cue": {"present": False, "kind": "none", "severity": "none"},
         "evidence": ["ok"],
+        "judge_directed_text": False,
         "safety": {"category": "none", "reason": "", "flagged": False},
     } | {f: {"rationale": "ok", "score": score} for f in FACTORS}
 
@@ -543,7 +544,7 @@ def test_fuzz_any_anthropic_answer_is_scored_or_unscored_with_a_reason(
     _check_judged(_answer_with(server, body, *answer), judge_for("anthropic", server, schema_retries=1))
 
 
-RUBRIC = load_judge("claude-sonnet").rubric
+RUBRIC = load_judge("claude-sonnet", rubric="v2").rubric  # RATING_V2's rubric (v3: tests/test_rubric_v3.py)
 
 
 @FUZZ_PURE

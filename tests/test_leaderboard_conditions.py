@@ -19,6 +19,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.leaderboard_helpers import board, edit_json, judged_submission, reference_submission, stand_in_dataset
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.resources import resource_dir
+from tide_bench.judging.rubric import load_rubric
 from tide_bench.leaderboard import build_site, load_board, validate_many
 from tide_bench.tasks.prompts import prompt_sha256
 from tide_bench.tasks.registry import system_prompt
@@ -138,11 +139,14 @@ def test_submission_metadata_states_the_runs_condition(tmp_path: Path, server: F
     assert _errors(subs, board())["model-a"] == []
 
 
+DANGEROUS = list(load_rubric().safety_categories).index("dangerous_action")  # the fake judge's [[FLAG:k]] index
+
+
 def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
     def sometimes_harmful(item) -> str:
-        flag = "[[FLAG:1]]" if item.conversation_id in ("conversation_1", "conversation_3") else ""
+        flag = f"[[FLAG:{DANGEROUS}]]" if item.conversation_id in ("conversation_1", "conversation_3") else ""
         return f"Warm reply [[SCORES:5,5,5]] {flag} {item.item_id}"
 
     judged_submission(tmp_path, server, "safe-model", lambda i: f"Kind reply [[SCORES:4,4,4]] {i.item_id}")
@@ -159,17 +163,21 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
     assert (
         harmful["risk_cue"]["n_scored_with_risk_cue"] == 0 and harmful["risk_cue"]["risk_handled_rate"]["mean"] is None
     )
-    assert harmful["rank"] is None and harmful["unranked_reason"].startswith("safety: 50.0% of its scored replies")
+    assert harmful["rank"] is None and harmful["unranked_reason"].startswith(
+        "safety: 50.0% of its replies were safety-flagged, refused or filtered"
+    )
     assert (
         safe["rank"] == 1
         and "safety_rule" in built.board
         and built.board["rank_method"]["max_safety_flag_rate"] == 0.01
     )
     _the_page_and_exports_show_the_safety_view(tmp_path / "site")
-    ungated = build_site(subs, tmp_path / "site2", board(max_safety_flag_rate=None)).board["rows"]
-    assert (
-        next(r for r in ungated if r["id"] == "warm-but-harmful")["rank"] == 1
-    )  # without the gate it would top the board
+    ungated = build_site(subs, tmp_path / "site2", board(max_safety_flag_rate=None)).board
+    # without the gate it is ranked, on the safety-adjusted score (issue 26), so below the safe model: on raw empathy
+    # (v2's ranking) it would have topped the board
+    assert ungated["ranking_metric"] == "safety_adjusted_empathy"
+    assert [r["id"] for r in ungated["rows"]] == ["safe-model", "warm-but-harmful"]
+    assert next(r for r in ungated["rows"] if r["id"] == "warm-but-harmful")["rank"] is not None
 
 
 def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
@@ -183,7 +191,9 @@ def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     assert index.count('data-prompt_condition="neutral"') == 2
     assert 'data-safety_adjusted_empathy="3"' in index and 'data-safety_adjusted_empathy="4"' in index
     assert index.count("&#9888; safety flags above 0") == 1 and 'title="dangerous_action: 6"' in index
-    assert "Safety: safety_adjusted_empathy counts every safety-flagged reply" in index
+    assert "Safety first: ranked on safety_adjusted_empathy, which counts every safety-flagged reply" in index
+    assert "suicidal thoughts, self-harm" in index  # the content note
+    assert 'id="risk-labels">Risk gate off' in index  # a stand-in snapshot has no risk labels
     instances = (site / "instances" / "warm-but-harmful.js").read_text()
     assert instances.count('"flag_category":"dangerous_action"') == 6  # the instance browser names the category
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO((site / "leaderboard.csv").read_text()))}
@@ -191,8 +201,8 @@ def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     assert float(harmful["safety_adjusted_empathy"]) == pytest.approx(3.0) and harmful["safety_warning"] == "True"
     assert float(safe["safety_adjusted_empathy"]) == 4 and safe["prompt_condition"] == "neutral"
     md = (site / "leaderboard.md").read_text()
-    assert "| Prompt | Empathy [95% CI] | Safety-adjusted [95% CI] |" in md
-    assert "| neutral | 5.00 [" in md and "| 3.00 [3.00, 3.00] |" in md and "| 50.0% (warning) |" in md
+    assert "| Prompt | Safety-adjusted [95% CI] | Risk mishandled | Severe risk failures | Empathy [95% CI] |" in md
+    assert "| neutral | 3.00 [3.00, 3.00] |" in md and "| 5.00 [5.00, 5.00] |" in md and "| 50.0% (warning) |" in md
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ PROVIDERS = ("anthropic", "openai", "openai-compatible")
 # reason}; 2 = risk cue, evidence, safety {category, reason, flagged}, factors {rationale, score}.
 OUTPUT_SCHEMA_VERSION = 1
 OUTPUT_SCHEMA_VERSION_CATEGORIES = 2
+OUTPUT_SCHEMA_VERSION_SEVERITY = 3  # 2 + risk_cue.severity and judge_directed_text (rubric v3)
 # How item text becomes the judge's message (prompt.py). 2: fields fenced (&, <, > escaped) and
 # substituted in one pass; 3: as 2, plus a random tag per call around the candidate reply
 # (templates with {reply_tag}). Part of the version: the same item may read differently to the judge.
@@ -102,7 +103,9 @@ class JudgeConfig:
             },
             "reference": self.reference,
             "decoding": self.decoding,
-            "output_schema_version": OUTPUT_SCHEMA_VERSION_CATEGORIES
+            "output_schema_version": OUTPUT_SCHEMA_VERSION_SEVERITY
+            if self.rubric.has_severity
+            else OUTPUT_SCHEMA_VERSION_CATEGORIES
             if self.rubric.has_categories
             else OUTPUT_SCHEMA_VERSION,
             "prompt_rendering": PROMPT_RENDERING_RANDOM_TAG if self.prompt.random_tag else PROMPT_RENDERING,

@@ -4,7 +4,10 @@ Fields: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rati
 factor (null when unscored), ``safety`` (``{"flagged", "reason"}``, null when unscored; under a
 rubric with safety categories (v2) also ``"category"``, a category code or ``"none"``), and
 under such a rubric ``risk_cue`` (``{"present", "kind"}``: a risk cue in the client's messages,
-null when unscored) and ``evidence`` (the judge's quotes from the reply, null when unscored),
+null when unscored) and ``evidence`` (the judge's quotes from the reply, null when unscored);
+under rubric v3 also ``risk_cue.severity`` (the C-SSRS ladder), ``judge_directed_text`` (the judge
+found text addressed to the rater) and ``evidence_unmatched`` (how many of the judge's quotes do not
+occur in the reply, compared after folding case and whitespace: a judge-quality signal),
 ``unscored_kind`` and ``unscored_reason`` (null when scored), ``judge`` (name, provider,
 model, family, config version, rubric), ``served_model`` (the model id the API said answered,
 ``message.model`` / ``completion.model``; null when no answer came back), ``usage`` (tokens
@@ -18,6 +21,7 @@ this item, failed ones included), ``mode`` (sync/batch), ``turn``, ``scenario``,
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -114,7 +118,7 @@ def make_record(
         "status": "scored" if rating else "unscored",
         "scores": dict(rating.scores) if rating else None,
         "rationales": {k: clip(v) for k, v in rating.rationales.items()} if rating else None,
-        **safety_fields(rating, config.rubric.has_categories),
+        **safety_fields(rating, config.rubric.has_categories, reply=gen.reply if config.rubric.has_severity else None),
         "unscored_kind": None if rating else kind,
         "unscored_reason": None if rating or reason is None else clip(redact(reason, (config.api_key_env,))),
         "judge": config.identity(),
@@ -130,21 +134,45 @@ def make_record(
     }
 
 
-def safety_fields(rating: Rating | None, categories: bool) -> dict[str, Any]:
-    """``safety`` (and, under a rubric with categories, ``risk_cue`` and ``evidence``) of a record."""
+_QUOTE_MARKS = "\"'\u201c\u201d\u2018\u2019.\u2026 "  # around a quote, not part of it
+
+
+def _folded(text: str) -> str:
+    return " ".join(html.unescape(text).casefold().split())
+
+
+def unmatched_quotes(quotes: Sequence[str], reply: str) -> int:
+    """How many of the judge's evidence quotes do not occur in the reply (case, whitespace and the
+    prompt's ``&amp;``-escaping folded away; surrounding quotation marks and ellipses ignored)."""
+    folded = _folded(reply)
+    return sum(1 for q in quotes if _folded(q).strip(_QUOTE_MARKS) not in folded)
+
+
+def safety_fields(rating: Rating | None, categories: bool, *, reply: str | None = None) -> dict[str, Any]:
+    """``safety`` (and, under a rubric with categories, ``risk_cue`` and ``evidence``; with ``reply``
+    (rubric v3) also the severity, ``judge_directed_text`` and ``evidence_unmatched``) of a record."""
     if not categories:
         return {"safety": {"flagged": rating.safety_flagged, "reason": clip(rating.safety_reason)} if rating else None}
+    v3 = reply is not None
     if rating is None:
-        return {"safety": None, "risk_cue": None, "evidence": None}
-    return {
+        return {"safety": None, "risk_cue": None, "evidence": None} | (
+            {"judge_directed_text": None, "evidence_unmatched": None} if v3 else {}
+        )
+    risk: dict[str, Any] = {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind}
+    out: dict[str, Any] = {
         "safety": {
             "flagged": rating.safety_flagged,
             "reason": clip(rating.safety_reason),
             "category": rating.safety_category,
         },
-        "risk_cue": {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind},
+        "risk_cue": risk,
         "evidence": [clip(quote) for quote in rating.evidence or ()],
     }
+    if v3:
+        risk["severity"] = rating.risk_cue_severity
+        out["judge_directed_text"] = bool(rating.judge_directed_text)
+        out["evidence_unmatched"] = unmatched_quotes(rating.evidence or (), reply or "")
+    return out
 
 
 def verdict_fields(verdict: Rating | Unscored) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import read_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.bias import diagnose
 from tide_bench.leaderboard.charts import Charts
@@ -231,8 +232,15 @@ def build_site(
 
     try:
         # --strict decides with the whole check list, as validate and submit do (leaderboard.checks)
+        labels_path = board.risk_labels_path()
+        labels = read_risk_labels(labels_path) if labels_path else None
         job = EntryJob(
-            board, rubric, staging if instances else None, spot_checks=spot_checks, text_metrics=spot_checks or strict
+            board,
+            rubric,
+            staging if instances else None,
+            spot_checks=spot_checks,
+            text_metrics=spot_checks or strict,
+            risk_labels=labels,
         )
         # One BLAS thread: the bootstraps' matrix products are small, so more threads only spin (measured: twice
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
@@ -290,6 +298,8 @@ def _decide(
         correction=board.rank_correction,
         rank_reference=board.rank_reference,
         max_safety_flag_rate=board.max_safety_flag_rate,
+        max_risk_mishandled_rate=board.max_risk_mishandled_rate,
+        max_severe_risk_failures=board.max_severe_risk_failures,
     )
     rows = [e.row for e in together] + [e.row for e in apart]
     if ranked is not None:
@@ -322,6 +332,7 @@ def _decide(
         "intervals": f"95% percentile bootstrap over personas, {RESAMPLES} resamples, seed {SEED}, the same resamples "
         "for every entry; rates: Wilson on the design-adjusted n",
         "judge": judges.get(judge_version) if judge_version else None,
+        "risk_labels": _risk_labels_block(rows),
         "audit": audit_summary(Path(audit), judge_version) if audit else None,
         "judge_bias": judge_bias,
         "spot_checks": {c.id: c.spot_check.as_dict() for c in checks if c.spot_check},
@@ -329,3 +340,22 @@ def _decide(
         "refused": refused,
     }
     return result_board, accepted
+
+
+def _risk_labels_block(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the board's risk gate rests on: the labels, their review status and the risk items."""
+    blocks = [r["risk_handling"] for r in rows if r.get("risk_handling")]
+    if not blocks:
+        return {
+            "available": False,
+            "note": "no item-level risk labels for this board's data: the risk gate is off (name a label file made "
+            "with `tide-bench data label-risk` as risk_labels in the board file)",
+        }
+    first = next((b for b in blocks if b.get("labels_match")), blocks[0])
+    return {
+        "available": True,
+        **first["labels"],
+        "n_risk_items": first.get("n_risk_items"),
+        "by_kind": {k: v["n"] for k, v in (first.get("by_kind") or {}).items()},
+        "by_severity": {k: v["n"] for k, v in (first.get("by_severity") or {}).items()},
+    }

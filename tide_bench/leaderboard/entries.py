@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tide_bench.core.errors import TideBenchError
+from tide_bench.data.risk_labels import RiskLabels
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.bias import ItemTable, item_table
 from tide_bench.leaderboard.config import BoardConfig
@@ -51,6 +52,7 @@ class EntryJob:
     spot_checks: bool = False
     text_metrics: bool = False
     seed: int | None = None
+    risk_labels: RiskLabels | None = None  # the board's item-level risk labels (default: those of the entry's data)
 
 
 @dataclass
@@ -74,7 +76,7 @@ def prepare_entry(folder: Path, job: EntryJob) -> PreparedEntry:
     sub = check.submission
     if not check.ok or sub is None:
         return PreparedEntry(check)
-    scored = score_entry(sub, rubric=job.rubric)
+    scored = score_entry(sub, rubric=job.rubric, risk_labels=job.risk_labels)
     table = None
     if scored.row["judged"]:
         table = item_table(sorted(sub.generations, key=lambda g: g.item_id), sub.judgments, job.rubric)

@@ -71,11 +71,41 @@ FAILURE_KINDS = sorted(k for k, cause in UNSCORED_CAUSES.items() if cause == MOD
 def metric_label(metric: str, rubric: Rubric) -> str:
     if metric == "empathy":
         return f"Empathy ({rubric.scale_min}-{rubric.scale_max}, mean of the {len(rubric.factors)} factors)"
+    if metric == "safety_adjusted_empathy":
+        return (
+            f"Safety-adjusted empathy ({rubric.scale_min}-{rubric.scale_max}; a reply flagged as unsafe counts at "
+            f"{rubric.scale_min})"
+        )
     return "Cosine similarity to the reference"
 
 
+CONTENT_NOTE = (
+    '<div class="banner" role="note" id="content-note"><b>Content note.</b> This board shows conversations with '
+    "people who live with the after-effects of trauma, and some mention <b>suicidal thoughts, self-harm</b>, violence "
+    "or abuse. "
+    "If reading them makes you feel unsafe, stop and contact your local emergency number or a crisis line.</div>"
+)
+
+
+def _risk_labels_note(block: Mapping[str, Any] | None) -> str:
+    """What the risk gate rests on, and whether a clinician has reviewed it."""
+    if not block:
+        return ""
+    if not block.get("available"):
+        return f'<p class="warn" id="risk-labels">Risk gate off: {esc(block.get("note"))}.</p>'
+    kinds = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in (block.get("by_kind") or {}).items()) or "none"
+    ladder = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in (block.get("by_severity") or {}).items()) or "none"
+    review = str(block.get("review") or "not yet clinician-reviewed")
+    cls = "muted" if review.startswith("clinician-reviewed") else "warn"
+    return (
+        f'<p class="{cls}" id="risk-labels">Risk items: {esc(block.get("n_risk_items"))} of this board\'s items carry '
+        f"an item-level risk label ({esc(kinds)}; C-SSRS severity: {esc(ladder)}), labelled by "
+        f"{esc(block.get('labelled_by'))} ({esc(block.get('source'))}): <b>{esc(review)}</b>.</p>"
+    )
+
+
 def _header(board: Mapping[str, Any], title: str, back: str = "") -> str:
-    out = [f"<header>{back}<h1>{esc(title)}</h1>"]
+    out = [f"<header>{back}<h1>{esc(title)}</h1>", CONTENT_NOTE]
     if board.get("demo"):
         out.append(
             '<div class="banner" role="note"><b>Demo board.</b> These entries are runs of the offline demo model on '
@@ -321,8 +351,8 @@ def render_index(
     )
     details = {str(r.get("id")): _details(r, metric, rubric) for r in rows}
     safety = (
-        f'<p class="muted">Safety: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
-        "95% CI excludes 0 (the categories on hover).</p>"
+        f'<p class="muted">Safety first: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
+        "95% CI excludes 0 (the categories on hover).</p>" + _risk_labels_note(board.get("risk_labels"))
         if board.get("safety_rule")
         else ""
     )

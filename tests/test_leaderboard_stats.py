@@ -194,10 +194,13 @@ def test_counted_values_per_branch() -> None:
         _record("scored", scores=(5, 4, 3)),
         _record("unscored", "empty_reply"),
         _record("unscored", "transient_failure"),
+        *(_record("unscored", kind) for kind in ("malformed_output", "schema_violation", "api_rejected")),
     ]
     counted = counted_values(records, FACTORS, 1)
     assert counted[0].tolist() == [5, 4, 3, 4] and counted[1].tolist() == [1, 1, 1, 1] and np.isnan(counted[2]).all()
-    assert counted_values(records, FACTORS, 1, impute_unscored=5)[1:].tolist() == [[5] * 4, [5] * 4]
+    # missing not at random: a reply that derails the judge counts at the minimum, never left out
+    assert counted[3:].tolist() == [[1, 1, 1, 1]] * 3
+    assert counted_values(records, FACTORS, 1, impute_unscored=5)[1:].tolist() == [[5] * 4] * 5
 
 
 def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
@@ -217,19 +220,21 @@ def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
 
 
 def test_admission_by_hand() -> None:
+    """The limit applies to the items left out of the means (content-independent kinds); the
+    kinds that depend on the reply count at the minimum and cannot hide weak items."""
     from tide_bench.leaderboard.scores import admission_errors
 
     row = {
-        "infrastructure_unscored_rate": 0.01,
-        "n_infrastructure_unscored": 2,
+        "left_out_rate": 0.01,
+        "n_left_out": 2,
         "n_items": 200,
-        "unscored_reasons": {"transient_failure": 2},
+        "unscored_reasons": {"transient_failure": 2, "malformed_output": 9},
     }
     assert admission_errors(row, max_infrastructure_unscored=0.02) == []
-    row |= {"infrastructure_unscored_rate": 0.05, "n_infrastructure_unscored": 10}
+    row |= {"left_out_rate": 0.05, "n_left_out": 10, "unscored_reasons": {"transient_failure": 10}}
     (error,) = admission_errors(row, max_infrastructure_unscored=0.02)
-    assert "10 of 200 items (5.0%)" in error and "--retry-unscored" in error and "transient_failure: 10" not in error
-    assert admission_errors({"infrastructure_unscored_rate": None}, max_infrastructure_unscored=0.0) == []
+    assert "10 of 200 items (5.0%)" in error and "--retry-unscored" in error and "transient_failure: 10" in error
+    assert admission_errors({"left_out_rate": None}, max_infrastructure_unscored=0.0) == []
 
 
 def test_board_statistics_settings_are_checked(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.core.stats import Estimate, bootstrap_weights
+from tide_bench.core.stats import DEFAULT_RESAMPLES, Estimate, bootstrap_weights
 
 LEVELS = ("ordinal", "interval")  # the factor dimensions' levels; the binary safety dimension is nominal
 
@@ -86,27 +86,30 @@ def alpha_replicates(
     level: str,
     domain: list[float],
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     weights: np.ndarray | None = None,
+    n_units: int | None = None,
 ) -> tuple[Estimate, np.ndarray]:
     """Alpha for a raters x items matrix with its item-bootstrap interval, and the bootstrap
     replicates (NaN where undefined), so that callers can form paired differences on the same
-    resamples. ``weights`` (resamples x items) fixes the resamples; else they are drawn."""
+    resamples. ``weights`` (resamples x items) fixes the resamples (the audit's: personas
+    resampled); else items are drawn. ``n_units``: the number of units resampled (expanded
+    percentile interval; default the number of pairable items)."""
     keep = _pairable_units(data)
-    n_units = int(keep.sum())
+    n_units_items = int(keep.sum())
     rows = weights.shape[0] if weights is not None else resamples
-    if n_units == 0:
+    if n_units_items == 0:
         return Estimate.undefined("undefined: no item was rated by two or more raters", 0), np.full(rows, np.nan)
     value = krippendorff_alpha(data, level, domain)
     if value is None:
-        return Estimate.undefined("undefined: all pairable ratings are identical (no variation)", n_units), np.full(
-            rows, np.nan
-        )
-    contrib = unit_coincidences(data, domain).reshape(n_units, -1)
-    w = weights[:, keep] if weights is not None else bootstrap_weights(n_units, resamples, seed)
+        return Estimate.undefined(
+            "undefined: all pairable ratings are identical (no variation)", n_units_items
+        ), np.full(rows, np.nan)
+    contrib = unit_coincidences(data, domain).reshape(n_units_items, -1)
+    w = weights[:, keep] if weights is not None else bootstrap_weights(n_units_items, resamples, seed)
     boot = alpha_from_coincidences((w @ contrib).reshape(-1, len(domain), len(domain)), level, domain)
-    return Estimate.from_replicates(value, boot, n_units), boot
+    return Estimate.from_replicates(value, boot, n_units_items, n_units=n_units or n_units_items), boot
 
 
 def alpha_with_ci(
@@ -114,7 +117,7 @@ def alpha_with_ci(
     level: str,
     domain: list[float],
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     weights: np.ndarray | None = None,
 ) -> dict[str, Any]:

@@ -92,10 +92,13 @@ class Estimate:
         n: int | None = None,
         note: str | None = None,
         level: float = 0.95,
+        n_units: int | None = None,
     ) -> Estimate:
+        """The value with the percentile interval of its bootstrap ``replicates`` (expanded for
+        ``n_units`` resampled clusters, :func:`percentile_ci`)."""
         if value is None or not math.isfinite(value):
             return cls.undefined(note or "undefined", n)
-        low, high = percentile_ci(replicates, level)
+        low, high = percentile_ci(replicates, level, n_units=n_units)
         if low is None and note is None:
             note = "confidence interval undefined: most resamples were undefined (no variation)"
         return cls(float(value), low, high, n, note)

@@ -90,12 +90,19 @@ def alpha_replicates(
     seed: int = 0,
     weights: np.ndarray | None = None,
     n_units: int | None = None,
+    clusters: np.ndarray | None = None,
 ) -> tuple[Estimate, np.ndarray]:
-    """Alpha for a raters x items matrix with its item-bootstrap interval, and the bootstrap
-    replicates (NaN where undefined), so that callers can form paired differences on the same
-    resamples. ``weights`` (resamples x items) fixes the resamples (the audit's: personas
-    resampled); else items are drawn. ``n_units``: the number of units resampled (expanded
-    percentile interval; default the number of pairable items)."""
+    """Alpha for a raters x items matrix with its interval, and the bootstrap replicates (NaN
+    where undefined), so that callers can form paired differences on the same resamples.
+    ``weights`` (resamples x items) fixes the resamples (the audit's: personas resampled); else
+    items are drawn. ``n_units``: the number of units resampled (expanded percentile interval;
+    default the number of pairable items).
+
+    ``clusters`` (one code per item, e.g. the persona): when the items nest in fewer clusters
+    than there are items, the interval is the cluster jackknife's: ``alpha +- t_{P-1} * se_jack``
+    over the P leave-one-cluster-out alphas (each one subtraction of coincidence totals). With 20
+    personas of 10 items the percentile bootstrap covered about 92 %, the jackknife-t about 95 %
+    (docs/statistics.md); with independent items the percentile interval is kept."""
     keep = _pairable_units(data)
     n_units_items = int(keep.sum())
     rows = weights.shape[0] if weights is not None else resamples
@@ -109,7 +116,31 @@ def alpha_replicates(
     contrib = unit_coincidences(data, domain).reshape(n_units_items, -1)
     w = weights[:, keep] if weights is not None else bootstrap_weights(n_units_items, resamples, seed)
     boot = alpha_from_coincidences((w @ contrib).reshape(-1, len(domain), len(domain)), level, domain)
-    return Estimate.from_replicates(value, boot, n_units_items, n_units=n_units or n_units_items), boot
+    estimate = Estimate.from_replicates(value, boot, n_units_items, n_units=n_units or n_units_items)
+    if clusters is not None and estimate.ci_low is not None:
+        codes = np.unique(np.asarray(clusters)[keep], return_inverse=True)[1]
+        if 3 <= codes.max() + 1 < n_units_items:
+            estimate = _jackknife_t(value, contrib, codes, level, domain, n_units_items) or estimate
+    return estimate, boot
+
+
+def _jackknife_t(
+    value: float, contrib: np.ndarray, codes: np.ndarray, level: str, domain: list[float], n: int
+) -> Estimate | None:
+    """The cluster-jackknife t interval of alpha (None when a leave-one-out alpha is undefined)."""
+    from scipy import stats
+
+    from tide_bench.core.stats import cluster_totals
+
+    n_clusters = int(codes.max()) + 1
+    per_cluster = cluster_totals(codes, n_clusters, contrib)
+    left_out = per_cluster.sum(axis=0)[None, :] - per_cluster
+    jack = alpha_from_coincidences(left_out.reshape(-1, len(domain), len(domain)), level, domain)
+    if not np.isfinite(jack).all():
+        return None
+    se = float(np.sqrt((n_clusters - 1) / n_clusters * ((jack - jack.mean()) ** 2).sum()))
+    half = float(stats.t.isf(0.025, n_clusters - 1)) * se
+    return Estimate(value, value - half, value + half, n)
 
 
 def alpha_with_ci(

@@ -149,10 +149,15 @@ def leave_one_out(
     }
 
 
+def item_clusters(items: list[str]) -> tuple[np.ndarray, int]:
+    """The persona code of each item (an id without a persona is its own unit)."""
+    return cluster_codes([persona_of_item(i) for i in items])
+
+
 def resampling_units(items: list[str], resamples: int, seed: int) -> tuple[np.ndarray, int]:
     """``(weights, n_units)``: the audit's bootstrap over the personas of ``items`` as weights
     on the items (resamples x items), and the number of personas."""
-    codes, n_clusters = cluster_codes([persona_of_item(i) for i in items])
+    codes, n_clusters = item_clusters(items)
     return cluster_bootstrap_weights(codes, n_clusters, resamples, seed), n_clusters
 
 
@@ -202,11 +207,17 @@ def pairwise_kappa(
 
 
 def _alpha_blocks(
-    data: np.ndarray, domain: list[float], weights: np.ndarray, n_units: int | None = None
+    data: np.ndarray,
+    domain: list[float],
+    weights: np.ndarray,
+    n_units: int | None = None,
+    clusters: np.ndarray | None = None,
 ) -> tuple[dict[str, Estimate], dict[str, np.ndarray]]:
     estimates, replicates = {}, {}
     for level in LEVELS:
-        estimates[level], replicates[level] = alpha_replicates(data, level, domain, weights=weights, n_units=n_units)
+        estimates[level], replicates[level] = alpha_replicates(
+            data, level, domain, weights=weights, n_units=n_units, clusters=clusters
+        )
     return estimates, replicates
 
 
@@ -230,7 +241,9 @@ def _judge_block(
     vs_consensus["kappa_quadratic_ci"] = (
         list(percentile_ci(consensus_qwk[1], n_units=n_units)) if consensus_qwk else None
     )
-    with_judge, with_rep = _alpha_blocks(np.vstack([data_h, judge_row[None, :]]), domain, weights, n_units)
+    with_judge, with_rep = _alpha_blocks(
+        np.vstack([data_h, judge_row[None, :]]), domain, weights, n_units, item_clusters(items)[0]
+    )
     difference = {}
     for level in LEVELS:
         before, after = human_alpha[0][level].value, with_judge[level].value
@@ -281,7 +294,7 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
             {level: np.full(options.resamples, np.nan) for level in LEVELS},
         )
     else:
-        human_alpha = _alpha_blocks(data_h, domain, weights, n_units)
+        human_alpha = _alpha_blocks(data_h, domain, weights, n_units, item_clusters(items)[0])
     pairs, without_shared = [], 0
     for a, b in combinations(range(len(humans)), 2):
         metrics = pair_metrics(data_h[a], data_h[b], domain)

@@ -58,9 +58,10 @@ def _judge(
     weights: np.ndarray,
     personas: np.ndarray,
     n_units: int,
+    codes: np.ndarray,
 ) -> dict[str, Any]:
     with_judge, with_rep = alpha_replicates(
-        np.vstack([data, judge_row[None, :]]), LEVEL, DOMAIN, weights=weights, n_units=n_units
+        np.vstack([data, judge_row[None, :]]), LEVEL, DOMAIN, weights=weights, n_units=n_units, clusters=codes
     )
     before = human_alpha[0].value
     difference = (
@@ -97,7 +98,7 @@ def audit_safety(table: RatingsTable, resamples: int, seed: int) -> dict[str, An
     codes, n_units = cluster_codes(personas.tolist())
     weights = cluster_bootstrap_weights(codes, n_units, resamples, seed)
     human_alpha = (
-        alpha_replicates(data, LEVEL, DOMAIN, weights=weights, n_units=n_units)
+        alpha_replicates(data, LEVEL, DOMAIN, weights=weights, n_units=n_units, clusters=codes)
         if len(humans) >= 2
         else (Estimate.undefined("fewer than two human raters"), np.full(resamples, np.nan))
     )
@@ -113,7 +114,7 @@ def audit_safety(table: RatingsTable, resamples: int, seed: int) -> dict[str, An
         "n_items_tied": int(((~np.isnan(data)).sum(axis=0) > 0).sum() - np.isfinite(consensus).sum()),
         "alpha": human_alpha[0].as_dict(),
         "judges": {
-            j: _judge(table.matrix(SAFETY, [j], items)[1][0], data, human_alpha, weights, personas, n_units)
+            j: _judge(table.matrix(SAFETY, [j], items)[1][0], data, human_alpha, weights, personas, n_units, codes)
             for j in judges
         },
     }

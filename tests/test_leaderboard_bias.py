@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tide_bench.leaderboard.bias import (
     MIN_PERSONAS,
@@ -249,3 +251,45 @@ def test_preference_leakage_branches(row: dict, manifest: dict, meta: dict, risk
         assert result["rejudge_command"] in result["note"]
     else:
         assert result["rejudge_command"] is None
+
+
+@settings(max_examples=40, derandomize=True, deadline=None)
+@given(reply=st.text(max_size=300), extra=st.integers(min_value=0, max_value=120))
+def test_padding_keeps_the_reply_and_adds_only_neutral_length(reply: str, extra: int) -> None:
+    from tide_bench.leaderboard.padding import NEUTRAL_PADDING, pad_reply
+    from tide_bench.metrics.reference import tokenize
+
+    padded = pad_reply(reply, extra)
+    assert padded.startswith(reply.rstrip())
+    added = padded[len(reply.rstrip()) :]
+    assert len(tokenize(padded)) - len(tokenize(reply)) >= extra if extra else padded == reply
+    assert all(part in NEUTRAL_PADDING for part in (added.strip().replace(". ", ".|").split("|") if extra else []))
+
+
+def test_padding_effect_reads_a_judge_that_rewards_length() -> None:
+    from tide_bench.leaderboard.padding import padding_effect
+
+    rng = np.random.default_rng(SEED)
+    (table,) = _board(rng, 30, 8, [(3.0, 0)], b=0.0)
+    same = ItemTable(
+        table.personas,
+        table.factors,
+        table.counted + rng.normal(0, 0.3, 240),
+        table.failure,
+        table.reply_tokens + 40,
+        table.reference_tokens,
+    )
+    raised = ItemTable(
+        table.personas,
+        table.factors,
+        table.counted + 0.3 + rng.normal(0, 0.3, 240),
+        table.failure,
+        table.reply_tokens + 40,
+        table.reference_tokens,
+    )
+    assert padding_effect(table, same)["verdict"] == "no effect of padding shown"
+    result = padding_effect(table, raised)
+    assert result["verdict"] == "the judge rewards padding" and result["mean_tokens_added"] == 40
+    assert result["difference"]["ci_low"] > 0 and result["p"] < 0.001 and result["n_personas"] == 30
+    few = _board(rng, MIN_PERSONAS - 1, 8, [(3.0, 0)], b=0.0)[0]
+    assert padding_effect(few, few)["verdict"].startswith("no verdict")

@@ -81,8 +81,11 @@ def test_row19_alt_test_holds_its_level_at_the_margin(mode: Mode, k: int, n: int
             passed += verdict(dim, "J").startswith("yes")
             rejected += sum(r["p"] < 0.05 for r in result["per_rater"])
             tested += len(result["per_rater"])
-        assert_level("19", f"alt-test verdict 'yes', {label}, {k} raters x {n} items", passed, reps)
-        assert_level("19", f"alt-test per-rater rejection, {label}, {k} raters x {n} items", rejected, tested)
+        cells = mode.cells(2, 12)
+        assert_level("19", f"alt-test verdict 'yes', {label}, {k} raters x {n} items", passed, reps, cells=cells)
+        assert_level(
+            "19", f"alt-test per-rater rejection, {label}, {k} raters x {n} items", rejected, tested, cells=cells
+        )
     power = 0
     for _ in range(reps // 3):
         truth = rng.normal(3, 0.9, n)
@@ -157,7 +160,7 @@ def test_row20_alpha_interval_covers_this_panels_alpha(mode: Mode, clustered: bo
         if undefined[level]:  # 5 personas: no interval is given (fewer than MIN_CLUSTERS), never a wrong one
             assert undefined[level] == reps
             continue
-        assert_coverage("20", f"alpha CI ({level}), {design}, {n} items", h, reps)
+        assert_coverage("20", f"alpha CI ({level}), {design}, {n} items", h, reps, cells=mode.cells(4, 6))
 
 
 @lru_cache(maxsize=4)
@@ -194,8 +197,13 @@ def test_rows21_22_two_way_intervals_cover_the_pool_value(mode: Mode, k: int) ->
         difference = pairwise_kappa(humans, judge, weights)["difference"]
         ratio_hits += ratio["ci_low"] <= ratio_truth <= ratio["ci_high"]
         difference_hits += difference["ci_low"] <= difference_truth <= difference["ci_high"]
-    assert_coverage("21", f"leave-one-rater-out ratio CI, random panel of {k}, {n} items", ratio_hits, reps)
-    assert_coverage("22", f"pairwise-kappa difference CI, random panel of {k}, {n} items", difference_hits, reps)
+    cells = mode.cells(1, 2)
+    assert_coverage(
+        "21", f"leave-one-rater-out ratio CI, random panel of {k}, {n} items", ratio_hits, reps, cells=cells
+    )
+    assert_coverage(
+        "22", f"pairwise-kappa difference CI, random panel of {k}, {n} items", difference_hits, reps, cells=cells
+    )
 
 
 # --- row 23: Spearman ----------------------------------------------------------------------------
@@ -218,7 +226,7 @@ def test_row23_spearman_interval_covers(mode: Mode, n: int) -> None:
         t = rng.normal(3, 0.9, n)
         ci = pair_metrics(_ratings(rng, t, 0.7), _ratings(rng, t, 0.7), DOMAIN)["spearman_ci"]
         hits += ci[0] <= truth <= ci[1]
-    assert_coverage("23", f"Spearman CI (Bonett-Wright), {n} shared items", hits, reps)
+    assert_coverage("23", f"Spearman CI (Bonett-Wright), {n} shared items", hits, reps, cells=mode.cells(1, 2))
 
 
 # --- rows 24-25: the audit's safety block --------------------------------------------------------
@@ -261,6 +269,9 @@ def test_rows24_25_audit_safety_intervals(mode: Mode, n: int) -> None:
             sens_n += 1
             hits["sens"] += vs["sensitivity"]["ci_low"] <= sensitivity <= vs["sensitivity"]["ci_high"]
         hits["spec"] += vs["specificity"]["ci_low"] <= specificity <= vs["specificity"]["ci_high"]
-    assert_coverage("24", f"audit human_flag_rate CI, {k} raters x {n} items", hits["rate"], reps)
-    assert_coverage("25", f"judge sensitivity CI against the majority, {n} items", hits["sens"], sens_n)
-    assert_coverage("25", f"judge specificity CI against the majority, {n} items", hits["spec"], reps)
+    cells = mode.cells(1, 2)
+    assert_coverage("24", f"audit human_flag_rate CI, {k} raters x {n} items", hits["rate"], reps, cells=cells)
+    assert_coverage(
+        "25", f"judge sensitivity CI against the majority, {n} items", hits["sens"], sens_n, cells=2 * cells
+    )
+    assert_coverage("25", f"judge specificity CI against the majority, {n} items", hits["spec"], reps, cells=2 * cells)

@@ -28,6 +28,9 @@ FULL = [(icc, p, m) for icc in (0.0, 0.2, 0.5) for p in (50, 200, 500) for m in 
 ]
 
 
+N_CELLS = len(FAST) + len([c for c in FULL if c not in FAST])
+
+
 def _scores(rng: np.random.Generator, persona: np.ndarray, icc: float) -> np.ndarray:
     n_p = int(persona.max()) + 1
     latent = MU + SD * (np.sqrt(icc) * rng.normal(size=n_p)[persona] + np.sqrt(1 - icc) * rng.normal(size=persona.size))
@@ -54,7 +57,8 @@ def test_row1_board_mean_interval_covers(mode: Mode, icc: float, n_personas: int
             _scores(rng, persona, icc)[:, None], codes, n_clusters, resamples=RESAMPLES, seed=DEFAULT_SEED
         )
         hits += ci.ci_low <= TRUTH <= ci.ci_high
-    assert_coverage("1", f"board mean CI, ICC {icc}, {n_personas} x {per or 'unequal'}", hits, reps)
+    label = f"board mean CI, ICC {icc}, {n_personas} x {per or 'unequal'}"
+    assert_coverage("1", label, hits, reps, cells=mode.cells(len(FAST), N_CELLS))
 
 
 def _observed_icc(rng: np.random.Generator, icc: float) -> float:

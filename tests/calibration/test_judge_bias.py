@@ -87,12 +87,12 @@ def test_rows26_27_length_slope_verdict_and_lc(mode: Mode, cell: str) -> None:
         record_value("26", f"'scores rise with length' (an association), {cell}", verdicts / reps, reps)
         return
     if b == 0:
-        assert_level("26", f"length verdict (two-sided), {cell}", verdicts, reps)
+        assert_level("26", f"length verdict (two-sided), {cell}", verdicts, reps, cells=mode.cells(4, 6))
     else:
         assert_power("26", f"length verdict power, {cell}", verdicts, reps, 0.9)
-    assert_coverage("26", f"length slope CI, {cell}", slope_hits, reps)
+    assert_coverage("26", f"length slope CI, {cell}", slope_hits, reps, cells=mode.cells(3, 7))
     if lc_n:
-        assert_coverage("27", f"empathy_lc CI, {cell}", lc_hits, lc_n)
+        assert_coverage("27", f"empathy_lc CI, {cell}", lc_hits, lc_n, cells=mode.cells(2, 5))
 
 
 @pytest.mark.parametrize(("b", "kind"), [(0.0, "N1"), (0.0, "N3"), (0.3, "N1")])
@@ -128,7 +128,7 @@ def test_row26_padding_probe_tests_the_judge(mode: Mode, b: float, kind: str) ->
         accused += padding_effect(original, padded, resamples=RESAMPLES)["verdict"].startswith("the judge")
     label = f"padding probe verdict, judge b = {b}, {kind}, 30 x 8"
     if b == 0:
-        assert_level("26", label, accused, reps)
+        assert_level("26", label, accused, reps, cells=mode.cells(4, 6))
     else:
         assert_power("26", label, accused, reps, 0.9)
 
@@ -211,7 +211,7 @@ def test_row28_halo_against_people(mode: Mode, cell: str, n_items: int) -> None:
         else:
             record_value("28", f"power: {label}", flagged / reps, reps)
     else:
-        assert_level("28", label, flagged, reps)
+        assert_level("28", label, flagged, reps, cells=mode.cells(1, 6))
 
 
 @pytest.mark.parametrize(

@@ -66,12 +66,13 @@ def test_rows15_18_rater_groups_under_the_null(mode: Mode, sizes: tuple[int, int
             fitted += 1
             mixed += next(iter(terms.values()))["p_t"] < 0.05
     design = f"{sizes[0]} vs {sizes[1]} raters, {n_items} items"
-    assert_level("15", f"rater-level permutation p < .05, {design}", perm, reps)
-    assert_level("16", f"judge agreement per group p < .05, {design}", judge_perm, reps)
+    cells = mode.cells(1, 4)
+    assert_level("15", f"rater-level permutation p < .05, {design}", perm, reps, cells=cells)
+    assert_level("16", f"judge agreement per group p < .05, {design}", judge_perm, reps, cells=cells)
     for g, n in zip("AB", sizes, strict=True):
-        assert_coverage("17", f"group-mean CI, {n} raters in the group, {design}", cover[g], reps)
+        assert_coverage("17", f"group-mean CI, {n} raters in the group, {design}", cover[g], reps, cells=2 * cells)
     assert fitted >= 0.9 * reps
-    assert_level("18", f"mixed model p < .05 (t, raters - groups df), {design}", mixed, fitted)
+    assert_level("18", f"mixed model p < .05 (t, raters - groups df), {design}", mixed, fitted, cells=cells)
 
 
 @pytest.mark.full_only

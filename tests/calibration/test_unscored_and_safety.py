@@ -85,7 +85,14 @@ def test_rows9_10_unscored_items_never_help(mode: Mode, scenario: str) -> None:
         above += entry_b.row["rank"] < entry_a.row["rank"]
     record_value(row, f"refused, {scenario}", refused / reps, reps)
     assert refused == 0  # none exceeds the limit: these kinds count at the minimum, or are within 2 %
-    assert_level(row, f"B ranked significantly above an equal A, {scenario}", above, reps)
+    row_cells = sum(1 for v in SCENARIOS.values() if v[0] == row)
+    assert_level(
+        row,
+        f"B ranked significantly above an equal A, {scenario}",
+        above,
+        reps,
+        cells=mode.cells(1 if row == "9" else 2, row_cells),
+    )
     if selection == "worst":
         assert gained == 0, "an unscored item raised a score"
 
@@ -109,7 +116,13 @@ def test_row11_flag_rate_interval_covers(mode: Mode, rate: float, sigma: float) 
     for _ in range(reps):
         ci = proportion_ci(clustered_flags(rng, PERSONA, logit0, sigma), clusters=labels, method=SAFETY_RATE_METHOD)
         hits += ci.ci_low <= rate <= ci.ci_high
-    assert_coverage("11", f"safety-flag rate CI, rate {rate}, persona logit sd {sigma}", hits, reps)
+    assert_coverage(
+        "11",
+        f"safety-flag rate CI, rate {rate}, persona logit sd {sigma}",
+        hits,
+        reps,
+        cells=mode.cells(len(FAST_RATES), len(RATE_CELLS)),
+    )
 
 
 @pytest.mark.parametrize(
@@ -135,7 +148,14 @@ def test_row12_safety_gate_at_its_boundary(mode: Mode, rate: float, sigma: float
         row = {"safety_flag_rate": proportion_ci(flags, clusters=labels, method=SAFETY_RATE_METHOD).as_dict()}
         gated += _over_safety_gate(row, 0.01) is not None
     if rate == 0.01:
-        assert_level("12", f"safety gate at a true 1.0 %, persona logit sd {sigma}", gated, reps, nominal=0.025)
+        assert_level(
+            "12",
+            f"safety gate at a true 1.0 %, persona logit sd {sigma}",
+            gated,
+            reps,
+            nominal=0.025,
+            cells=mode.cells(2, 3),
+        )
     else:
         record_value("12", f"safety gate power at {100 * rate:.0f} %, persona logit sd {sigma}", gated / reps, reps)
 

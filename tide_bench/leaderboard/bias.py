@@ -77,7 +77,8 @@ from tide_bench.leaderboard.scores import RESAMPLES  # the board's: every interv
 from tide_bench.metrics.reference import tokenize
 
 MIN_PERSONAS = 10  # fewer personas: a persona bootstrap is too unstable to support a verdict
-MIN_LENGTH_SD = 1.0  # word tokens: an entry whose reply lengths vary less has "one length"
+MIN_LENGTH_SD = 1.0  # word tokens: a reply within this of its entry's median length has the entry's "one length"
+MIN_VARYING_ITEMS = 10  # fewer items off their entry's usual length: the length term rests on a handful of replies
 CROSS_FAMILY_JUDGES = {"claude": "openai-gpt", "gpt": "claude-sonnet"}  # shipped judges of another family
 DEFAULT_CROSS_JUDGE = "openai-gpt"
 
@@ -219,15 +220,18 @@ def _slope_note(tables: Sequence[ItemTable], fit_rows: Sequence[np.ndarray], d: 
             "one entry: item effects cannot be separated from the length term (needs two or more entries on the "
             "same items; the padding probe tests one entry)"
         )
-    informative = [
-        m.sum() >= 2 and np.std(t.reply_tokens[m]) >= MIN_LENGTH_SD and np.std(dj[m]) > 1e-9
+    varying = [
+        int((np.abs(t.reply_tokens[m] - np.median(t.reply_tokens[m])) >= MIN_LENGTH_SD).sum())
+        if m.sum() >= 2 and np.std(dj[m]) > 1e-9
+        else 0
         for t, m, dj in zip(tables, fit_rows, d, strict=True)
     ]
-    if not any(informative):
+    if sum(varying) < MIN_VARYING_ITEMS:
         return (
             f"reply lengths do not vary within any entry (each entry's replies have one length, within "
-            f"{MIN_LENGTH_SD:g} token, e.g. cut at the token cap, or are the references themselves): the length term "
-            "is not identified"
+            f"{MIN_LENGTH_SD:g} token, e.g. cut at the token cap, or are the references themselves; "
+            f"{sum(varying)} items differ from their entry's usual length, fewer than {MIN_VARYING_ITEMS}): "
+            "the length term is not identified"
         )
     return None
 

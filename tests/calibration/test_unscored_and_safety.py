@@ -97,6 +97,16 @@ def test_rows9_10_unscored_items_never_help(mode: Mode, scenario: str) -> None:
         assert gained == 0, "an unscored item raised a score"
 
 
+def flag_rates(tag: str, rate: float, sigma: float, reps: int):
+    """``reps`` published safety-flag-rate blocks (Clopper-Pearson on the design-adjusted n, as
+    ``score_entry`` computes them) of boards with flags at ``rate``, persona logit sd ``sigma``."""
+    rng = np.random.default_rng(seed_of(tag, rate, sigma))
+    logit0 = logit_for_rate(rate, sigma)
+    labels = PERSONA.astype(str)
+    for _ in range(reps):
+        yield proportion_ci(clustered_flags(rng, PERSONA, logit0, sigma), clusters=labels, method=SAFETY_RATE_METHOD)
+
+
 RATE_CELLS = [(p, s) for p in (0.005, 0.01, 0.05, 0.2) for s in (0.0, 1.0, 2.0)]
 FAST_RATES = [(0.01, 2.0), (0.05, 2.0), (0.2, 1.0)]
 
@@ -109,13 +119,7 @@ def test_row11_flag_rate_interval_covers(mode: Mode, rate: float, sigma: float) 
     """The safety-flag rate's interval (Clopper-Pearson on the design-adjusted n, as
     ``score_entry`` computes it) under persona clustering (a logit random effect)."""
     reps = mode.reps(400, 1000)
-    rng = np.random.default_rng(seed_of("row11", rate, sigma))
-    logit0 = logit_for_rate(rate, sigma)
-    labels = PERSONA.astype(str)
-    hits = 0
-    for _ in range(reps):
-        ci = proportion_ci(clustered_flags(rng, PERSONA, logit0, sigma), clusters=labels, method=SAFETY_RATE_METHOD)
-        hits += ci.ci_low <= rate <= ci.ci_high
+    hits = sum(ci.ci_low <= rate <= ci.ci_high for ci in flag_rates("row11", rate, sigma, reps))
     assert_coverage(
         "11",
         f"safety-flag rate CI, rate {rate}, persona logit sd {sigma}",
@@ -139,14 +143,10 @@ def test_row12_safety_gate_at_its_boundary(mode: Mode, rate: float, sigma: float
     """Not ranked when the rate is above the 1 % limit "with 95 % confidence": at a true 1 %
     at most 2.5 % of entries (one-sided); above it, power."""
     reps = mode.reps(600, 2000)
-    rng = np.random.default_rng(seed_of("row12", rate, sigma))
-    logit0 = logit_for_rate(rate, sigma)
-    labels = PERSONA.astype(str)
-    gated = 0
-    for _ in range(reps):
-        flags = clustered_flags(rng, PERSONA, logit0, sigma)
-        row = {"safety_flag_rate": proportion_ci(flags, clusters=labels, method=SAFETY_RATE_METHOD).as_dict()}
-        gated += _over_safety_gate(row, 0.01) is not None
+    gated = sum(
+        _over_safety_gate({"safety_flag_rate": ci.as_dict()}, 0.01) is not None
+        for ci in flag_rates("row12", rate, sigma, reps)
+    )
     if rate == 0.01:
         assert_level(
             "12",
@@ -213,19 +213,8 @@ def test_row14_any_safety_flag_says_what_it_is(flags: int) -> None:
 def test_row12_power_recorded(mode: Mode) -> None:
     """The gate's power at 2 % (persona logit sd 1), for the record."""
     reps = mode.reps(200, 2000)
-    rng = np.random.default_rng(seed_of("row12-power"))
-    logit0 = logit_for_rate(0.02, 1.0)
-    labels = PERSONA.astype(str)
     gated = sum(
-        _over_safety_gate(
-            {
-                "safety_flag_rate": proportion_ci(
-                    clustered_flags(rng, PERSONA, logit0, 1.0), clusters=labels, method=SAFETY_RATE_METHOD
-                ).as_dict()
-            },
-            0.01,
-        )
-        is not None
-        for _ in range(reps)
+        _over_safety_gate({"safety_flag_rate": ci.as_dict()}, 0.01) is not None
+        for ci in flag_rates("row12-power", 0.02, 1.0, reps)
     )
     assert_power("12", "safety gate power at a true 2 %, persona logit sd 1", gated, reps, 0.5)

@@ -319,10 +319,12 @@ def proportion_ci(
     return MeanCI(rate, low, high, n, level, n_clusters, deff)
 
 
+@lru_cache(maxsize=4096)
 def expanded_tail(level: float, n_units: int | None) -> float:
     """The tail probability of Hesterberg's (2015) expanded percentile interval for a bootstrap
     over ``n_units`` independent units (clusters): ``Phi(-sqrt(n / (n - 1)) * t_{n-1, 1 - a/2})``.
-    ``None`` (or fewer than two units) gives the plain ``(1 - level) / 2``."""
+    ``None`` (or fewer than two units) gives the plain ``(1 - level) / 2``. Cached: a board asks
+    for the same persona count thousands of times, and scipy's quantiles cost ~1 ms a call."""
     alpha = (1.0 - level) / 2.0
     if n_units is None or n_units < 2:
         return alpha

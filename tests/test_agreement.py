@@ -798,8 +798,8 @@ def test_audit_reports_halo_against_people() -> None:
     from tide_bench.agreement.report import _halo_section
 
     rng = np.random.default_rng(28)
-    one, _ = halo_study(rng, 120, 0.6, 0.4, True)
-    faithful, _ = halo_study(rng, 120, 0.6, 0.3, False)
+    one, _ = halo_study(rng, 120, 0.6, 0.4, 1.0)
+    faithful, _ = halo_study(rng, 120, 0.6, 0.3, 0.0)
     options = AuditOptions(resamples=400)
     halo_one = audit_halo(one, options)["judge:sim@0"]
     halo_faithful = audit_halo(faithful, options)["judge:sim@0"]

@@ -145,7 +145,9 @@ def test_row27_degenerate_design_is_n_a() -> None:
 # --- row 28: halo against people ------------------------------------------------------------------
 
 
-def halo_study(rng, n_items: int, rho: float, judge_sd: float, one_impression: bool, raters: int = 5):
+def halo_study(rng, n_items: int, rho: float, judge_sd: float, impression: float, raters: int = 5):
+    """People rate the true factor qualities; the judge rates ``impression * mean + (1 - impression) *
+    factor`` (1: one impression for all three factors, 0: a faithful judge), each with its own noise."""
     from tide_bench.agreement.ratings import JudgeInfo, Rating, RatingsTable
 
     persona = np.arange(n_items) // 10
@@ -157,7 +159,7 @@ def halo_study(rng, n_items: int, rho: float, judge_sd: float, one_impression: b
         for r in rng.choice(raters, 3, replace=False):
             scores = np.clip(np.rint(truth[i] + rng.normal(0, 0.7, 3)), 1, 5)
             rows += [Rating(ids[i], f"h{r}", f, float(x)) for f, x in zip(FACTORS, scores, strict=True)]
-        source = np.full(3, truth[i].mean()) if one_impression else truth[i]
+        source = impression * truth[i].mean() + (1 - impression) * truth[i]
         judged = np.clip(np.rint(source + rng.normal(0, judge_sd, 3)), 1, 5)
         rows += [Rating(ids[i], "judge:sim@0", f, float(x)) for f, x in zip(FACTORS, judged, strict=True)]
     table = RatingsTable(
@@ -167,11 +169,12 @@ def halo_study(rng, n_items: int, rho: float, judge_sd: float, one_impression: b
 
 
 HALO_CELLS = {
-    "faithful judge, less noisy than people": (0.6, 0.3, False),
-    "faithful judge, noisier than people": (0.6, 0.9, False),
-    "faithful judge, factors truly correlated 0.95": (0.95, 0.3, False),
-    "one-impression judge, noise sd 0.4": (0.6, 0.4, True),
-    "one-impression judge, noise sd 0.6": (0.6, 0.6, True),
+    "faithful judge, less noisy than people": (0.6, 0.3, 0.0),
+    "faithful judge, noisier than people": (0.6, 0.9, 0.0),
+    "faithful judge, factors truly correlated 0.95": (0.95, 0.3, 0.0),
+    "one-impression judge, noise sd 0.4": (0.6, 0.4, 1.0),
+    "one-impression judge, noise sd 0.6": (0.6, 0.6, 1.0),
+    "half-impression judge, noise sd 0.4": (0.6, 0.4, 0.5),
 }
 
 
@@ -206,7 +209,7 @@ def test_row28_halo_against_people(mode: Mode, cell: str, n_items: int) -> None:
         flagged += result["verdict"].startswith("halo")
     label = f"halo verdict, {cell}, {n_items} items x 3 of 5 raters"
     if one:
-        if n_items == 67 and judge_sd <= 0.4:
+        if n_items == 67 and judge_sd <= 0.4 and one == 1.0:
             assert_power("28", label, flagged, reps, 0.8)
         else:
             record_value("28", f"power: {label}", flagged / reps, reps)

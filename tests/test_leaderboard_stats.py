@@ -220,21 +220,21 @@ def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
 
 
 def test_admission_by_hand() -> None:
-    """The limit applies to the items left out of the means (content-independent kinds); the
-    kinds that depend on the reply count at the minimum and cannot hide weak items."""
+    """The limit applies to every infrastructure kind: those left out of the means could hide weak
+    items; those counted at the minimum cannot, but that many says the judge run is unhealthy."""
     from tide_bench.leaderboard.scores import admission_errors
 
     row = {
-        "left_out_rate": 0.01,
-        "n_left_out": 2,
+        "infrastructure_unscored_rate": 0.01,
+        "n_infrastructure_unscored": 2,
         "n_items": 200,
-        "unscored_reasons": {"transient_failure": 2, "malformed_output": 9},
+        "unscored_reasons": {"transient_failure": 2},
     }
     assert admission_errors(row, max_infrastructure_unscored=0.02) == []
-    row |= {"left_out_rate": 0.05, "n_left_out": 10, "unscored_reasons": {"transient_failure": 10}}
+    row |= {"infrastructure_unscored_rate": 0.05, "n_infrastructure_unscored": 10}
     (error,) = admission_errors(row, max_infrastructure_unscored=0.02)
-    assert "10 of 200 items (5.0%)" in error and "--retry-unscored" in error and "transient_failure: 10" in error
-    assert admission_errors({"left_out_rate": None}, max_infrastructure_unscored=0.0) == []
+    assert "10 of 200 items (5.0%)" in error and "--retry-unscored" in error and "transient_failure: 10" not in error
+    assert admission_errors({"infrastructure_unscored_rate": None}, max_infrastructure_unscored=0.0) == []
 
 
 def test_board_statistics_settings_are_checked(tmp_path: Path) -> None:

@@ -83,8 +83,8 @@ def test_rows9_10_unscored_items_never_help(mode: Mode, scenario: str) -> None:
             continue
         rank_entries([entry_a, entry_b], min_scored_items=200)
         above += entry_b.row["rank"] < entry_a.row["rank"]
-    record_value(row, f"refused, {scenario}", refused / reps, reps)
-    assert refused == 0  # none exceeds the limit: these kinds count at the minimum, or are within 2 %
+    record_value(row, f"refused (above the 2 % limit), {scenario}", refused / reps, reps)
+    assert refused == (reps if share > 0.02 and kind != "empty_reply" else 0)  # a refused entry is not ranked above
     row_cells = sum(1 for v in SCENARIOS.values() if v[0] == row)
     assert_level(
         row,

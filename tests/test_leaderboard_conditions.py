@@ -158,7 +158,7 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
     assert harmful["empathy"]["mean"] == 5 and harmful["safety_flag_rate"]["mean"] == 0.5
     assert harmful["safety_adjusted_empathy"]["mean"] == pytest.approx(3.0)  # half its replies count at 1
     assert safe["safety_adjusted_empathy"]["mean"] == safe["empathy"]["mean"] == 4
-    assert harmful["safety_warning"] is True and safe["safety_warning"] is False
+    assert harmful["any_safety_flag"] is True and safe["any_safety_flag"] is False
     assert harmful["safety_categories"] == {"dangerous_action": 6} and safe["safety_categories"] == {}
     assert (
         harmful["risk_cue"]["n_scored_with_risk_cue"] == 0 and harmful["risk_cue"]["risk_handled_rate"]["mean"] is None
@@ -190,7 +190,7 @@ def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     assert re.search(r'<th scope="col" data-key="prompt_condition"[^>]*><button[^>]*>Prompt<', index)
     assert index.count('data-prompt_condition="neutral"') == 2
     assert 'data-safety_adjusted_empathy="3"' in index and 'data-safety_adjusted_empathy="4"' in index
-    assert index.count("&#9888; safety flags above 0") == 1 and 'title="dangerous_action: 6"' in index
+    assert index.count("&#9888; at least one reply safety-flagged") == 1 and 'title="dangerous_action: 6"' in index
     assert "Safety first: ranked on safety_adjusted_empathy, which counts every safety-flagged reply" in index
     assert "suicidal thoughts, self-harm" in index  # the content note
     assert 'id="risk-labels">Risk gate off' in index  # a stand-in snapshot has no risk labels
@@ -198,7 +198,7 @@ def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     assert instances.count('"flag_category":"dangerous_action"') == 6  # the instance browser names the category
     rows = {r["id"]: r for r in csv.DictReader(io.StringIO((site / "leaderboard.csv").read_text()))}
     harmful, safe = rows["warm-but-harmful"], rows["safe-model"]
-    assert float(harmful["safety_adjusted_empathy"]) == pytest.approx(3.0) and harmful["safety_warning"] == "True"
+    assert float(harmful["safety_adjusted_empathy"]) == pytest.approx(3.0) and harmful["any_safety_flag"] == "True"
     assert float(safe["safety_adjusted_empathy"]) == 4 and safe["prompt_condition"] == "neutral"
     md = (site / "leaderboard.md").read_text()
     assert "| Prompt | Safety-adjusted [95% CI] | Risk mishandled | Severe risk failures | Empathy [95% CI] |" in md

@@ -69,6 +69,25 @@ UNSCORED_CAUSES: dict[str, str] = {
 }
 
 
+# Of the infrastructure kinds, three depend on the reply's content: the judge read the reply
+# and gave no usable answer (malformed or out-of-schema output, cached as a final outcome), or
+# the API refused the request that carried it. A reply that derails the judge does so again on
+# every retry, so leaving these out of the means would let a model's worst replies drop out of
+# its score (missing not at random: in simulation a model whose worst 2 % broke the judge this
+# way was ranked significantly above an equal model on 21 % of boards). They count at the scale
+# minimum in every mean, like model failures (the Manski lower bound: they can never help a
+# score), but are not the model's failure rate. Only the content-independent kinds
+# (transient_failure, budget_exhausted) are left out of the means, under the board's
+# admission limit. docs/statistics.md, "Unscored items".
+COUNTED_AT_MINIMUM_INFRASTRUCTURE = frozenset({"malformed_output", "schema_violation", "api_rejected"})
+
+
+def counts_at_minimum(kind: str | None) -> bool:
+    """Whether an unscored item of this kind counts at the scale minimum (a model failure, or
+    an infrastructure failure that depends on the reply); else it is left out of the means."""
+    return unscored_cause(kind) == MODEL_ATTRIBUTABLE or str(kind) in COUNTED_AT_MINIMUM_INFRASTRUCTURE
+
+
 def unscored_cause(kind: str | None) -> str:
     """``"model"`` or ``"infrastructure"``; an unknown kind counts against the model, so it
     can never raise a score."""

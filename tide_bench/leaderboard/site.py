@@ -167,25 +167,27 @@ def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str,
     if not diagnostics:
         return '<p class="muted">No judge scores: no judge-bias diagnostics.</p>'
     length, halo = diagnostics.get("length") or {}, diagnostics.get("halo") or {}
+    verdict = str(length.get("verdict") or "")
     verdicts = {
-        "rewards length": "<b>The judge rewards longer replies</b> (the slope's interval lies above zero): compare "
-        "entries on the length-controlled score.",
-        "penalises length": "<b>The judge penalises longer replies</b> (the slope's interval lies below zero): compare "
-        "entries on the length-controlled score.",
-        "no length preference shown": "No preference for length is shown (the slope's interval includes zero).",
-        "too few personas": f"No verdict: {length.get('n_personas', 0)} personas are too few for the persona "
-        "bootstrap (or the slope is undefined because reply lengths do not vary).",
+        "scores rise with length": "<b>Scores rise with reply length</b> (the slope's interval lies above zero, within "
+        "entries and items). An association: the judge may reward length, or longer replies may be better here; the "
+        "padding probe tells them apart. The length-controlled score removes the association.",
+        "scores fall with length": "<b>Scores fall with reply length</b> (the slope's interval lies below zero, within "
+        "entries and items). An association, not a test of the judge (see the padding probe).",
+        "no association with length shown": "No association of scores with length is shown (the slope's interval "
+        "includes zero).",
     }
     out = [
         "<h3>Reply length</h3>",
         f"<p>Within entries, overall empathy correlates with reply length at r = {_estimate(length.get('r_within'))} "
         f"over {length.get('n_scored', 0)} scored items in {length.get('n_personas', 0)} personas. Slope of the "
-        f"length term: {_estimate(length.get('slope'))} points per unit of tanh(length difference to the reference "
-        f"/ {length.get('length_scale_tokens', 0):.0f} tokens). {verdicts.get(length.get('verdict'), '')}</p>",
+        f"length term (entry and item effects removed, {length.get('n_items_in_slope', 0)} items every entry scored): "
+        f"{_estimate(length.get('slope'))} points per unit of tanh(length difference to the reference "
+        f"/ {length.get('length_scale_tokens', 0):.0f} tokens). "
+        f"{verdicts.get(verdict, esc(verdict[:1].upper() + verdict[1:]) + '.')}</p>",
         '<p class="muted">Length-controlled empathy (table column) is the empathy an entry would have if its replies '
-        "were "
-        "as long as the references (AlpacaEval-LC style; model in <code>leaderboard.json</code>, "
-        "<code>judge_bias.length.model</code>).</p>",
+        "were as long as the references (AlpacaEval-LC style; model in <code>leaderboard.json</code>, "
+        "<code>judge_bias.length.model</code>); n/a when the length term is not identified.</p>",
         "<h3>Halo between factors</h3>",
     ]
     pairs = halo.get("pairs") or []
@@ -194,17 +196,22 @@ def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str,
             f'<tr><td class="l">{esc(p["a"])} &times; {esc(p["b"])}</td><td class="num">{_estimate(p["r"])}</td></tr>'
             for p in pairs
         )
-        threshold = halo.get("threshold", 0.9)
-        verdict = {
-            True: f"<b>Halo: every pair correlates above r = {threshold:.1f}</b>: the factors measure one impression; "
-            "read the overall score, not the factors.",
-            False: f"The factors are told apart (not every pair above r = {threshold:.1f}).",
-            None: f"No verdict: {halo.get('n_personas', 0)} personas are too few (or a correlation is undefined).",
-        }[halo.get("halo")]
+        share = halo.get("identical_share") or {}
+        identical = (
+            f"{100 * share['mean']:.1f}% of scored items have the same score on every factor"
+            + (
+                f" (95% CI {100 * share['ci_low']:.1f}-{100 * share['ci_high']:.1f}%)"
+                if share.get("ci_low") is not None
+                else ""
+            )
+            + ". "
+            if share.get("mean") is not None
+            else ""
+        )
         out.append(
             '<div class="table-wrap"><table class="small"><thead><tr><th scope="col" class="l">Factors</th>'
             f'<th scope="col" class="num">r [95% CI]</th></tr></thead><tbody>{cells}</tbody></table></div>'
-            f'<p>{verdict} <span class="muted">{esc(halo.get("rule"))}</span></p>'
+            f'<p>{identical}<span class="muted">{esc(halo.get("note"))}</span></p>'
         )
     out.append("<h3>Preference leakage and self-preference</h3>")
     flagged = [

@@ -27,8 +27,8 @@ Per entry (:func:`score_entry`):
   ``risk_handling`` is measured on the data's own item-level risk labels (the same risk items for
   every entry, :mod:`tide_bench.judging.risk_handling`): the mishandled rate with its CI, by
   severity, and every mishandled severe (plan_or_means, imminent) item. ``any_safety_flag`` is
-  true when at least one reply was flagged, refused or filtered (a count, not a test); ``safety_categories`` counts flags by
-  category; ``risk_cue`` (the judge's per-reply cue) is kept as a diagnostic.
+  true when at least one reply was flagged, refused or filtered (a count, not a test);
+  ``safety_categories`` counts flags by category; ``risk_cue`` (the judge's per-reply cue) is kept as a diagnostic.
 * The row records the run's ``prompt_condition`` and whether it ``is_reference`` (the TIDE
   reference run, the board's anchor).
 

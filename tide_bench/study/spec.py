@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from tide_bench.core.errors import ConfigError
-from tide_bench.core.yaml_io import load_yaml
 from tide_bench.core.options import check_options, fields_of, parameters_of, shown, unknown_key_message
+from tide_bench.core.yaml_io import load_yaml
 from tide_bench.data.schema import SPLIT_CHOICES
 
 if TYPE_CHECKING:

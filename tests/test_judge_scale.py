@@ -310,3 +310,27 @@ def test_measured_output_tokens_replace_the_derived_ones(tmp_path: Path, server:
     assert est["tokens_per_call"]["output"] == 120  # what the fake server reports per call
     fresh = dry_run(second, tmp_path / "other", config, JudgeOptions())
     assert fresh["tokens_per_call"]["output_method"] == "derived"
+
+
+@pytest.fixture
+def server() -> Any:
+    srv = FakeLLMServer().start()
+    yield srv
+    srv.stop()
+
+
+def test_a_lone_surrogate_in_an_answer_is_cached_and_written_not_a_crash(tmp_path: Path, server: FakeLLMServer) -> None:
+    """JSON may escape half a surrogate pair ("\\ud800"); such text cannot be stored as UTF-8."""
+    usage = b'"usage": {"input_tokens": 5, "output_tokens": 5}'
+    refusal = server.script(
+        b'{"type": "message", "model": "m", "stop_reason": "refusal", '
+        + usage
+        + b', "content": [{"type": "text", "text": "no \\ud800 thanks"}]}'
+    )
+    run = make_run(tmp_path / "run", lambda i: f"{refusal} {i.item_id}")
+    config = load_judge("claude-sonnet", base_url=server.url, overrides=FAST)
+    for _ in range(2):  # the rerun reads it back from the cache
+        result = judge_run(run, tmp_path / "j", config)
+        assert {r["unscored_kind"] for r in result.records} == {"refusal"}
+        assert all("\ud800" not in r["unscored_reason"] for r in result.records)
+    assert result.calls_made == 0 and (tmp_path / "j" / "judgments.jsonl").is_file()

@@ -41,12 +41,24 @@ class Answer:
 
 
 def load_json(body: bytes | str) -> Any:
-    """Parse JSON fast (orjson); what orjson refuses (NaN, a byte-order mark, another UTF) is
-    read by the standard parser, so an answer means what it meant before."""
+    """Parse JSON fast (orjson); what orjson refuses (NaN, a byte-order mark, another UTF, a lone
+    surrogate escape such as ``"\\ud800"``) is read by the standard parser, so an answer means
+    what it meant before, except that a lone surrogate becomes ``?``: text that cannot be written
+    as UTF-8 would otherwise stop the run when its judgment is cached or written."""
     try:
         return orjson.loads(body)
     except ValueError:
-        return json.loads(body)
+        return _encodable(json.loads(body))
+
+
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    return value
 
 
 def read_answer(answer: Answer, api: str, endpoint: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -14,11 +14,15 @@
    machine load; the table gives new/old ratios per repeat and their median.
 4. Resume: rerun after completion (calls made), and after ``kill -9`` at ~50 % (calls made vs
    items missing from the cache).
-5. Cost: $ per 10,000 items per judge x rubric version (every ``judges/rubric_v*.yaml``) x mode,
+5. Startup: every command's ``--help`` and ``judge RUN --dry-run`` in a fresh interpreter, wall
+   and CPU seconds (user + system of the child; less sensitive to a loaded machine than wall),
+   target < 1.5 s; with ``--baseline-ref`` the two trees alternate.
+6. Cost: $ per 10,000 items per judge x rubric version (every ``judges/rubric_v*.yaml``) x mode,
    from the real prompts (replies of reference length, ~4 characters per token), with the
    caching range and the share of output tokens.
 
     python benchmarks/bench_judge.py [--items 2000] [--local-items 3000] [--repeats 3] [--baseline-ref main]
+        [--sections throughput,resume,startup,cost]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -184,6 +189,70 @@ def throughput(trees: dict[str, Path], n_hosted: int, n_local: int, repeats: int
     return runs
 
 
+def command_paths() -> list[list[str]]:
+    """Every command of this tree's CLI, as the words that name it ([] is ``tide-bench`` itself)."""
+    from tide_bench.cli.main import cli
+
+    def walk(group: Any, path: list[str]) -> Any:
+        yield path
+        for name, command in sorted(getattr(group, "commands", {}).items()):
+            yield from walk(command, [*path, name])
+
+    return list(walk(cli, []))
+
+
+def _started(tree: Path, args: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds (the child's user + system) of ``python -m tide_bench ARGS`` on that tree's code."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "tide_bench", *args],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree), "ANTHROPIC_API_KEY": KEY},
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def startup(trees: dict[str, Path], repeats: int) -> None:
+    """Each command's --help and the judge's dry run, each tree in a fresh interpreter, alternating."""
+    from tests.helpers import make_run
+
+    run = make_run(Path(tempfile.mkdtemp()) / "run", lambda i: i.reference_reply, split="all")
+    paths = {t: run_worker(str(Path(__file__).resolve()), root, ["--case", "commands"]) for t, root in trees.items()}
+    main_cases = {"tide-bench --help": ["--help"], "judge --help": ["judge", "--help"]}
+    seen: dict[str, dict[str, list[tuple[float, float]]]] = {t: {} for t in trees}
+    loads = []
+    for r in range(repeats):
+        order = list(trees) if r % 2 == 0 else list(reversed(trees))
+        for tree in order:
+            out = Path(tempfile.mkdtemp()) / "judge"
+            cases = main_cases | {"judge --dry-run": ["judge", str(run), "--out", str(out), "--dry-run"]}
+            cases |= {" ".join(p) + " --help": [*p, "--help"] for p in paths[tree] if p}
+            for label, args in cases.items():
+                seen[tree].setdefault(label, []).append(_started(trees[tree], args))
+            loads.append(os.getloadavg()[0])
+    rows = []
+    for tree in trees:
+        med = {
+            label: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+            for label, v in seen[tree].items()
+        }
+        helps = {k: v for k, v in med.items() if k.endswith("--help")}
+        slowest = max(helps, key=lambda k: helps[k][0])
+        cells = [f"{med[k][0]:.2f} / {med[k][1]:.2f}" for k in (*main_cases, "judge --dry-run")]
+        rows.append(
+            [tree, *cells, f"{slowest}: {helps[slowest][0]:.2f} / {helps[slowest][1]:.2f} ({len(helps)} commands)"]
+        )
+    print(f"\n## Startup (wall s / CPU s, median of {repeats}; target < 1.5 s wall)\n")
+    print(table(["code", *main_cases, "judge --dry-run", "slowest --help (of every command)"], rows))
+    print(f"\nload average at each tree's turn: {_fmt(loads, 1)}")
+
+
 def resume(n: int) -> None:
     from tests.fakes.llm_server import FakeLLMServer
     from tests.helpers import make_run
@@ -327,7 +396,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline-ref", default=None, help="git ref measured alternately in the same run, e.g. main")
     parser.add_argument(
-        "--sections", default="throughput,resume,cost", help="Comma-separated subset of throughput,resume,cost."
+        "--sections",
+        default="throughput,resume,startup,cost",
+        help="Comma-separated subset of throughput,resume,startup,cost.",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write every measurement to this file")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -335,16 +406,19 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.case, args.n)))
+        print(json.dumps(command_paths() if args.case == "commands" else worker(args.case, args.n)))
         return
     sections = set(args.sections.split(","))
     os.environ["ANTHROPIC_API_KEY"] = KEY
     print(f"machine: {machine()}, load average {os.getloadavg()[0]:.1f} at start\n")
     runs = None
+    trees = code_trees(args.baseline_ref)
     if "throughput" in sections:
-        runs = throughput(code_trees(args.baseline_ref), args.items, args.local_items, args.repeats)
+        runs = throughput(trees, args.items, args.local_items, args.repeats)
     if "resume" in sections:
         resume(40)
+    if "startup" in sections:
+        startup(trees, args.repeats)
     if "cost" in sections:
         cost()
     if args.json and runs is not None:

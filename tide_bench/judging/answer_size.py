@@ -1,6 +1,6 @@
 """How long a judge's answer is, in output tokens: derived from the output schema it must fill.
 
-Output tokens are most of a judge's bill (about 85 % of a Claude Sonnet call under rubric v2,
+Output tokens are most of a judge's bill (about three quarters of a cached Claude Sonnet call,
 docs/judging.md "What judging costs"), so the estimate does not take them from a constant: it
 builds the answer the rubric's schema asks for (the tool input or JSON object that
 :func:`.prompt.output_spec` sends, whatever its version) with every text field at the length

@@ -114,21 +114,14 @@ def condition_text(condition: str) -> str:
 
 
 @lru_cache(maxsize=8)
-def installed_prompt_hash(condition: str, placement: str = "system") -> str:
+def installed_prompt_hash(condition: str) -> str:
     """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra instruction)."""
-    from tide_bench.tasks.registry import system_prompt
-
-    return prompt_sha256(system_prompt(condition), placement=placement)
+    return prompt_sha256(condition_text(condition))
 
 
-def board_prompt_hash(board: BoardConfig, condition: str, placement: str = "system") -> str:
-    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt. For a
-    model whose template has no system role (the prompt folded into the first user turn), the
-    same words placed there, when the pin is this tide-bench's prompt."""
-    pinned = (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
-    if placement != "system" and pinned == installed_prompt_hash(condition):
-        return installed_prompt_hash(condition, placement)
-    return pinned
+def board_prompt_hash(board: BoardConfig, condition: str) -> str:
+    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt."""
+    return (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
 
 
 @dataclass(frozen=True)

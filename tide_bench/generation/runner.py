@@ -243,6 +243,48 @@ def _cache_requests(value: str | None) -> dict[str, bool]:
     }
 
 
+def request_cache_folder(config: EvalConfig, provenance: dict[str, Any]) -> Path:
+    """Where lm-eval's request cache (``--cache-requests``) goes for this run: a folder keyed by
+    what the cached requests were built from. lm-eval names a cached file by task, shots, chat
+    template and system-instruction hash only, not by the task's prompt or its documents, so a
+    request cache made before the task YAMLs or the data changed would be served as if current
+    (the run then records the new prompt hash over old prompts). The key covers the task files'
+    contents, the data's split hash and source, and the limit; ``$LM_HARNESS_CACHE_PATH`` (lm-eval's
+    own setting), when set, is the base folder instead of tide-bench's cache."""
+    from tide_bench.core.hashing import sha256_file, sha256_json
+    from tide_bench.core.paths import cache_dir
+    from tide_bench.tasks.registry import tasks_path
+
+    root = tasks_path()
+    task_files = {str(f.relative_to(root)): sha256_file(f) for f in sorted(root.rglob("*")) if f.is_file()}
+    key = sha256_json(
+        {
+            "tasks": sorted(config.tasks),
+            "task_files": task_files,
+            "data": [provenance.get("source"), provenance.get("split"), provenance.get("split_sha256")],
+            "limit": config.limit,
+        }
+    )[:16]
+    base = os.environ.get("LM_HARNESS_CACHE_PATH")
+    return (Path(base).expanduser() if base else cache_dir() / "lm-eval-requests") / key
+
+
+@contextlib.contextmanager
+def _request_cache_at(folder: Path | None) -> Iterator[None]:
+    """Point lm-eval's request cache at ``folder`` for one evaluation (its module-level path)."""
+    if folder is None:
+        yield
+        return
+    from lm_eval.caching import cache
+
+    folder.mkdir(parents=True, exist_ok=True)
+    before, cache.PATH = cache.PATH, str(folder)
+    try:
+        yield
+    finally:
+        cache.PATH = before
+
+
 def _hub_args(config: EvalConfig) -> dict[str, Any]:
     """The user's ``--hf-hub-log-args``, checked before anything is written or loaded."""
     hub = dict(config.hf_hub_log_args or {})
@@ -311,7 +353,8 @@ def run_eval(config: EvalConfig) -> Path:
     public_args = redact_model_args(config.model_args)  # tokens in --model-args never reach a file
     t_model = time.perf_counter()
     seeds = config.seeds()
-    with _quiet_lm_eval():
+    requests_at = request_cache_folder(config, provenance) if config.cache_requests else None
+    with _quiet_lm_eval(), _request_cache_at(requests_at):
         results = simple_evaluate(
             model=lm,
             model_args=public_args,

@@ -243,8 +243,17 @@ def heat_style(value: float | None, low: float, high: float) -> str:
     return f' style="background:hsl(210,65%,{96 - 30 * t:.0f}%)"'
 
 
+def scenario_key(metric: str) -> str:
+    """The per-scenario block shown for a board ranked on ``metric``: per-scenario numbers are
+    raw empathy and the cosine (scores.py), so a board ranked on an empathy score (raw or
+    safety-adjusted) shows raw empathy per scenario, any other the cosine."""
+    return "empathy" if metric in ("empathy", "safety_adjusted_empathy") else "cosine_sim"
+
+
 def scenario_table(row: Mapping[str, Any], metric: str, scale: tuple[float, float]) -> str:
-    """Per-scenario n and mean with CI, shaded by the mean (darker is higher)."""
+    """Per-scenario n and mean with CI, shaded by the mean (darker is higher); ``metric`` is the
+    board's ranking metric (see :func:`scenario_key`)."""
+    metric = scenario_key(metric)
     per = row.get("per_scenario") or {}
     if not per:
         return ""

@@ -430,3 +430,19 @@ def test_judge_summary_and_the_board_report_the_same_intervals(tmp_path: Path, j
         assert row["factors"][factor] == pytest.approx(summary["factors"][factor]), factor
     assert row["empathy_bounds"] == pytest.approx(summary["empathy_bounds"])
     assert row["failure_rate"] == pytest.approx(summary["failure_rate"])
+
+
+def test_one_estimate_formatter_for_every_shape() -> None:
+    """core.stats.format_estimate: MeanCI's mean, Estimate's value, a paired difference; each
+    report keeps its own words for a missing value or interval."""
+    from tide_bench.core.stats import Estimate, format_estimate, mean_ci
+
+    block = mean_ci([1.0, 2.0, 3.0, 4.0]).as_dict()
+    assert format_estimate(block) == f"2.50 [{block['ci_low']:.2f}, {block['ci_high']:.2f}]"
+    assert format_estimate(Estimate(0.4567, 0.3, 0.6, n=9).as_dict(), 3) == "0.457 [0.300, 0.600]"
+    assert format_estimate({"difference": 0.25, "mean": 9.0, "ci_low": -0.1, "ci_high": 0.6}, signed=True) == (
+        "+0.25 [-0.10, 0.60]"
+    )
+    assert format_estimate({"mean": 2.0}, key="difference") == "2.00"  # the key falls back to the mean
+    assert format_estimate({"mean": 2.0, "ci_low": None}, no_ci=" (n<2)") == "2.00 (n<2)"
+    assert format_estimate({"value": None, "note": "why"}) is None and format_estimate(None) is None

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from tide_bench.core.stats import format_estimate
 from tide_bench.leaderboard.columns import Column
 from tide_bench.leaderboard.html import Markup, esc, fields, fmt_block, fmt_interval
 from tide_bench.leaderboard.plots import unranked_anchor
@@ -196,11 +197,9 @@ def provenance(manifest: Mapping[str, Any], judge: Mapping[str, Any] | None) -> 
 
 
 def _estimate(e: Any, digits: int = 2) -> str:
-    if not isinstance(e, dict) or e.get("value") is None:
+    text = format_estimate(e, digits, key="value")
+    if text is None:
         return f"n/a: {e['note']}" if isinstance(e, dict) and e.get("note") else "undefined"
-    text = f"{e['value']:.{digits}f}"
-    if e.get("ci_low") is not None:
-        text += f" [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
     return text + (f", n {e['n']}" if e.get("n") is not None else "")
 
 

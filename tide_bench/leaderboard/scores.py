@@ -64,6 +64,7 @@ from tide_bench.judging.summary import (
     OVERALL,
     SAFETY_RATE_METHOD,
     counted_values,
+    empathy_bounds,
     is_model_failure,
     left_out_count,
     risk_block,
@@ -109,13 +110,10 @@ def _judge_columns(records: list[dict[str, Any] | None], rubric: Rubric) -> np.n
 
 
 def _bounds(records: list[dict[str, Any] | None], overall: np.ndarray, rubric: Rubric) -> dict[str, float | None]:
-    """Overall empathy with every unscored item at the scale minimum / maximum."""
+    """Overall empathy with every unscored item at the scale minimum / maximum (the judge
+    summary's rule, :func:`~tide_bench.judging.summary.empathy_bounds`)."""
     unscored = np.array([r is not None and r["status"] == "unscored" for r in records], dtype=bool)
-    out: dict[str, float | None] = {}
-    for name, impute in (("worst", rubric.scale_min), ("best", rubric.scale_max)):
-        values = np.where(unscored, impute, overall)
-        out[name] = float(np.nanmean(values)) if np.isfinite(values).any() else None
-    return out
+    return empathy_bounds(unscored, overall, rubric.scale_min, rubric.scale_max)
 
 
 def score_entry(

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.spreadsheet import safe_row
+from tide_bench.core.stats import format_estimate
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
@@ -157,10 +158,7 @@ def _fmt(x: Any) -> str:
 
 
 def _estimate(e: Any, digits: int = 2) -> str:
-    if not isinstance(e, dict) or e.get("value") is None:
-        return "undefined"
-    ci = f" [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]" if e.get("ci_low") is not None else ""
-    return f"{e['value']:.{digits}f}{ci}"
+    return format_estimate(e, digits, key="value") or "undefined"
 
 
 def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]]) -> str:

@@ -88,6 +88,12 @@ def test_the_docs_name_every_metric_and_its_direction() -> None:
     for m in metric_table():
         assert f"`{m.name}`" in docs, m.name
     assert "`length_tokens` is declared `higher_is_better: false`" in docs
+    readme = (ROOT / "tasks" / "tide_empathy" / "README.md").read_text()  # lm-eval users read it beside the YAML
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[3].strip() for line in readme.splitlines() if "| `" in line}
+    for m in metric_table():
+        assert rows.get(m.name) == m.aggregation, m.name
+    tasks = {p.stem for p in (ROOT / "tasks" / "tide_empathy").glob("tide_empathy*.yaml")}
+    assert tasks <= set(rows), sorted(tasks - set(rows))
 
 
 @pytest.mark.parametrize(

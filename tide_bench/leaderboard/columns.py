@@ -148,6 +148,8 @@ def _with_metric_table(entry: dict[str, Any], path: Path) -> dict[str, Any]:
         "against_reference": declared.against_reference,
     }
     for field, value in from_table.items():
+        if field == "better" and entry.get(field) not in (None, "high", "low"):
+            continue  # not a direction at all: the column check names it
         if field in entry and entry[field] != value:
             raise ConfigError(
                 f"column {entry['key']}: {field} is {entry[field]!r} here but {value!r} in the metric table",
@@ -155,7 +157,7 @@ def _with_metric_table(entry: dict[str, Any], path: Path) -> dict[str, Any]:
                 field=f"columns.{entry['key']}.{field}",
                 hint="leave it out: the metric table says it once",
             )
-    return {"help": declared.description} | entry | from_table
+    return {"help": declared.description} | from_table | entry
 
 
 PROVISIONAL = (

@@ -107,6 +107,24 @@ class Estimate:
         return asdict(self)
 
 
+def format_estimate(
+    block: Any, digits: int = 2, *, key: str | None = None, signed: bool = False, no_ci: str = ""
+) -> str | None:
+    """``value [ci_low, ci_high]`` as plain text, for an estimate in any of its JSON shapes
+    (:class:`MeanCI`'s ``mean``, :class:`Estimate`'s ``value``, a paired ``difference``; ``key``
+    picks one, falling back to ``mean``); ``no_ci`` stands in for a missing interval. None when
+    there is no value: each report says why in its own words (n/a, undefined, the note)."""
+    if not isinstance(block, dict):
+        return None
+    key = key or next((k for k in ("value", "difference") if k in block), "mean")
+    value = block.get(key) if key in block else block.get("mean")
+    if value is None:
+        return None
+    low, high = block.get("ci_low"), block.get("ci_high")
+    interval = f" [{low:.{digits}f}, {high:.{digits}f}]" if low is not None else no_ci
+    return f"{value:{'+' if signed else ''}.{digits}f}{interval}"
+
+
 def cluster_codes(labels: Sequence[Hashable] | np.ndarray) -> tuple[np.ndarray, int]:
     """``(codes, n_clusters)``: integer cluster index per value, in sorted label order."""
     if len(labels) == 0:

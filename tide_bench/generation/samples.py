@@ -23,7 +23,7 @@ from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl, loads_strict
 from tide_bench.data.schema import TideItem
-from tide_bench.metrics.reference import METRIC_NAMES
+from tide_bench.metrics.table import metric_names
 
 TASK_PREFIX = "tide_empathy"
 ROLES = ("user", "assistant")
@@ -123,7 +123,7 @@ def _persona(doc: Fields, seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def _metrics(sample: Fields) -> dict[str, float]:
     metrics = {}
-    for name in METRIC_NAMES:
+    for name in metric_names():
         value = sample.number(name, optional=True, allow_nan=True)
         if value is not None:
             metrics[name] = value

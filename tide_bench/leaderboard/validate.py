@@ -720,21 +720,6 @@ def submission_folders(folder: str | Path) -> list[Path]:
     return [p for p in sorted(folder.iterdir()) if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")]
 
 
-def validate_many(
-    folder: str | Path,
-    board: BoardConfig,
-    *,
-    spot_checks: bool = True,
-    seed: int | None = None,
-    text_metrics: bool = True,
-) -> list[CheckResult]:
-    """Validate one submission folder, or every submission inside a submissions folder, and
-    then the entries against each other: the check list of :mod:`tide_bench.leaderboard.checks`."""
-    from tide_bench.leaderboard.checks import check_all
-
-    return check_all(submission_folders(folder), board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
-
-
 @contextlib.contextmanager
 def no_gc_pauses() -> Iterator[None]:
     """Keep the cyclic garbage collector out of a batch load.

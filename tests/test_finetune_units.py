@@ -91,14 +91,27 @@ def test_config_refusals(changes: dict, message: str) -> None:
         check_config(FinetuneConfig(model="m", out=Path("o"), **changes))
 
 
-def test_quantization_needs_cuda_and_says_so() -> None:
+def test_quantization_needs_bitsandbytes_and_cuda_or_its_cpu_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from tide_bench.finetune import lora
+
     check_quantization(None, "cpu")
-    with pytest.raises(ConfigError, match="needs a CUDA GPU; this run is on cpu"):
-        check_quantization("4bit", "cpu")
+    with pytest.raises(ConfigError, match="needs a CUDA GPU; this run is on mps"):
+        check_quantization("4bit", "mps")
+    monkeypatch.setattr(lora, "_bitsandbytes_version", lambda: (0, 45))
+    if importlib.util.find_spec("bitsandbytes") is not None:
+        with pytest.raises(ConfigError, match="on a CPU needs bitsandbytes >= 0.50"):
+            check_quantization("4bit", "cpu")
+        check_quantization("4bit", "cuda")  # any bitsandbytes on CUDA
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
+    with pytest.raises(ConfigError, match="needs bitsandbytes, which is not installed"):
+        check_quantization("4bit", "cuda")
     result = CliRunner().invoke(
         cli, ["finetune", "--model", "m", "--data", "sample", "--out", "o", "--quantize", "4bit"]
     )
-    assert result.exit_code == 2 and "needs a CUDA GPU" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and "bitsandbytes" in result.output and "Traceback" not in result.output
 
 
 def _tiny(kind: str) -> object:

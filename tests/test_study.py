@@ -253,13 +253,3 @@ def test_the_report_becomes_a_section_of_the_board_with_its_text_escaped(tmp_pat
     assert '<p class="banner">Synthetic sample: not benchmark results.</p>' in page and "<code>sample</code>" in page
     assert page.count("data:image/png;base64,") == 1 and "missing.png" in page  # a missing figure stays a line of text
     assert "<h3>Empathy</h3>" in page and "Study x" not in page
-
-
-def test_one_study_process_per_output_folder(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    out.mkdir()
-    import os
-
-    (out / study_runner.LOCK).write_text(str(os.getpid()))  # a live process holds it
-    with pytest.raises(ConfigError, match="another study process"):
-        run_study(load_study(_write(tmp_path, STUDY)), out, echo=lambda _: None)

@@ -167,17 +167,28 @@ def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] |
 
 
 @lru_cache(maxsize=8)
-def installed_prompt_hash(condition: str) -> str:
+def installed_prompt_hash(condition: str, placement: str = "system") -> str:
     """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra instruction)."""
     from tide_bench.tasks.prompts import prompt_sha256
     from tide_bench.tasks.registry import system_prompt
 
-    return prompt_sha256(system_prompt(condition))
+    return prompt_sha256(system_prompt(condition), placement=placement)
 
 
-def board_prompt_hash(board: BoardConfig, condition: str) -> str:
-    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt."""
-    return (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
+def board_prompt_hash(board: BoardConfig, condition: str, placement: str = "system") -> str:
+    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt. For a
+    model whose template has no system role (the prompt folded into the first user turn), the
+    same words placed there, when the pin is this tide-bench's prompt."""
+    pinned = (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
+    if placement != "system" and pinned == installed_prompt_hash(condition):
+        return installed_prompt_hash(condition, placement)
+    return pinned
+
+
+def _placement(run: RunManifest) -> str:
+    prompt = run.raw.get("prompt") if isinstance(run.raw, dict) else None
+    value = prompt.get("system_prompt_placement") if isinstance(prompt, dict) else None
+    return value if isinstance(value, str) else "system"
 
 
 def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
@@ -207,7 +218,15 @@ def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) ->
             MANIFEST,
             field="prompt.condition",
         )
-    elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition)):
+    elif (placement := _placement(run)) not in ("system", "first_user_turn"):
+        result.refuse(
+            "the model never saw the task's system prompt (prompt.system_prompt_placement "
+            f"{placement[:40]!r}): its chat template renders no system prompt, not even folded into the first user "
+            "turn; such a run is not the board's prompt condition",
+            MANIFEST,
+            field="prompt.system_prompt_placement",
+        )
+    elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition, placement)):
         shown = (run.prompt_sha256 or "none")[:12]
         result.refuse(
             f"the prompt hash {shown}... is not this board's {condition!r} prompt ({expected[:12]}...): the system "

@@ -27,6 +27,8 @@ Schema (every key but ``models`` optional)::
     eval: {backend: hf, device: cuda:0, batch_size: auto, max_gen_toks: 256, limit: null}
     judge: {name: claude-sonnet, mode: sync, max_cost: 50}    # or null: no judging
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
+    resources: {gpus_per_cell: 1, time_min: 240, partition: gpu}   # per cell (study/resources.py);
+                                      # a model entry may override them with its own resources:
 """
 
 from __future__ import annotations
@@ -40,12 +42,25 @@ from typing import Any
 import yaml
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.study.resources import Resources, check_resources
 
 CONDITIONS = ("zero-shot", "fine-tuned")
 PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided"}
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
-_TOP_KEYS = {"name", "data", "split", "prompt", "reference", "models", "conditions", "eval", "judge", "board"}
+_TOP_KEYS = {
+    "name",
+    "data",
+    "split",
+    "prompt",
+    "reference",
+    "models",
+    "conditions",
+    "eval",
+    "judge",
+    "board",
+    "resources",
+}
 _MODEL_KEYS = {
     "id",
     "model",
@@ -56,6 +71,7 @@ _MODEL_KEYS = {
     "tokens_per_s",
     "verified",
     "note",
+    "resources",
 }
 _EVAL_KEYS = {"backend", "device", "batch_size", "max_gen_toks", "limit", "seed"}
 _JUDGE_KEYS = {"name", "mode", "max_cost", "base_url", "model", "concurrency"}
@@ -72,6 +88,7 @@ class ModelSpec:
     tokens_per_s: float | None = None
     verified: bool = True
     note: str | None = None
+    resources: dict[str, Any] = field(default_factory=dict)  # overrides of the study's resources (Resources fields)
 
 
 @dataclass(frozen=True)
@@ -87,10 +104,17 @@ class StudySpec:
     judge: dict[str, Any] | None = None
     board: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
+    resources: Resources = field(default_factory=Resources)
 
     @property
     def task(self) -> str:
         return PROMPTS[self.prompt]
+
+    def resources_for(self, model: ModelSpec | None) -> Resources:
+        """What one cell of ``model`` needs (the reference cell: no GPU)."""
+        if model is None:
+            return self.resources.merged({"gpus_per_cell": 0})
+        return self.resources.merged(model.resources)
 
     def lora(self) -> dict[str, Any]:
         return dict((self.conditions.get("fine-tuned") or {}).get("lora") or {})
@@ -197,6 +221,14 @@ def load_study(path: str | Path) -> StudySpec:
     for key in ("data", "split"):
         if key in raw and not isinstance(raw[key], str):
             raise fail(f"{key} must be a string", key)
+    resources = Resources(**check_resources(raw.get("resources"), "resources", fail))
+    backend = (sections["eval"] or {}).get("backend", "hf")
+    if "fine-tuned" in conditions and backend not in ("hf", "vllm"):
+        raise fail(
+            f"the fine-tuned condition needs a backend that loads LoRA adapters (hf: peft=, vllm: lora_local_path=), "
+            f"not {backend!r}",
+            "eval.backend",
+        )
     return StudySpec(
         name=name,
         models=models,
@@ -209,6 +241,7 @@ def load_study(path: str | Path) -> StudySpec:
         judge=sections["judge"],
         board=sections["board"],
         source=path,
+        resources=resources,
     )
 
 
@@ -247,4 +280,5 @@ def _model(raw: Any, where: str, fail: Any) -> ModelSpec:
         tokens_per_s=float(rate) if rate else None,
         verified=bool(raw.get("verified", True)),
         note=raw.get("note"),
+        resources=check_resources(raw.get("resources"), f"{where}.resources", fail),
     )

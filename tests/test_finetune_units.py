@@ -101,11 +101,13 @@ def test_quantization_needs_bitsandbytes_and_cuda_or_its_cpu_backend(monkeypatch
         check_quantization("4bit", "mps")
     monkeypatch.setattr(lora, "_bitsandbytes_version", lambda: (0, 45))
     if importlib.util.find_spec("bitsandbytes") is not None:
-        with pytest.raises(ConfigError, match="on a CPU needs bitsandbytes >= 0.50"):
+        with pytest.raises(ConfigError, match=r"on a CPU needs bitsandbytes >= 0\.50"):
             check_quantization("4bit", "cpu")
         check_quantization("4bit", "cuda")  # any bitsandbytes on CUDA
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a)
+    )
     with pytest.raises(ConfigError, match="needs bitsandbytes, which is not installed"):
         check_quantization("4bit", "cuda")
     result = CliRunner().invoke(

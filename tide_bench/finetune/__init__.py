@@ -13,22 +13,8 @@ Public API::
 Several GPUs: ``accelerate launch -m tide_bench.finetune --model ... --data ... --out ...``.
 """
 
-import logging
-
-
-class _NoKernelHubHint(logging.Filter):
-    """bitsandbytes' CPU backend says, at import (which transformers' Trainer triggers), that it could not
-    fetch an optional kernel from the Hugging Face Hub: tide-bench never downloads kernels, and its
-    4-bit CPU path runs without it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "kernels-community" not in record.getMessage()
-
-
-logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(_NoKernelHubHint())
-
-from tide_bench.finetune.config import FinetuneConfig  # noqa: E402
-from tide_bench.finetune.merge import merge_adapter  # noqa: E402
-from tide_bench.finetune.train import finetune  # noqa: E402
+from tide_bench.finetune.config import FinetuneConfig
+from tide_bench.finetune.merge import merge_adapter
+from tide_bench.finetune.train import finetune
 
 __all__ = ["FinetuneConfig", "finetune", "merge_adapter"]

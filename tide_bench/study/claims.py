@@ -52,13 +52,18 @@ def job_identity() -> str | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet reaped by its parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def _read(path: Path) -> dict[str, Any] | None:

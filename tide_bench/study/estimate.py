@@ -41,7 +41,7 @@ def _hours(seconds: float | None) -> str:
         return "unknown"
     if seconds >= 360:
         return f"{seconds / 3600:.2f} h"
-    return f"{seconds / 60:.1f} min" if seconds >= 6 else f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.1f} s"
 
 
 @dataclass
@@ -357,15 +357,15 @@ def _totals(
         + f", about {work.tokens_per_example:.0f} tokens each ({1 / rates.tokens_per_char:.0f} characters per token); "
         f"{work.test_items} items per cell, every reply at max_gen_toks (an upper bound)"
     ]
-    unit = "GPU-hours" if device == "cuda" else "CPU-worker-hours"
+    unit, kind = ("GPU-hours", "GPU") if device == "cuda" else ("CPU-worker-hours", "CPU")
     total = f"fine-tuning {_hours(ft)} + generation {_hours(gen)} = {gpu_hours:.2f} {unit}"
     if unknown:
         lines.append(
-            f"{device.upper() if device == 'cpu' else 'GPU'} time still to run: unknown in total: {len(unknown)} cell(s) without an estimate "
+            f"{kind} time still to run: unknown in total: {len(unknown)} cell(s) without an estimate "
             f"({', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}); the others: {total}"
         )
     else:
-        lines.append(f"{'GPU' if device == 'cuda' else 'CPU'} time still to run: {total}")
+        lines.append(f"{kind} time still to run: {total}")
     slots, words = _slots(plan, executor, gpus)
     wall = makespan(todo, slots) if slots else max((e.seconds for e in todo if e.seconds is not None), default=None)
     if wall is None or unknown:

@@ -131,7 +131,7 @@ def _wait_for_held(ctx: ExecContext, watch: _Watch) -> None:
     store = ctx.store
     while True:
         plan = make_plan(ctx.spec, ctx.out)
-        held = [c for c in pending_cells(plan, ctx) if store.holder(c.id)]
+        held = [c for c in pending_cells(plan, ctx, costs={}) if store.holder(c.id)]
         if not held:
             return
         watch.poll()

@@ -156,6 +156,8 @@ def verify_record(out: Path, spec: StudySpec, stage: StagePlan, record: dict[str
         return "the record's own hash does not match its content (edited or damaged)"
     if record.get("fingerprint") != stage.fingerprint:
         return "its inputs changed"
+    if record.get("cell") != stage.cell.id or record.get("stage") != stage.stage:
+        return f"it is the record of {record.get('cell')!r}/{record.get('stage')!r}, not of this stage"
     expected = stage_outputs(spec, stage.cell, stage.stage)
     if record.get("outputs") != expected:
         return f"it names outputs {record.get('outputs')!r}, not this stage's {expected!r}"

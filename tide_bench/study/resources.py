@@ -17,6 +17,8 @@ by the study file's check).
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
@@ -49,20 +51,29 @@ _MIN = {"gpus_per_cell": 0, "cpus_per_cell": 1, "mem_gb": 1, "time_min": 1, "max
 
 
 def _accepts(hint: Any, value: Any) -> bool:
-    text = str(hint)
-    if value is None:
-        return "None" in text
-    if isinstance(value, bool):
-        return False
-    if text.startswith("int"):
-        return isinstance(value, int)
-    if text.startswith("str"):
-        return isinstance(value, str)
-    if text.startswith("list"):
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if text.startswith("dict"):
-        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
-    return True
+    """Whether ``value`` (from YAML) fits the field's type hint (bool is not an int here)."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    for option in typing.get_args(hint) if union else (hint,):
+        origin = typing.get_origin(option) or option
+        if option is type(None) and value is None:
+            return True
+        if origin is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if origin is str and isinstance(value, str):
+            return True
+        if origin is list and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return True
+        if origin is dict and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return True
+    return False
+
+
+def _describe(hint: Any) -> str:
+    words = {int: "a whole number", str: "a string", list: "a list of strings", dict: "a mapping", type(None): "null"}
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    return " or ".join(
+        words.get(typing.get_origin(o) or o, str(o)) for o in (typing.get_args(hint) if union else (hint,))
+    )
 
 
 def check_resources(raw: Any, where: str, fail: Callable[[str, str], ConfigError]) -> dict[str, Any]:
@@ -77,7 +88,7 @@ def check_resources(raw: Any, where: str, fail: Callable[[str, str], ConfigError
         if key not in hints:
             raise fail(f"unknown key {key!r} (known: {', '.join(sorted(hints))})", spot)
         if not _accepts(hints[key], value):
-            raise fail(f"{key} must be {str(hints[key]).replace('typing.', '')}, got {value!r}", spot)
+            raise fail(f"{key} must be {_describe(hints[key])}, got {value!r}", spot)
         if key in _MIN and value is not None and value < _MIN[key]:
             raise fail(f"{key} must be at least {_MIN[key]}, got {value!r}", spot)
     return dict(raw)

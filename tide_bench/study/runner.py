@@ -44,7 +44,9 @@ from tide_bench.study.spec import StudySpec
 Echo = Callable[[str], None]
 DEFAULT_MAX_GEN_TOKS = 256
 FINISH_CLAIM = "_finish"  # judging, submissions, board and report: one study process at a time
-FAILED = "failed.json"
+FAILED_DIR = (
+    Path(".study") / "failed"
+)  # not in the cell folder: a failure is recorded even when that folder is unusable
 ADAPTER_BACKENDS = ("hf", "vllm")
 
 
@@ -84,7 +86,7 @@ def _model_args(spec: StudySpec, stage: StagePlan, resolve_model: Callable[[str]
 
 
 def failure_path(out: Path, cell: Cell) -> Path:
-    return cell_dir(out, cell) / FAILED
+    return out / FAILED_DIR / f"{cell.id}.json"
 
 
 def read_failure(out: Path, cell: Cell, run_id: str) -> str | None:
@@ -99,8 +101,10 @@ def read_failure(out: Path, cell: Cell, run_id: str) -> str | None:
 
 
 def record_failure(out: Path, cell: Cell, run_id: str, stage: str, reason: str, by: str) -> None:
+    path = inside(out, failure_path(out, cell))
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_json(
-        inside(out, failure_path(out, cell)),
+        path,
         {"run_id": run_id, "stage": stage, "reason": f"{stage}: {reason}", "by": by},
     )
 

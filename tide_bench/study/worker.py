@@ -129,15 +129,25 @@ def load_snapshot(path: Path, worker: str, echo: Echo = print) -> ExecContext:
     )
 
 
-def pending_cells(plan: StudyPlan, ctx: ExecContext, only: set[str] | None = None) -> list[Cell]:
-    """Cells with GPU stages to run, not failed in this invocation, most expensive first."""
-    from tide_bench.study.estimate import cell_cost
+def pending_cells(
+    plan: StudyPlan, ctx: ExecContext, only: set[str] | None = None, costs: dict[str, float] | None = None
+) -> list[Cell]:
+    """Cells with GPU stages to run, not failed in this invocation, most expensive first
+    (``costs``: :func:`cell_costs`, computed once per worker)."""
     from tide_bench.study.runner import read_failure
 
+    costs = costs if costs is not None else cell_costs(plan)
     todo = {s.cell.id: s.cell for s in plan.pending() if s.stage in CELL_STAGES}
     cells = [c for c in todo.values() if (only is None or c.id in only) and not read_failure(ctx.out, c, ctx.run_id)]
     order = {c.id: i for i, c in enumerate(plan.cells)}
-    return sorted(cells, key=lambda c: (-cell_cost(plan, c), order[c.id]))
+    return sorted(cells, key=lambda c: (-costs.get(c.id, 0.0), order[c.id]))
+
+
+def cell_costs(plan: StudyPlan) -> dict[str, float]:
+    """Each cell's estimated cost (:func:`tide_bench.study.estimate.cell_cost`), for scheduling."""
+    from tide_bench.study.estimate import cell_cost
+
+    return {cell.id: cell_cost(plan, cell) for cell in plan.cells}
 
 
 def _lost_handler(in_process: bool) -> Callable[[Claim], None]:
@@ -158,9 +168,11 @@ def work(
     from tide_bench.study.runner import StudyRunner, record_failure
 
     store, ran = ctx.store, []
+    costs: dict[str, float] | None = None
     while True:
         plan = make_plan(ctx.spec, ctx.out)
-        cells = pending_cells(plan, ctx, only)
+        costs = costs if costs is not None else cell_costs(plan)
+        cells = pending_cells(plan, ctx, only, costs)
         if not cells:
             return ran
         claim = None

@@ -18,13 +18,14 @@ afterwards in the study process (:func:`tide_bench.study.runner.run_study`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,8 @@ def run_cells(
             for cell in plan.cells:
                 if cell.model is not None:
                     ctx.resolve(cell.model.model)
-            work(ctx, in_process=True)
+            with _torch_threads(ctx.options.threads):
+                work(ctx, in_process=True)
         else:
             _local_processes(ctx, plan, slots)
     elif executor == "slurm":
@@ -106,6 +108,22 @@ def run_cells(
 
 
 # ------------------------------------------------------------------ shared
+@contextlib.contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """``threads`` torch CPU threads while the in-process worker runs (None: unchanged)."""
+    if not threads:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _done(plan: StudyPlan) -> set[str]:
     return {f"{s.cell.id}/{s.stage}" for s in plan.stages if s.done}
 

@@ -168,6 +168,7 @@ def test_output_folder_is_never_mixed_and_resume_checks_it_continues_the_same_ru
     check_output_folder(config)
     start_output_folder(config)
     (out / "checkpoint-2").mkdir()
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")  # complete (Trainer writes it last)
     with pytest.raises(ConfigError, match="is not empty"):
         check_output_folder(config)
     assert (
@@ -202,11 +203,13 @@ def test_reporting_goes_to_installed_trackers_and_wandb_only_when_configured(mon
 def test_a_damaged_settings_file_stops_resume_with_the_file_named(tmp_path: Path) -> None:
     out = tmp_path / "adapter"
     (out / "checkpoint-2").mkdir(parents=True)
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
     (out / CONFIG_FILE).write_text('{"fixed": {"max_steps": 4', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"finetune_config\.json:1.*invalid JSON"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=out, max_steps=4, resume="latest"))
     (out / CONFIG_FILE).unlink()
     with pytest.raises(ConfigError, match=r"holds no finetune_config\.json"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=out, resume="latest"))
+    (out / "checkpoint-2" / "trainer_state.json").unlink()
     with pytest.raises(ConfigError, match="not a training checkpoint"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=out, resume=str(out / "checkpoint-2")))

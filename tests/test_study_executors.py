@@ -172,3 +172,26 @@ def test_a_worker_killed_mid_cell_is_taken_over_with_the_same_results(
     record = json.loads((out / "cells" / "smollm2-135m-fine-tuned" / "finetune.done.json").read_text())
     assert record["by"] != victim["worker"]  # the other worker took the cell over
     assert results(out) == baseline
+
+
+@pytest.mark.skipif(
+    os.environ.get("TIDE_BENCH_RAY_TESTS") != "1", reason="a local Ray instance: `tox -e ray` (TIDE_BENCH_RAY_TESTS=1)"
+)
+def test_ray_on_a_local_instance_gives_the_same_results(
+    study_file: Path, tmp_path: Path, baseline: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("ray")
+    for key, value in _cli_env().items():
+        monkeypatch.setenv(key, value)  # the Ray workers start with this environment
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    out = tmp_path / "out"
+    lines: list[str] = []
+    result = run_study(
+        load_study(study_file), out, resolve_model=resolve_model, echo=lines.append, progress=False,
+        executor="ray", options=ExecOptions(poll_s=0.5),
+    )  # fmt: skip
+    assert result.failed == {} and result.unfinished == [], lines
+    assert any("Ray task(s) on a local Ray" in line for line in lines)
+    assert results(out) == baseline
+    by = {json.loads(p.read_text())["by"] for p in out.glob("cells/*/eval.done.json")}
+    assert all(name.startswith("ray:") for name in by), by

@@ -255,7 +255,8 @@ def test_measured_rates_replace_assumptions_and_a_size_nobody_gave_is_unknown(tm
     )
     assert result.exit_code == 0, result.output
     text = result.output
-    assert "rates: GPU check 2026-12-02 on H200 on NVIDIA H200" in text
+    assert "rates: GPU check 2026-12-02 on H200 for cuda finetune; cuda generate (hf); the rest assumed" in text
+    assert "on NVIDIA H200" in text
     row = next(line for line in text.splitlines() if line.startswith("small-zero-shot"))
     assert row.rstrip().endswith("0.4 s")  # 4 items x 100 tokens at 1000 tokens/s
     assert "unknown in total: 2 cell(s) without an estimate (nameless-zero-shot, nameless-fine-tuned)" in text

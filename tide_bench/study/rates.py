@@ -117,14 +117,23 @@ def load_rates(path: str | Path | None) -> Rates:
         raw = raw["rates"]
     measured = _from_mapping(raw, measured=True, path=path)
     devices = {kind: dict(assumed.devices.get(kind) or {}) for kind in {*assumed.devices, *measured.devices}}
+    given = []
     for kind, values in measured.devices.items():
-        devices[kind] |= {k: v for k, v in values.items() if v}
+        for key, value in values.items():
+            if value and key != "machine":
+                devices[kind][key] = value
+                given.append(
+                    f"{kind} {key.replace('_tokens_per_s', '')}"
+                    + (f" ({', '.join(value)})" if key.startswith("generate") else "")
+                )
+            elif key == "machine":
+                devices[kind][key] = value
     return Rates(
-        source=measured.source,
+        source=f"{measured.source} for {'; '.join(given) or 'nothing'}; the rest assumed (studies/rates/assumed.yaml)",
         devices=devices,
-        tokens_per_char=measured.tokens_per_char,
-        template_tokens=measured.template_tokens,
-        validation_cost=measured.validation_cost,
+        tokens_per_char=float(raw.get("tokens_per_char", assumed.tokens_per_char)),
+        template_tokens=int(raw.get("template_tokens", assumed.template_tokens)),
+        validation_cost=float(raw.get("validation_cost", assumed.validation_cost)),
         judge=assumed.judge | measured.judge,
         measured=True,
     )

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.test_study import STUDY as MINI
 from tide_bench.demo.model import resolve_model
 from tide_bench.study import load_study, run_study
 from tide_bench.study.worker import ExecOptions
@@ -41,17 +42,7 @@ def grid(judge_url: str) -> dict:
         "split": "validation",  # one persona, four items
         "conditions": {
             "zero-shot": {},
-            "fine-tuned": {
-                "lora": {
-                    "max_steps": 2,
-                    "eval_steps": 2,
-                    "batch_size": 1,
-                    "grad_accum": 1,
-                    "max_length": 384,
-                    "learning_rate": 0.02,
-                    "limit_examples": 4,
-                }
-            },
+            "fine-tuned": {"lora": MINI["conditions"]["fine-tuned"]["lora"] | {"limit_examples": 4}},
         },
         "eval": {"backend": "hf", "device": "cpu", "batch_size": 4, "max_gen_toks": 4},
         "judge": {"name": "local", "model": "fake-judge", "base_url": judge_url + "/v1"},

@@ -261,3 +261,39 @@ def test_measured_rates_replace_assumptions_and_a_size_nobody_gave_is_unknown(tm
     assert row.rstrip().endswith("0.4 s")  # 4 items x 100 tokens at 1000 tokens/s
     assert "unknown in total: 2 cell(s) without an estimate (nameless-zero-shot, nameless-fine-tuned)" in text
     assert "0.0 min" not in text
+
+
+def test_an_interrupted_studys_fine_tuning_resumes_from_its_latest_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """M5: the study passed overwrite=True on every rerun, deleting the checkpoints."""
+    import tide_bench.finetune as finetune_pkg
+    from tide_bench.finetune import FinetuneConfig
+    from tide_bench.finetune.outputs import start_output_folder
+
+    spec = load_study(_write(tmp_path, STUDY))
+    out = tmp_path / "out"
+    stage = next(s for s in make_plan(spec, out).stages if s.stage == "finetune")
+    seen: list = []
+
+    def fake_finetune(config: FinetuneConfig, **kwargs) -> dict:
+        seen.append((config.resume, config.overwrite))
+        return {"training": {"tokens_per_second": 10.0}}
+
+    monkeypatch.setattr(finetune_pkg, "finetune", fake_finetune)
+    runner = StudyRunner(spec, out)
+    adapter = runner.path(stage.cell, "finetune")
+    settings = {"model": "org/model-0.5B", "data": "sample", "out": adapter, "prompt": "neutral"} | spec.lora()
+    start_output_folder(FinetuneConfig(**settings))  # an earlier run of the same settings...
+    (adapter / "checkpoint-1").mkdir()
+    (adapter / "checkpoint-1" / "trainer_state.json").write_text("{}")  # ...interrupted after its first checkpoint
+    runner.finetune(stage)
+    assert seen[-1] == ("latest", False)
+    (adapter / "adapter_card.json").write_text(json.dumps({"training": {"tokens_per_second": 5.0}}))
+    measured = runner.finetune(stage)  # finished before the interruption: kept, not trained again
+    assert len(seen) == 1 and measured["adapter"].startswith("kept") and measured["tokens_per_second"] == 5.0
+    changed = StudyRunner(
+        load_study(_write(tmp_path, STUDY | {"conditions": {"fine-tuned": {"lora": {"max_steps": 2}}}})), out
+    )
+    changed.finetune(next(s for s in make_plan(changed.spec, out).stages if s.stage == "finetune"))
+    assert seen[-1] == (None, True)  # other settings: trained afresh

@@ -149,6 +149,29 @@ def test_the_study_gives_a_vllm_cell_its_adapter_as_vllm_loads_it(tmp_path: Path
     assert hf.endswith(f",peft={tmp_path / 'adapter'}")
 
 
+# ---------------------------------------------------------------- L4
+def test_a_fine_tuned_entry_whose_adapter_never_beat_the_base_says_so(tmp_path: Path) -> None:
+    """L4: the untrained model is never a candidate for "best"; a study cell whose adapter never beat
+    it became a plain "fine-tuned" entry. Its submission now says so, and carries the card's verdict."""
+    from tide_bench.study.plan import Cell, StagePlan
+    from tide_bench.study.runner import StudyRunner
+    from tide_bench.study.spec import ModelSpec, StudySpec
+
+    model = ModelSpec(id="q", model="Qwen/Qwen2.5-0.5B-Instruct")
+    spec = StudySpec(name="s", models=[model], conditions={"fine-tuned": {}})
+    stage = StagePlan(Cell("q-fine-tuned", "fine-tuned", model), "submit", "f", {})
+
+    def meta(beats_base: bool | None) -> dict[str, Any]:
+        card = {"base_model": model.model, "training": {"beats_base": beats_base, "steps": 3}}
+        adapter = {"path": str(tmp_path / "adapter"), "sha256": "0" * 64, "card": card}
+        return StudyRunner(spec, tmp_path).meta(stage, SimpleNamespace(manifest={"model": {"adapter": adapter}}))
+
+    worse, better, unknown = meta(False), meta(True), meta(None)
+    assert "did not beat the untrained model's" in worse["notes"] and "least bad adapter" in worse["notes"]
+    assert "did not beat" not in better["notes"] and "did not beat" not in unknown["notes"]
+    assert worse["condition"] == "fine-tuned" and worse["adapter"]["card"]["training"]["beats_base"] is False
+
+
 # ---------------------------------------------------------------- M2
 NO_SYSTEM_ROLE = (
     "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"

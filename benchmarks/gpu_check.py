@@ -238,7 +238,7 @@ def train() -> None:
 # ------------------------------------------------------------------ hf
 def hf() -> None:
     """Generation through `tide-bench eval` (lm-eval's hf backend): base, with the LoRA adapter
-    (peft=), a QLoRA adapter on the unquantized base, and `finetune merge` of the QLoRA adapter."""
+    (peft=), a QLoRA adapter on the unquantized base, and `merge-adapter` of the QLoRA adapter."""
     trained = {r["variant"] + "|" + r["size"]: r for r in (load("train.json") or {}).get("results", [])}
     model = WORK / "models" / "0.5B"
     lora = trained.get("bf16 4x4 (default), validation on|0.5B", {})
@@ -282,10 +282,10 @@ def hf() -> None:
         started = time.perf_counter()
         merged = WORK / "merged-qlora"
         m = subprocess.run(
-            [*TB, "finetune", "merge", qlora["adapter"], "--out", str(merged), "--overwrite"],
+            [*TB, "merge-adapter", qlora["adapter"], "--out", str(merged), "--overwrite"],
             capture_output=True, text=True,
         )  # fmt: skip
-        rows.append({"run": "finetune merge (QLoRA adapter)", "rc": m.returncode,
+        rows.append({"run": "merge-adapter (QLoRA adapter)", "rc": m.returncode,
                      "wall_s": round(time.perf_counter() - started, 1),
                      "tail": (m.stdout + m.stderr).strip()[-300:]})  # fmt: skip
         if m.returncode == 0:

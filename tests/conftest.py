@@ -25,6 +25,15 @@ from tide_bench.data.sources import SAMPLE_DIR, _load_cached
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="run the calibration suite (tests/calibration) at the statistics review's Monte Carlo sizes",
+    )
+
+
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees the developer's data source choice or a stale dataset cache."""

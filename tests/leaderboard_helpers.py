@@ -50,12 +50,21 @@ def board(**kw: Any) -> BoardConfig:
 
 
 def tide_run(
-    root: Path, reply: Reply, data_dir: Path, *, model_name: str = "org/model", num_parameters: int | None = 500_000_000
+    root: Path,
+    reply: Reply,
+    data_dir: Path,
+    *,
+    model_name: str = "org/model",
+    num_parameters: int | None = 500_000_000,
+    **run_kw: Any,
 ) -> Path:
     """A finished run on the stand-in: make_run's files with the stand-in's provenance and the
-    real text metrics (cosine similarity stays make_run's placeholder 0.5)."""
+    real text metrics (cosine similarity stays make_run's placeholder 0.5); ``run_kw`` go to
+    make_run (``condition``, ``prompt``)."""
     dataset = load_dataset(str(data_dir))
-    run = make_run(root, reply, items=dataset.items_for("test"), model_name=model_name, num_parameters=num_parameters)
+    run = make_run(
+        root, reply, items=dataset.items_for("test"), model_name=model_name, num_parameters=num_parameters, **run_kw
+    )
     provenance = dataset.provenance("test")
     manifest = json.loads((run / "run.json").read_text())
     manifest["data"] = provenance
@@ -94,12 +103,18 @@ def judged_submission(
     the_board: BoardConfig | None = None,
     params: int = 500_000_000,
     data: Path | None = None,
+    run_kw: dict[str, Any] | None = None,
     **meta_kw: Any,
 ) -> Path:
-    """Run (on ``data``, default the sample's stand-in), judge (fake server) and `submit` one
-    entry; returns its submission folder."""
+    """Run (on ``data``, default the sample's stand-in; ``run_kw`` for make_run), judge (fake
+    server) and `submit` one entry; returns its submission folder."""
     run = tide_run(
-        tmp / f"run-{sid}", reply, data or stand_in_dataset(tmp), model_name=f"org/{sid}", num_parameters=params
+        tmp / f"run-{sid}",
+        reply,
+        data or stand_in_dataset(tmp),
+        model_name=f"org/{sid}",
+        num_parameters=params,
+        **(run_kw or {}),
     )
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
     meta_path = tmp / f"{sid}.yaml"
@@ -107,6 +122,59 @@ def judged_submission(
     return create_submission(
         run, meta_path, out or tmp / "submissions", board=the_board or board(), spot_checks=False
     ).folder
+
+
+def reference_submission(
+    tmp: Path,
+    server: FakeLLMServer,
+    sid: str = "tide-reference",
+    *,
+    reply: Reply | None = None,
+    out: Path | None = None,
+    the_board: BoardConfig | None = None,
+    data: Path | None = None,
+    submit: bool = True,
+) -> Path:
+    """The reference run as `tide-bench eval --model reference` makes it (every reply the item's
+    reference, condition ``reference``, ``model.is_reference``), judged (fake server, which
+    scores a reference 5, 5, 5) and submitted; ``reply`` forges other replies, and ``submit=False``
+    copies the judged run into ``out/<sid>`` as a submission folder without validating it (a
+    forged one would be refused)."""
+    from tide_bench.generation.reference import reference_label
+
+    run = tide_run(tmp / f"run-{sid}", reply or (lambda i: i.reference_reply), data or stand_in_dataset(tmp))
+    manifest = json.loads((run / "run.json").read_text())
+    name = reference_label(manifest["data"]["source"], is_sample=manifest["data"]["is_synthetic_sample"])
+    edit_json(
+        run / "run.json",
+        lambda m: (
+            m["prompt"].update(condition="reference", prompt_sha256="f" * 64),
+            m["model"].update(
+                is_reference=True, name=name, backend="tide-reference", args="", num_parameters=None, revision=None
+            ),
+        ),
+    )
+    references = {i.reference_reply for i in load_dataset(str(data or stand_in_dataset(tmp))).items}
+    previous = server.rater
+    server.rater = lambda text: {"scores": [5, 5, 5]} if text in references else None
+    try:
+        judge_run(
+            run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01})
+        )
+    finally:
+        server.rater = previous
+    meta_path = tmp / f"{sid}.yaml"
+    meta_path.write_text(
+        yaml.safe_dump(meta(sid, model={"api_model_id": name}, parameters=None, condition="reference"))
+    )
+    out = out or tmp / "submissions"
+    if not submit:
+        target = out / sid
+        shutil.copytree(run, target / "run", ignore=shutil.ignore_patterns("judge"))
+        shutil.copytree(run / "judge", target / "judge")
+        shutil.copy(meta_path, target / "submission.yaml")
+        return target
+    return create_submission(run, meta_path, out, board=the_board or board(), spot_checks=False).folder
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -231,6 +231,9 @@ def test_audit_end_to_end_schema(tmp_path: Path) -> None:
     assert (tmp_path / "audit" / "agreement.png").stat().st_size > 1000
     md = (tmp_path / "audit" / "agreement.md").read_text()
     assert "## distress_normalization" in md and "Rater groups" in md and "held-out rater" in md
+    # a rater whose null is not rejected is "not shown", never a win for the human (review §1.10)
+    assert "| result |" in md and ("not shown" in md or "judge (within the margin)" in md)
+    assert "t on rater means" in md
 
 
 def test_better_judge_gets_a_higher_ratio(tmp_path: Path) -> None:
@@ -784,3 +787,36 @@ def test_a_ratings_header_is_checked_as_found(tmp_path: Path, header: str, said:
     with pytest.raises(DataError) as caught:
         load_ratings(path)
     assert caught.value.line == 1 and said in caught.value.detail and hint in (caught.value.hint or "")
+
+
+def test_audit_reports_halo_against_people() -> None:
+    """`tide-bench audit` compares the judge's discrimination between factors with the people's
+    on the same items: a one-impression judge is called out, a faithful one is not, and the
+    report shows both comparisons."""
+    from tests.calibration.test_judge_bias import halo_study
+    from tide_bench.agreement.audit import AuditOptions, audit_halo
+    from tide_bench.agreement.report import _halo_section
+
+    rng = np.random.default_rng(28)
+    one, _ = halo_study(rng, 120, 0.6, 0.4, 1.0)
+    faithful, _ = halo_study(rng, 120, 0.6, 0.3, 0.0)
+    options = AuditOptions(resamples=400)
+    halo_one = audit_halo(one, options)["judge:sim@0"]
+    halo_faithful = audit_halo(faithful, options)["judge:sim@0"]
+    assert halo_one["verdict"].startswith("halo") and halo_faithful["verdict"].startswith("not shown")
+    ratio = halo_one["discrimination_ratio"]
+    assert ratio["judge"]["value"] > 0.9 > ratio["humans"]["value"] and ratio["difference"]["ci_low"] > 0
+    assert len(halo_one["pairs"]) == 3 and {"judge_r", "human_r", "difference"} <= set(halo_one["pairs"][0])
+    text = "\n".join(_halo_section({"judge:sim@0": halo_one}))
+    assert "discrimination ratio" in text and "inter-factor correlations" in text
+
+
+def test_monte_carlo_p_never_below_what_its_draws_can_show() -> None:
+    """15 vs 15 raters: too many assignments to enumerate; the smallest p that 10,000 draws can
+    give is 1/10,001, not the design's 2/155,117,520."""
+    from tide_bench.agreement.groups import DRAWS, permutation_test
+
+    values = np.random.default_rng(0).normal(size=30)
+    result = permutation_test(values, np.repeat([0, 1], 15))
+    assert not result["exact"] and result["min_attainable_p"] == pytest.approx(1 / (DRAWS + 1))
+    assert result["p"] >= result["min_attainable_p"]

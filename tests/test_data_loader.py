@@ -470,3 +470,38 @@ def test_validate_reports_references_that_use_persona_facts_the_conversation_nev
     leaks = leaky["persona_facts_in_references"]
     assert leaks["n_leaking"] >= 12 and {"item_id": "1/conversation_2/turn1", "terms": ["assault"]} in leaks["examples"]
     assert "use metadata words the conversation never states" in format_report(leaky)
+
+
+# ---------------------------------------------------------------- two shapes at once (issue 32, N17)
+_SHAPES = {
+    "single": {"person": "I keep reliving it.", "chatbot": "That sounds exhausting."},
+    "list": {"turns": [{"person": "It came back.", "chatbot": "That sounds hard."}]},
+    "numbered": {"person_1": "Again last night.", "chatbot_1": "I'm sorry it was so hard."},
+}
+
+
+@settings(max_examples=30, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(shapes=st.lists(st.sampled_from(sorted(_SHAPES)), min_size=1, max_size=3, unique=True))
+def test_a_conversation_that_fits_two_shapes_is_refused_naming_both(
+    tmp_path_factory: pytest.TempPathFactory, shapes: list[str]
+) -> None:
+    import shutil
+
+    from tide_bench.data.sources import SAMPLE_DIR, read_source, resolve
+
+    root = tmp_path_factory.mktemp("shapes") / "tide"
+    shutil.copytree(SAMPLE_DIR, root)
+    path = root / "conversations" / "1_conversations.json"
+    data = json.loads(path.read_text())
+    conv: dict = {"scenario": "sleep_nightmares"}
+    for shape in shapes:
+        conv |= _SHAPES[shape]
+    data["conversations"]["conversation_1"] = conv
+    path.write_text(json.dumps(data, indent=2))
+    problems = [p for p in read_source(resolve(str(root))).problems if p.severity == "error"]
+    if len(shapes) == 1:
+        assert problems == []
+    else:
+        (problem,) = problems
+        assert "fits two conversation shapes" in problem.message and problem.field == "conversation_1"
+        assert problem.message.count(" and ") >= 1 and "1_conversations.json" in str(problem)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ def test_demo_runs_every_configured_stage_and_resumes(
             "reference",
         }
         assert "not benchmark results" in text and produced["failed"] == {}
+        assert re.search(r"capped at --max-gen-toks 8 tokens.*\b\d+ of 12 smollm2-135m-zero-shot replies", text)
         assert len(produced["judge"]) == 3 and server.total_calls == 3 * 12  # every cell judged, once
         site = Path(produced["site"])
         rows = json.loads((site.parent / "leaderboard.json").read_text())["rows"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -39,9 +40,9 @@ def single_exchange_snapshot(root: Path) -> Path:
     return root
 
 
-def _eval(data: str, out: Path, model_dir: Path, *extra: str):
+def _eval(data: str, out: Path, model_dir: Path | str, *extra: str):
     """The whole validation split (one persona, 4 items) with short replies: small, yet a run a
-    board on that split accepts (a --limit run is refused)."""
+    board on that split accepts (a --limit run is refused). ``model_dir`` "demo": ``pretrained=demo``."""
     return _invoke(
         "eval",
         "--data",
@@ -51,7 +52,7 @@ def _eval(data: str, out: Path, model_dir: Path, *extra: str):
         "--model",
         "hf",
         "--model-args",
-        f"pretrained={model_dir},dtype=float32",
+        "pretrained=demo" if model_dir == "demo" else f"pretrained={model_dir},dtype=float32",
         "--device",
         "cpu",
         "--batch-size",
@@ -103,14 +104,35 @@ def multi_exchange_run(tmp_path_factory: pytest.TempPathFactory, demo_model_dir:
 def test_eval_with_limit_runs_to_completion_on_a_single_exchange_snapshot(
     tmp_path: Path, demo_model_dir: Path, snapshot: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    result = _eval(str(snapshot), tmp_path / "r", demo_model_dir, "--limit", "2")
+    """Also: ``pretrained=demo`` is the offline demo model (issue 34.4), the run ends with a results
+    table (34.5), and the model is named by its name, not this machine's path to it (34.6)."""
+    result = _eval(str(snapshot), tmp_path / "r", "demo", "--limit", "2")
     assert result.exit_code == 0, result.output
     assert not [
         r for r in caplog.records if "Custom kwargs can be passed" in r.getMessage()
     ]  # lm-eval's irrelevant hint
     run = load_run(tmp_path / "r")
     assert [g.turn for g in run.generations] == [1, 1]
-    assert json.loads((tmp_path / "r" / "run.json").read_text())["generation"]["limit"] == 2
+    manifest = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert manifest["generation"]["limit"] == 2
+    # pretrained=demo: the converted demo model from the shared cache, in float32
+    assert manifest["model"]["parsed_args"]["pretrained"] == str(demo_model_dir)
+    assert manifest["model"]["parsed_args"]["dtype"] == "float32"
+    # the results table: every metric with its mean, CI (or why there is none) and n
+    table = result.output[: result.output.index("run written:")]
+    assert "| metric" in table and "| 95% CI" in table and "SmolLM2-135M-Instruct on " in table
+    cosine = next(line for line in table.splitlines() if line.startswith("| cosine similarity"))
+    mean, ci, n = (cell.strip() for cell in cosine.strip("|").split("|")[1:])
+    assert float(mean) == pytest.approx(manifest["reference_metrics"]["overall"]["cosine_sim"]["mean"], abs=1e-3)
+    assert n == "2" and (ci.startswith("[") or ci.startswith("n/a: "))
+    assert "--limit 2: a limited run is a test" in table
+    # named by its name: run.json, lm-eval's folder, the view page's title
+    assert manifest["model"]["name"] == "SmolLM2-135M-Instruct"
+    assert [p.name for p in (tmp_path / "r" / "lm_eval").iterdir()] == ["SmolLM2-135M-Instruct"]
+    view = _invoke("view", str(tmp_path / "r"), "--out", str(tmp_path / "view.html"))
+    assert view.exit_code == 0, view.output
+    title = re.search(r"<title>(.*?)</title>", (tmp_path / "view.html").read_text()).group(1)
+    assert "SmolLM2-135M-Instruct" in title and str(demo_model_dir) not in title and "/" not in title
 
 
 def test_single_exchange_run_holds_real_generations_and_metrics(finished_run: Path) -> None:
@@ -149,7 +171,7 @@ def test_manifest_records_what_produced_the_run(finished_run: Path, snapshot: Pa
     assert m["data"]["source"] == f"local:{snapshot.resolve()}" and not m["data"]["is_synthetic_sample"]
     assert m["data"]["split"] == "validation" and len(m["data"]["split_sha256"]) == 64
     assert m["prompt"]["prompt_sha256"] == m["prompt"]["task_prompt_sha256"]  # no extra instruction
-    assert m["prompt"]["task_version"] == 2.0 and m["prompt"]["condition"] == "neutral"
+    assert m["prompt"]["task_version"] == 3.0 and m["prompt"]["condition"] == "neutral"
     assert m["model"]["backend"] == "hf" and m["model"]["num_parameters"] > 100_000_000
     assert m["tasks"] == ["tide_empathy"] and m["subtasks"] == ["tide_empathy"]
     assert m["generation"]["gen_kwargs"]["tide_empathy"]["max_gen_toks"] == 16
@@ -346,7 +368,8 @@ def test_the_reference_is_a_run_like_any_model(tmp_path: Path) -> None:
     assert len(run.generations) == 12 and all(g.reply == g.reference_reply for g in run.generations)
     manifest = run.manifest
     assert (
-        manifest["model"]["name"] == "TIDE reference (Claude 3.5 Sonnet)" and manifest["model"]["is_reference"] is True
+        manifest["model"]["name"] == "sample reference (written for tide-bench)"  # named after its data (34.11)
+        and manifest["model"]["is_reference"] is True
     )
     assert "overall" not in manifest["reference_metrics"]  # no cosine 1.0 printed as a result
     assert manifest["reference_metrics"]["not_applicable"].startswith("not applicable")

@@ -236,7 +236,7 @@ def test_merge_writes_a_plain_model_with_the_adapter_folded_in(
         folded,
         change,
     )  # fp32 sums in another order vs the adapter's effect
-    result = CliRunner().invoke(cli, ["finetune", "merge", str(adapter), "--out", str(merged_dir)])
+    result = CliRunner().invoke(cli, ["merge-adapter", str(adapter), "--out", str(merged_dir)])
     assert result.exit_code == 2 and "is not empty" in result.output
 
 

@@ -45,8 +45,13 @@ SERVER_OPTIONS = {"hang_s": 5.0}  # for conftest's `server` fixture
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("TIDE_BENCH_JUDGE_API_KEY", KEY)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+SONNET = "claude-sonnet-4-5-20250929"  # the dated snapshot judges/claude-sonnet pins
+UNPRICED = "claude-sonnet-4-5-20991231"  # a snapshot judges/prices.yaml has no row for
 
 
 def claude(server: FakeLLMServer, **kw):
@@ -55,6 +60,14 @@ def claude(server: FakeLLMServer, **kw):
 
 def gpt(server: FakeLLMServer, **kw):
     return load_judge("openai-gpt", base_url=server.url + "/v1", overrides=FAST | kw)
+
+
+def local(server: FakeLLMServer, **kw):
+    """An OpenAI-compatible server, through the lean aiohttp path (not the SDK)."""
+    return load_judge("local", model="fake-local-judge", base_url=server.url + "/v1", overrides=FAST | kw)
+
+
+JUDGES = {"claude": claude, "local": local}
 
 
 def _lines(path: Path) -> list[dict]:
@@ -85,14 +98,15 @@ def test_sync_judging_scores_every_item_and_records_everything(tmp_path: Path, s
         "supportive_reflection",
     }
     assert all(1 <= s <= 5 for s in rec["scores"].values()) and rec["rationales"]["emotion_recognition"]
-    assert rec["judge"]["model"] == "claude-sonnet-4-5" and len(rec["judge"]["version"]) == 16
-    assert rec["served_model"] == "claude-sonnet-4-5" and rec["attempts"] == 1
+    assert rec["judge"]["model"] == SONNET and len(rec["judge"]["version"]) == 16
+    assert rec["served_model"] == SONNET and rec["attempts"] == 1
     assert rec["usage"]["calls"] == 1 and rec["usage"]["cache_read_tokens"] > 0  # the system block is sent cacheable
     s = result.summary
     assert (s["n_items"], s["n_scored"], s["n_unscored"]) == (N, N, 0)
     assert s["empathy"]["n"] == N and s["empathy"]["ci_low"] <= s["empathy"]["mean"] <= s["empathy"]["ci_high"]
     assert set(s["by_turn"]) == {str(i.turn) for i in ITEMS} and s["cost_usd"]["this_run"] > 0
-    assert s["served_models"] == {"claude-sonnet-4-5": N} and result.warnings == []
+    assert s["served_models"] == {SONNET: N} and result.warnings == []
+    assert s["served_model"] == SONNET  # one served model, named for comparison across runs and boards
     assert all(c == f"Bearer {KEY}" or c == KEY for c in server.credentials)
     _assert_no_secret(tmp_path)
 
@@ -133,11 +147,14 @@ FAILURES = {
 }
 
 
+@pytest.mark.parametrize("judge", sorted(JUDGES))
 @pytest.mark.parametrize("case", sorted(FAILURES))
-def test_failures_are_retried_or_recorded_as_unscored(tmp_path: Path, server: FakeLLMServer, case: str) -> None:
+def test_failures_are_retried_or_recorded_as_unscored(
+    tmp_path: Path, server: FakeLLMServer, case: str, judge: str
+) -> None:
     reply, status, kind, calls, attempts = FAILURES[case]
     run = one_item_run(tmp_path / "run", reply)
-    config = claude(server, max_retries=3, timeout_s=1.0)
+    config = JUDGES[judge](server, max_retries=3, timeout_s=1.0)
     result = judge_run(run, tmp_path / "judge", config)
     (rec,) = result.records
     assert rec["status"] == status and rec["unscored_kind"] == kind
@@ -172,7 +189,7 @@ def test_openai_structured_output(tmp_path: Path, server: FakeLLMServer) -> None
     by_reply = {r["item_id"]: r for r in result.records}
     first = by_reply[items[0].item_id]
     assert first["scores"] == {"emotion_recognition": 5, "distress_normalization": 4, "supportive_reflection": 3}
-    assert first["served_model"] == "gpt-4.1"
+    assert first["served_model"] == "gpt-4.1-2025-04-14"
     assert by_reply[items[1].item_id]["unscored_kind"] == "content_filtered"
     assert by_reply[items[2].item_id]["unscored_kind"] == "refusal"
     assert by_reply[items[3].item_id]["unscored_kind"] == "malformed_output"
@@ -209,11 +226,13 @@ def test_missing_key_is_refused_before_any_work(
     assert server.total_calls == 0 and not (tmp_path / "judge").exists()
 
 
-def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("judge", ["claude-sonnet", "local"])
+def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path, judge: str) -> None:
     srv = FakeLLMServer(api_key="the-right-key-000").start()
     try:
+        where = ["--base-url", srv.url] if judge == "claude-sonnet" else ["--base-url", srv.url + "/v1", "--model", "m"]
         result = CliRunner().invoke(
-            cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--base-url", srv.url]
+            cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--judge", judge, *where]
         )
         assert result.exit_code == 2 and "rejected the credentials" in result.output
         _assert_no_secret(tmp_path, result.output)
@@ -237,7 +256,7 @@ def test_max_cost_stops_cleanly(tmp_path: Path, server: FakeLLMServer) -> None:
 
 
 def test_max_cost_without_a_price_is_refused_not_ignored(tmp_path: Path, server: FakeLLMServer) -> None:
-    snapshot = load_judge("claude-sonnet", model="claude-sonnet-4-5-20250929", base_url=server.url, overrides=FAST)
+    snapshot = load_judge("claude-sonnet", model=UNPRICED, base_url=server.url, overrides=FAST)
     assert snapshot.prices is None
     with pytest.raises(ConfigError, match="cannot be enforced") as info:
         judge_run(make_run(tmp_path / "run"), tmp_path / "j", snapshot, JudgeOptions(max_cost=0.01))
@@ -251,11 +270,13 @@ def test_max_cost_without_a_price_is_refused_not_ignored(tmp_path: Path, server:
         "--base-url",
         server.url,
         "--model",
-        "claude-sonnet-4-5-20250929",
+        UNPRICED,
     ]
     refused = CliRunner().invoke(cli, [*args, "--max-cost", "0.01"])
     assert refused.exit_code == 2 and "cannot be enforced" in refused.output and "Traceback" not in refused.output
-    priced = CliRunner().invoke(cli, [*args, "--max-cost", "0.03", "--price-in", "3", "--price-out", "15"])
+    priced = CliRunner().invoke(
+        cli, [*args, "--max-cost", "0.1", "--price-in", "3", "--price-out", "15"]
+    )  # v3: ~$0.03 a call
     assert priced.exit_code == 3, priced.output  # stopped by the budget: a distinct exit status
     assert "budget_exhausted: " in priced.output and '{"budget_exhausted"' not in priced.output
     assert 0 < server.total_calls < N
@@ -275,8 +296,9 @@ def test_budget_counts_calls_whose_answer_has_no_usage(tmp_path: Path, server: F
                     "role": "assistant",
                     "content": json.dumps(
                         {
-                            "risk_cue": {"present": False, "kind": "none"},
+                            "risk_cue": {"present": False, "kind": "none", "severity": "none"},
                             "evidence": [],
+                            "judge_directed_text": False,
                             "safety": {"category": "none", "reason": "", "flagged": False},
                         }
                         | {
@@ -332,7 +354,7 @@ def test_dry_run_counts_the_tool_definition(tmp_path: Path, server: FakeLLMServe
         estimate_tokens(t) for t in _user_texts(run, server)
     )
     share = per_call["tool_definition"] / (per_call["system"] + per_call["tool_definition"] + per_call["item"])
-    assert 0.1 < share < 0.4  # about a fifth of each call's input
+    assert 0.04 < share < 0.4  # rubric v3's long system block: about a twelfth of each call's input
 
 
 def _user_texts(run: Path, server: FakeLLMServer) -> list[str]:
@@ -445,7 +467,7 @@ def test_summary_records_the_run_folder_and_run_json_hash(tmp_path: Path, server
 
 
 def test_served_model_is_recorded_and_a_different_one_warned(tmp_path: Path, server: FakeLLMServer) -> None:
-    server.served_model = "claude-sonnet-4-5-20250929"  # an alias resolving to its snapshot: recorded, no warning
+    server.served_model = SONNET  # the pinned snapshot answered: recorded, no warning
     result = judge_run(make_run(tmp_path / "run"), tmp_path / "j", claude(server))
     assert {r["served_model"] for r in result.records} == {"claude-sonnet-4-5-20250929"} and result.warnings == []
     server.served_model = None
@@ -453,7 +475,8 @@ def test_served_model_is_recorded_and_a_different_one_warned(tmp_path: Path, ser
         tmp_path / "mixed", lambda i: f"[[ALTMODEL]] {i.item_id}" if i.item_id in FIRST_HALF else f"Fine {i.item_id}"
     )
     result = judge_run(mixed, tmp_path / "jm", claude(server))
-    assert result.summary["served_models"] == {"claude-sonnet-4-5": N - len(FIRST_HALF), ALT_MODEL: len(FIRST_HALF)}
+    assert result.summary["served_models"] == {SONNET: N - len(FIRST_HALF), ALT_MODEL: len(FIRST_HALF)}
+    assert result.summary["served_model"] is None  # several answered: none can stand for the run
     assert any("2 different models" in w for w in result.warnings) and any(ALT_MODEL in w for w in result.warnings)
     again = judge_run(mixed, tmp_path / "jm", claude(server))  # the cache remembers who answered
     assert (

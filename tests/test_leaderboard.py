@@ -16,7 +16,7 @@ from tests.leaderboard_helpers import board, judged_submission, meta, stand_in_d
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.judging import judge_run, load_judge
-from tide_bench.leaderboard import build_site, create_submission, load_board, validate_folder
+from tide_bench.leaderboard import SubmissionRefused, build_site, create_submission, load_board, validate_folder
 
 XSS_NAME = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 __all__ = ["XSS_NAME", "board", "judged_submission"]
@@ -138,7 +138,10 @@ def test_minority_judge_is_refused_when_the_board_is_not_pinned(tmp_path: Path, 
     run = tide_run(tmp_path / "run-m3", lambda i: f"R3 {i.item_id}", stand_in_dataset(tmp_path), model_name="org/m3")
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, reference=True))
     (tmp_path / "m3.yaml").write_text(yaml.safe_dump(meta("m3")))
-    create_submission(run, tmp_path / "m3.yaml", tmp_path / "submissions", board=board(), spot_checks=False)
+    with pytest.raises(SubmissionRefused, match=r"majority \(m1, m2\)"):  # submit checks it with the entries there
+        create_submission(run, tmp_path / "m3.yaml", tmp_path / "submissions", board=board(), spot_checks=False)
+    create_submission(run, tmp_path / "m3.yaml", tmp_path / "alone", board=board(), spot_checks=False)
+    (tmp_path / "alone" / "m3").rename(tmp_path / "submissions" / "m3")
     result = build_site(tmp_path / "submissions", tmp_path / "site", board())
     assert sorted(result.accepted) == ["m1", "m2"]
     assert (

@@ -100,7 +100,7 @@ def test_a_new_rubric_factor_is_one_edit_of_the_rubric_file(tmp_path: Path, monk
     package = tmp_path / "pkg"
     for name in ("judges", "leaderboard", "tasks"):
         shutil.copytree(shipped / name, package / "_resources" / name)
-    rubric_file = package / "_resources" / "judges" / "rubric_v2.yaml"  # the default rubric
+    rubric_file = package / "_resources" / "judges" / "rubric_v3.yaml"  # the default rubric
     raw = yaml.safe_load(rubric_file.read_text())
     raw["factors"].append(  # the one edit
         {
@@ -110,7 +110,7 @@ def test_a_new_rubric_factor_is_one_edit_of_the_rubric_file(tmp_path: Path, monk
             "anchors": {level: f"level {level}" for level in range(1, 6)},
         }
     )
-    rubric_file.write_text(yaml.safe_dump(raw))
+    rubric_file.write_text(yaml.safe_dump(raw, sort_keys=False))  # order is meaning (precedence, the ladder)
     monkeypatch.setattr(resources, "_PACKAGE_DIR", package)
     rubric = load_rubric()
     assert rubric.factor_keys[-1] == "hope"

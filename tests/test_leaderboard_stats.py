@@ -194,10 +194,13 @@ def test_counted_values_per_branch() -> None:
         _record("scored", scores=(5, 4, 3)),
         _record("unscored", "empty_reply"),
         _record("unscored", "transient_failure"),
+        *(_record("unscored", kind) for kind in ("malformed_output", "schema_violation", "api_rejected")),
     ]
     counted = counted_values(records, FACTORS, 1)
     assert counted[0].tolist() == [5, 4, 3, 4] and counted[1].tolist() == [1, 1, 1, 1] and np.isnan(counted[2]).all()
-    assert counted_values(records, FACTORS, 1, impute_unscored=5)[1:].tolist() == [[5] * 4, [5] * 4]
+    # missing not at random: a reply that derails the judge counts at the minimum, never left out
+    assert counted[3:].tolist() == [[1, 1, 1, 1]] * 3
+    assert counted_values(records, FACTORS, 1, impute_unscored=5)[1:].tolist() == [[5] * 4] * 5
 
 
 def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
@@ -217,6 +220,8 @@ def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
 
 
 def test_admission_by_hand() -> None:
+    """The limit applies to every infrastructure kind: those left out of the means could hide weak
+    items; those counted at the minimum cannot, but that many says the judge run is unhealthy."""
     from tide_bench.leaderboard.scores import admission_errors
 
     row = {
@@ -298,6 +303,7 @@ def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the
         "flaky",
         data,
         lambda k: ("unscored", "transient_failure", None) if k % 10 == 0 else ("scored", None, (5, 5, 5)),
+        the_board=board_config(max_infrastructure_unscored=1.0),  # submit checks admission too: a lenient board
     )
     scripted_submission(tmp_path, judge_server, "weak", data, lambda k: ("scored", None, (2, 2, 3 if k % 2 else 2)))
     result = build_site(

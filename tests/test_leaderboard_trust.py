@@ -72,7 +72,9 @@ def _run(folder: Path) -> Path:
 
 def _unscore(row: dict[str, Any], kind: Any) -> None:
     row.update(status="unscored", scores=None, rationales=None, safety=None, unscored_kind=kind, unscored_reason="test")
-    row.update({k: None for k in ("risk_cue", "evidence") if k in row})  # rubric v2 judgments carry them when scored
+    row.update(  # rubric v2 and v3 judgments carry them when scored
+        {k: None for k in ("risk_cue", "evidence", "judge_directed_text", "evidence_unmatched") if k in row}
+    )
 
 
 # The review's twelve single-field edits that crashed validate or build for every entry, plus

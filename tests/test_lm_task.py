@@ -112,7 +112,7 @@ def test_single_exchange_prompt_is_system_then_client() -> None:
 
 def test_prompt_version_is_in_the_task_config() -> None:
     meta = _load([TASK])[TASK].config.metadata
-    assert len(meta["prompt_sha256"]) == 64 and meta["version"] == 2.0 and meta["prompt_condition"] == "neutral"
+    assert len(meta["prompt_sha256"]) == 64 and meta["version"] == 3.0 and meta["prompt_condition"] == "neutral"
 
 
 def test_the_guided_condition_is_its_own_task_with_the_rubric_aware_prompt() -> None:
@@ -120,7 +120,7 @@ def test_the_guided_condition_is_its_own_task_with_the_rubric_aware_prompt() -> 
 
     tasks = _load([TASK, GUIDED_TASK])
     neutral, guided = tasks[TASK].config, tasks[GUIDED_TASK].config
-    assert guided.metadata["prompt_condition"] == "guided" and guided.metadata["version"] == 2.0
+    assert guided.metadata["prompt_condition"] == "guided" and guided.metadata["version"] == 3.0
     assert "recognise the emotions" in guided.description and "recognise" not in neutral.description
     assert "understandable" not in neutral.description  # no rubric vocabulary to echo
     assert "clearly and kindly" in neutral.description and "clearly and kindly" in guided.description

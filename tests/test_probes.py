@@ -24,8 +24,11 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
 
 
+V2_PROBES = probes_module.probes_path(2)  # this file tests probes v2 with rubric v2 (v3: test_probes_v3.py)
+
+
 def _spec() -> tuple[list, list]:
-    return probes_module.load_probes()
+    return probes_module.load_probes(V2_PROBES)
 
 
 def test_the_probe_set_covers_what_the_review_asked_for() -> None:
@@ -64,7 +67,7 @@ def test_probe_contexts_follow_the_context_rule() -> None:
     """Rule A: no reply names a trauma the conversation does not mention (persona facts stay out)."""
     items = {i.item_id: i for i in load_dataset("sample").items}
     leaks = ("gunpoint", "robbery", "fire", "assault", "deployment", "crash", "flood")
-    for gen in probes_module.probe_generations():
+    for gen in probes_module.probe_generations(V2_PROBES):
         shown = (gen.client_utterance + " ".join(m["content"] for m in gen.history)).lower()
         for word in leaks:
             assert word not in gen.reply.lower() or word in shown, (gen.item_id, word)
@@ -78,7 +81,8 @@ def _trustworthy(reply: str) -> dict:
     if probe.expect in ("good", "not_penalised"):
         return {"scores": [5, 5, 5] if probe.expect == "good" else [5, 4, 5], "category": None, "risk": None}
     category = probe.categories[0] if probe.expect in ("low_flagged", "flagged") else None
-    return {"scores": [2, 2, 1] if probe.expect != "flagged" else [4, 4, 4], "category": category, "risk": None}
+    risk = "suicide_self_harm" if category == "risk_mishandled" else None  # a risk flag goes with a risk cue (N14)
+    return {"scores": [2, 2, 1] if probe.expect != "flagged" else [4, 4, 4], "category": category, "risk": risk}
 
 
 def _gullible(reply: str) -> dict:
@@ -91,7 +95,9 @@ def test_probes_run_against_the_fake_judge_and_a_trustworthy_judge_behaves(
 ) -> None:
     PROBES = _spec()[1]
     server.rater = _trustworthy
-    result = CliRunner().invoke(cli, ["judge", "--probes", "--out", str(tmp_path / "p"), "--base-url", server.url])
+    result = CliRunner().invoke(
+        cli, ["judge", "--probes", "--rubric", "v2", "--out", str(tmp_path / "p"), "--base-url", server.url]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "p" / "probes_report.json").read_text())
     assert len(report["checks"]) == len(PROBES) and server.total_calls == len(PROBES)
@@ -106,7 +112,9 @@ def test_probes_run_against_the_fake_judge_and_a_trustworthy_judge_behaves(
 def test_a_gullible_judge_is_caught_probe_by_probe(tmp_path: Path, server: FakeLLMServer) -> None:
     PROBES = _spec()[1]
     server.rater = _gullible
-    result = CliRunner().invoke(cli, ["judge", "--probes", "--out", str(tmp_path / "p"), "--base-url", server.url])
+    result = CliRunner().invoke(
+        cli, ["judge", "--probes", "--rubric", "v2", "--out", str(tmp_path / "p"), "--base-url", server.url]
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "p" / "probes_report.json").read_text())
     verdicts = {(c["context"], c["probe"]): c["verdict"] for c in report["checks"]}
@@ -181,5 +189,5 @@ def test_each_expectation_by_hand() -> None:
     assert report["trustworthy"] is False and report["n_inconclusive"] == 1
     low_sr = assess([_rec("good", (5, 5, 3))], probes[:1])
     assert (
-        low_sr["checks"][0]["verdict"] == "misbehaved" and "supportive_reflection 3 < 4" in low_sr["checks"][0]["why"]
+        low_sr["checks"][0]["verdict"] == "misbehaved" and "supportive_reflection >= 4: 3" in low_sr["checks"][0]["why"]
     )

@@ -27,6 +27,9 @@ KEY = "sk-ant-test-RUBRIC-0123456789"
 FAST = {"timeout_s": 2.0, "backoff_base_s": 0.01, "backoff_cap_s": 0.02, "concurrency": 4}
 ITEMS = load_dataset("sample").items_for("test")
 TAG = re.compile(r"<(candidate_reply_[0-9a-f]{12})>\n")
+# The model id v1 and v2 judgments were made with (an alias; the shipped configs now pin a dated snapshot).
+# With it, v1 and v2 configurations keep the versions their judgments and boards recorded.
+LEGACY_MODEL = "claude-sonnet-4-5"
 
 
 @pytest.fixture(autouse=True)
@@ -52,8 +55,8 @@ def _v2():
 # ------------------------------------------------------------------ the prompt renders v2 from the one file
 
 
-def test_the_default_judge_renders_every_part_of_rubric_v2() -> None:
-    config = load_judge("claude-sonnet")
+def test_the_v2_judge_renders_every_part_of_rubric_v2() -> None:
+    config = load_judge("claude-sonnet", rubric="v2", model=LEGACY_MODEL)
     assert config.rubric.version == 2 and config.identity()["rubric"] == "tide-empathy-rubric@v2"
     system = _flat(system_text(config))
     raw = yaml.safe_load(rubric_path("v2").read_text())
@@ -82,7 +85,7 @@ def test_the_default_judge_renders_every_part_of_rubric_v2() -> None:
     ],
 )
 def test_caps_are_stated_in_the_rendered_prompt(factor: str, behaviour: str, ceiling: int) -> None:
-    system = system_text(load_judge("claude-sonnet"))
+    system = system_text(load_judge("claude-sonnet", rubric="v2", model=LEGACY_MODEL))
     section = system.split(f"(`{factor}`)", 1)[1].split("\n## ", 1)[0]  # the factor's own block
     caps = [line for line in section.splitlines() if line.strip().startswith("Cap:")]
     assert any(behaviour in cap and f"at {ceiling}" in cap for cap in caps), caps
@@ -126,7 +129,7 @@ def test_rubric_files_are_checked(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("judge", ["claude-sonnet", "openai-gpt"])
 def test_schema_asks_for_risk_cue_evidence_and_safety_first_and_each_rationale_before_its_score(judge: str) -> None:
-    schema = rating_schema(load_judge(judge))
+    schema = rating_schema(load_judge(judge, rubric="v2"))
     props = schema["properties"]
     assert list(props) == [
         "risk_cue",
@@ -186,18 +189,20 @@ def test_a_self_contradicting_answer_is_a_schema_violation() -> None:
 
 
 def test_v1_is_reproduced_byte_for_byte_and_versions_follow_the_rubric(tmp_path: Path) -> None:
-    v1 = load_judge("claude-sonnet", rubric="v1")
+    v1 = load_judge("claude-sonnet", rubric="v1", model=LEGACY_MODEL)
     # The v1 configuration version the default judge had before v2 existed: cached v1 judgments and
     # boards pinned to it stay valid.
     assert v1.version == "682f60ca63d3a27f"
     assert v1.decoding == {"temperature": 0.0, "max_tokens": 1024} and v1.rubric.content_hash().startswith("d79909a7")
     assert list(rating_schema(v1)["properties"]["emotion_recognition"]["properties"]) == ["score", "rationale"]
     assert "<candidate_reply>" in user_text(v1, load_run(make_run(tmp_path / "r")).generations[0])
-    v2 = load_judge("claude-sonnet")
-    assert v2.version != v1.version and load_judge("claude-sonnet", rubric="v2").version == v2.version
+    v2 = load_judge("claude-sonnet", rubric="v2", model=LEGACY_MODEL)
+    assert v2.version == "bf06e4d93e439473" and v2.rubric.content_hash().startswith("fd0f2309")  # as before v3
+    assert load_judge("openai-gpt", rubric="v2", model="gpt-4.1").version == "2f78e0633187db7c"
+    assert load_judge("openai-gpt", rubric="v1", model="gpt-4.1").version == "8a3fa699f20bf0b0"
     assert v2.versioned_content()["output_schema_version"] == 2 and v2.versioned_content()["prompt_rendering"] == 3
     with pytest.raises(ConfigError, match="unknown rubric"):
-        load_judge("claude-sonnet", rubric="v3")
+        load_judge("claude-sonnet", rubric="v4")
 
 
 def test_editing_the_rubric_changes_the_judge_version(tmp_path: Path) -> None:
@@ -208,17 +213,18 @@ def test_editing_the_rubric_changes_the_judge_version(tmp_path: Path) -> None:
     config.write_text(
         (judges / "claude-sonnet" / "config.yaml")
         .read_text()
-        .replace("../rubric_v2.yaml", str(rubric))
+        .replace("../rubric_v3.yaml", str(rubric))
+        .replace("../prompt_v3.yaml", "../prompt_v2.yaml")
         .replace("../", f"{judges}/")
     )
-    assert load_judge(str(config)).version != load_judge("claude-sonnet").version
+    assert load_judge(str(config)).version != load_judge("claude-sonnet", rubric="v2").version
 
 
 # ------------------------------------------------------------------ random reply tags, per call
 
 
 def test_every_call_wraps_the_reply_in_a_fresh_random_tag(tmp_path: Path, server: FakeLLMServer) -> None:
-    config = load_judge("claude-sonnet", base_url=server.url, overrides=FAST)
+    config = load_judge("claude-sonnet", rubric="v2", base_url=server.url, overrides=FAST)
     gen = load_run(make_run(tmp_path / "one", "Plain reply.", items=ITEMS[:1])).generations[0]
     first, second = user_text(config, gen), user_text(config, gen)
     tags = [TAG.search(t).group(1) for t in (first, second)]
@@ -244,7 +250,9 @@ def test_judgments_record_risk_cue_evidence_and_category_and_the_summary_counts_
         }.get(ITEMS.index(item), f"A kind reply to {item.item_id}.")
 
     run = make_run(tmp_path / "run", reply)
-    result = judge_run(run, tmp_path / "judge", load_judge("claude-sonnet", base_url=server.url, overrides=FAST))
+    result = judge_run(
+        run, tmp_path / "judge", load_judge("claude-sonnet", rubric="v2", base_url=server.url, overrides=FAST)
+    )
     records = {r["item_id"]: r for r in result.records}
     flagged = records[ITEMS[0].item_id]
     assert flagged["safety"] == {"flagged": True, "reason": "fake safety reason", "category": categories[3]}
@@ -266,7 +274,9 @@ def test_judgments_record_risk_cue_evidence_and_category_and_the_summary_counts_
 
 def test_a_contradicting_judge_answer_is_asked_again_then_unscored(tmp_path: Path, server: FakeLLMServer) -> None:
     run = make_run(tmp_path / "run", "[[CONTRADICT]] reply", items=ITEMS[:1])
-    result = judge_run(run, tmp_path / "judge", load_judge("claude-sonnet", base_url=server.url, overrides=FAST))
+    result = judge_run(
+        run, tmp_path / "judge", load_judge("claude-sonnet", rubric="v2", base_url=server.url, overrides=FAST)
+    )
     assert result.records[0]["unscored_kind"] == "schema_violation" and server.calls_for("[[CONTRADICT]] reply") == 3
     assert result.records[0]["risk_cue"] is None and result.records[0]["evidence"] is None
 
@@ -283,7 +293,7 @@ def test_a_contradicting_judge_answer_is_asked_again_then_unscored(tmp_path: Pat
 )
 def test_the_judgment_reader_checks_the_v2_fields(tmp_path: Path, server: FakeLLMServer, edit, field: str) -> None:
     run = make_run(tmp_path / "run", "A reply.", items=ITEMS[:1])
-    judge_run(run, tmp_path / "judge", load_judge("claude-sonnet", base_url=server.url, overrides=FAST))
+    judge_run(run, tmp_path / "judge", load_judge("claude-sonnet", rubric="v2", base_url=server.url, overrides=FAST))
     path = tmp_path / "judge" / "judgments.jsonl"
     record = json.loads(path.read_text())
     edit(record)
@@ -303,5 +313,5 @@ def test_judge_cli_rubric_v1_writes_v1_judgments(tmp_path: Path, server: FakeLLM
     assert record["judge"]["rubric"] == "tide-empathy-rubric@v1" and set(record["safety"]) == {"flagged", "reason"}
     assert "risk_cue" not in record and "evidence" not in record
     assert not server.reply_tags  # v1: the fixed <candidate_reply> tag, as before
-    bad = CliRunner().invoke(cli, ["judge", str(run), "--out", str(tmp_path / "j3"), "--rubric", "v3"])
-    assert bad.exit_code == 2 and "v3" in bad.output
+    bad = CliRunner().invoke(cli, ["judge", str(run), "--out", str(tmp_path / "j3"), "--rubric", "v4"])
+    assert bad.exit_code == 2 and "v4" in bad.output

@@ -24,7 +24,7 @@ from tide_bench.annotation import AssignmentOptions, build_annotation
 from tide_bench.annotation.collect import checksum, collect_returns, write_outputs
 from tide_bench.judging import load_rubric
 
-OPTS = AssignmentOptions(per_rater=6, raters=3, overlap=2, repeats=1, seed=5)
+OPTS = AssignmentOptions(per_rater=6, raters=3, overlap=2, repeats=1, seed=5, rubric="v2")
 
 
 def rubric_path(version: str) -> Path:

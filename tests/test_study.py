@@ -60,7 +60,8 @@ def _write(tmp_path: Path, study: dict) -> Path:
         (lambda s: s["conditions"].update(distilled={}), "conditions.distilled", "unknown condition"),
         (lambda s: s.update(prompt="rubric"), "prompt", "prompt must be one of neutral, guided"),
         (lambda s: s["eval"].update(temperature=1), "eval.temperature", "unknown key 'temperature'"),
-        (lambda s: s["models"][0].update(parameters="0.5B"), "models[0].parameters", "positive integer"),
+        (lambda s: s["models"][0].update(parameters="0.5B"), "models[0].parameters", "must be an integer or null"),
+        (lambda s: s["models"][0].update(parameters=-5), "models[0].parameters", "positive integer"),
     ],
 )
 def test_a_bad_study_file_is_refused_with_file_line_and_field(tmp_path: Path, edit, where: str, message: str) -> None:
@@ -179,6 +180,13 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         assert {"gain_empathy.png", "gain_vs_size_empathy.png", "scenario_gains_empathy.png"} <= set(report["figures"])
         assert all((out / "report" / name).stat().st_size > 1000 for name in report["figures"])
         assert "| chat |" in (out / "report" / "report.md").read_text()
+        # the reference is named after the study's data (issue 34.11): the sample's, not TIDE's
+        assert report["reference"]["label"] == "sample reference (written for tide-bench)"
+        assert "sample reference (written for tide-bench): " in (out / "report" / "report.md").read_text()
+        assert "Claude 3.5 Sonnet" not in (out / "report" / "report.md").read_text()
+        assert {r["model_name"] for r in rows if r["condition"] == "reference"} == {
+            "sample reference (written for tide-bench)"
+        }
         index = (out / "site" / "index.html").read_text()  # the report is a section of the study's board
         assert '<section id="study-report"' in index and index.count("data:image/png;base64,") >= 3
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.core.stats import Estimate, bootstrap_weights
+from tide_bench.core.stats import DEFAULT_RESAMPLES, Estimate, bootstrap_weights
 
 LEVELS = ("ordinal", "interval")  # the factor dimensions' levels; the binary safety dimension is nominal
+MIN_CLUSTERS = 10  # fewer personas than this (and than items): no interval (5 personas: 86-95 % by method)
 
 
 def krippendorff_alpha(data: np.ndarray, level: str, domain: list[float]) -> float | None:
@@ -86,27 +87,70 @@ def alpha_replicates(
     level: str,
     domain: list[float],
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     weights: np.ndarray | None = None,
+    n_units: int | None = None,
+    clusters: np.ndarray | None = None,
 ) -> tuple[Estimate, np.ndarray]:
-    """Alpha for a raters x items matrix with its item-bootstrap interval, and the bootstrap
-    replicates (NaN where undefined), so that callers can form paired differences on the same
-    resamples. ``weights`` (resamples x items) fixes the resamples; else they are drawn."""
+    """Alpha for a raters x items matrix with its interval, and the bootstrap replicates (NaN
+    where undefined), so that callers can form paired differences on the same resamples.
+    ``weights`` (resamples x items) fixes the resamples (the audit's: personas resampled); else
+    items are drawn. ``n_units``: the number of units resampled (expanded percentile interval;
+    default the number of pairable items).
+
+    ``clusters`` (one code per item, e.g. the persona; each item its own code when they are
+    independent): the interval is then the wider of the percentile interval and the cluster
+    jackknife's ``alpha +- t_{P-1} * se_jack`` over the P leave-one-cluster-out alphas (each one
+    subtraction of coincidence totals). Alpha is a ratio with a skewed, slightly biased small-
+    sample distribution, and the two intervals miss on different sides: with 5 personas of 10
+    items the percentile interval covered 86-88 %, the jackknife 94-95 %; with 50 independent
+    items the jackknife ran up to 1 point low where the percentile did not. Their union covered
+    at least 93 % in every simulated design with 10 or more personas (docs/statistics.md, row
+    20); with fewer personas than :data:`MIN_CLUSTERS` (and than items) no interval is given."""
     keep = _pairable_units(data)
-    n_units = int(keep.sum())
+    n_units_items = int(keep.sum())
     rows = weights.shape[0] if weights is not None else resamples
-    if n_units == 0:
+    if n_units_items == 0:
         return Estimate.undefined("undefined: no item was rated by two or more raters", 0), np.full(rows, np.nan)
     value = krippendorff_alpha(data, level, domain)
     if value is None:
-        return Estimate.undefined("undefined: all pairable ratings are identical (no variation)", n_units), np.full(
-            rows, np.nan
-        )
-    contrib = unit_coincidences(data, domain).reshape(n_units, -1)
-    w = weights[:, keep] if weights is not None else bootstrap_weights(n_units, resamples, seed)
+        return Estimate.undefined(
+            "undefined: all pairable ratings are identical (no variation)", n_units_items
+        ), np.full(rows, np.nan)
+    contrib = unit_coincidences(data, domain).reshape(n_units_items, -1)
+    w = weights[:, keep] if weights is not None else bootstrap_weights(n_units_items, resamples, seed)
     boot = alpha_from_coincidences((w @ contrib).reshape(-1, len(domain), len(domain)), level, domain)
-    return Estimate.from_replicates(value, boot, n_units), boot
+    estimate = Estimate.from_replicates(value, boot, n_units_items, n_units=n_units or n_units_items)
+    if clusters is not None and estimate.ci_low is not None and estimate.ci_high is not None:
+        codes = np.unique(np.asarray(clusters)[keep], return_inverse=True)[1]
+        if codes.max() + 1 < min(MIN_CLUSTERS, n_units_items):
+            note = f"no interval: the rated items come from {codes.max() + 1} personas (fewer than {MIN_CLUSTERS})"
+            return Estimate(value, None, None, n_units_items, note), boot
+        jackknife = _jackknife_t(value, contrib, codes, level, domain) if codes.max() + 1 >= 3 else None
+        if jackknife is not None:
+            low, high = min(estimate.ci_low, jackknife[0]), max(estimate.ci_high, jackknife[1])
+            estimate = Estimate(value, low, high, n_units_items)
+    return estimate, boot
+
+
+def _jackknife_t(
+    value: float, contrib: np.ndarray, codes: np.ndarray, level: str, domain: list[float]
+) -> tuple[float, float] | None:
+    """The cluster-jackknife t interval of alpha (None when a leave-one-out alpha is undefined)."""
+    from scipy import stats
+
+    from tide_bench.core.stats import cluster_totals
+
+    n_clusters = int(codes.max()) + 1
+    per_cluster = cluster_totals(codes, n_clusters, contrib)
+    left_out = per_cluster.sum(axis=0)[None, :] - per_cluster
+    jack = alpha_from_coincidences(left_out.reshape(-1, len(domain), len(domain)), level, domain)
+    if not np.isfinite(jack).all():
+        return None
+    se = float(np.sqrt((n_clusters - 1) / n_clusters * ((jack - jack.mean()) ** 2).sum()))
+    half = float(stats.t.isf(0.025, n_clusters - 1)) * se
+    return value - half, value + half
 
 
 def alpha_with_ci(
@@ -114,7 +158,7 @@ def alpha_with_ci(
     level: str,
     domain: list[float],
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     weights: np.ndarray | None = None,
 ) -> dict[str, Any]:

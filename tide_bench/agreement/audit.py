@@ -18,7 +18,15 @@ exact agreement, MAE); and for each judge:
   resamples) with its own CI;
 * agreement with the consensus (median of the humans) and with each human.
 
-All item CIs share one seeded bootstrap over items per dimension.
+All item CIs share one seeded bootstrap per dimension over the *personas* of the rated items
+(an item id ``<run>/<persona>/<conversation>/turn<k>`` names its persona; an id of another
+shape is its own unit): items of one persona, also from several runs, share a client message
+and are not independent, and an item bootstrap covered alpha in only 81-88 % of simulated
+studies with 10 items per persona. The intervals are expanded percentile intervals for the
+number of resampled units (:func:`tide_bench.core.stats.percentile_ci`).
+
+**Halo** is judged against people (:mod:`.halo`): the judge's discrimination between factors
+against the human raters' on the same items.
 
 The safety answer (yes/no) is audited apart, as a nominal dimension (:mod:`.safety`):
 ``agreement.json`` ``safety`` holds nominal alpha among people and with each judge, and the
@@ -38,6 +46,7 @@ import numpy as np
 from tide_bench.agreement.alpha import LEVELS, alpha_replicates
 from tide_bench.agreement.alt_test import DEFAULT_EPSILON, alt_test
 from tide_bench.agreement.groups import analyze_groups
+from tide_bench.agreement.halo import halo_comparison
 from tide_bench.agreement.pairwise import pair_metrics, qwk_bootstrap
 from tide_bench.agreement.ratings import SAFETY, RatingsTable, Scale, load_judgments, load_raters, load_ratings
 from tide_bench.agreement.safety import audit_safety
@@ -45,7 +54,16 @@ from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import sha256_file
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.provenance import package_versions, utc_now
-from tide_bench.core.stats import DEFAULT_SEED, Estimate, bootstrap_weights, percentile_ci
+from tide_bench.core.stats import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Estimate,
+    bootstrap_weights,
+    cluster_bootstrap_weights,
+    cluster_codes,
+    percentile_ci,
+)
+from tide_bench.data.schema import persona_of_item
 
 SCHEMA_VERSION = 2
 ALPHA_FOR_CONCLUSIONS = 0.667  # Krippendorff: the lowest alpha for tentative conclusions about the data
@@ -57,7 +75,7 @@ MIN_SHARED = 3  # items two raters must share for a kappa
 class AuditOptions:
     scale: tuple[float, float] | None = (1, 5)
     mapping: dict[str, str] = field(default_factory=dict)
-    resamples: int = 1000
+    resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
     plot: bool = True
     epsilon: float = DEFAULT_EPSILON
@@ -131,14 +149,33 @@ def leave_one_out(
     }
 
 
-def pairwise_kappa(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray) -> dict[str, Any]:
-    """Kumar et al. (2025): mean judge-human vs mean human-human quadratic-weighted kappa."""
-    human_pairs = [
-        r for a, b in combinations(range(humans.shape[0]), 2) if (r := _qwk_replicates(humans[a], humans[b], weights))
-    ]
-    judge_pairs = [r for h in humans if (r := _qwk_replicates(judge, h, weights))]
+def item_clusters(items: list[str]) -> tuple[np.ndarray, int]:
+    """The persona code of each item (an id without a persona is its own unit)."""
+    return cluster_codes([persona_of_item(i) for i in items])
+
+
+def resampling_units(items: list[str], resamples: int, seed: int) -> tuple[np.ndarray, int]:
+    """``(weights, n_units)``: the audit's bootstrap over the personas of ``items`` as weights
+    on the items (resamples x items), and the number of personas."""
+    codes, n_clusters = item_clusters(items)
+    return cluster_bootstrap_weights(codes, n_clusters, resamples, seed), n_clusters
+
+
+def pairwise_kappa(
+    humans: np.ndarray, judge: np.ndarray, weights: np.ndarray, rater_weights: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Kumar et al. (2025): mean judge-human vs mean human-human quadratic-weighted kappa.
+
+    Their claim is about raters in general, so the intervals are two-way: each resample draws
+    items (``weights``) and raters (``rater_weights``, resamples x raters; default a seeded
+    bootstrap over the raters) and averages over the pairs of distinct drawn raters. With items
+    alone the difference covered the pool's value in 86-87 % of simulated studies.
+    """
+    pair_index = [(a, b) for a, b in combinations(range(humans.shape[0]), 2)]
+    human_pairs = [(a, b, r) for a, b in pair_index if (r := _qwk_replicates(humans[a], humans[b], weights))]
+    judge_pairs = [(h, r) for h in range(humans.shape[0]) if (r := _qwk_replicates(judge, humans[h], weights))]
     out: dict[str, Any] = {
-        "metric": "mean pairwise quadratic-weighted kappa (Kumar et al. 2025); CIs over items",
+        "metric": "mean pairwise quadratic-weighted kappa (Kumar et al. 2025); CIs over items and raters",
         "n_human_pairs": len(human_pairs),
         "n_judge_pairs": len(judge_pairs),
     }
@@ -146,10 +183,23 @@ def pairwise_kappa(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray) -
         note = "needs a human pair and a judge-human pair sharing three or more items"
         out |= {k: Estimate.undefined(note).as_dict() for k in ("judge_human", "human_human", "difference")}
         return out
+    resamples = weights.shape[0]
+    u = (
+        rater_weights
+        if rater_weights is not None
+        else bootstrap_weights(humans.shape[0], resamples, DEFAULT_SEED + 1)  # raters: their own resamples
+    )
+    hh_boot = np.vstack([r[1] for _, _, r in human_pairs]).T  # resamples x pairs
+    jh_boot = np.vstack([r[1] for _, r in judge_pairs]).T  # resamples x raters
+    pair_w = np.stack([u[:, a] * u[:, b] for a, b, _ in human_pairs], axis=1)
+    rater_w = np.stack([u[:, h] for h, _ in judge_pairs], axis=1)
     with np.errstate(all="ignore"):
-        hh_rep = np.nanmean(np.vstack([r[1] for r in human_pairs]), axis=0)
-        jh_rep = np.nanmean(np.vstack([r[1] for r in judge_pairs]), axis=0)
-    hh, jh = float(np.mean([r[0] for r in human_pairs])), float(np.mean([r[0] for r in judge_pairs]))
+        pair_w = pair_w * np.isfinite(hh_boot)
+        rater_w = rater_w * np.isfinite(jh_boot)
+        hh_rep = (pair_w * np.nan_to_num(hh_boot)).sum(axis=1) / pair_w.sum(axis=1)
+        jh_rep = (rater_w * np.nan_to_num(jh_boot)).sum(axis=1) / rater_w.sum(axis=1)
+    hh = float(np.mean([r[0] for _, _, r in human_pairs]))
+    jh = float(np.mean([r[0] for _, r in judge_pairs]))
     out["human_human"] = Estimate.from_replicates(hh, hh_rep, len(human_pairs)).as_dict()
     out["judge_human"] = Estimate.from_replicates(jh, jh_rep, len(judge_pairs)).as_dict()
     out["difference"] = Estimate.from_replicates(jh - hh, jh_rep - hh_rep).as_dict()
@@ -157,11 +207,17 @@ def pairwise_kappa(humans: np.ndarray, judge: np.ndarray, weights: np.ndarray) -
 
 
 def _alpha_blocks(
-    data: np.ndarray, domain: list[float], weights: np.ndarray
+    data: np.ndarray,
+    domain: list[float],
+    weights: np.ndarray,
+    n_units: int | None = None,
+    clusters: np.ndarray | None = None,
 ) -> tuple[dict[str, Estimate], dict[str, np.ndarray]]:
     estimates, replicates = {}, {}
     for level in LEVELS:
-        estimates[level], replicates[level] = alpha_replicates(data, level, domain, weights=weights)
+        estimates[level], replicates[level] = alpha_replicates(
+            data, level, domain, weights=weights, n_units=n_units, clusters=clusters
+        )
     return estimates, replicates
 
 
@@ -176,18 +232,23 @@ def _judge_block(
     weights: np.ndarray,
     human_alpha: tuple[dict[str, Estimate], dict[str, np.ndarray]],
     options: AuditOptions,
+    n_units: int | None = None,
 ) -> dict[str, Any]:
     _, jm = table.matrix(dimension, [judge], items)
     judge_row = jm[0]
     vs_consensus = pair_metrics(judge_row, _nanmedian_rows(data_h), domain)
     consensus_qwk = _qwk_replicates(judge_row, _nanmedian_rows(data_h), weights)
-    vs_consensus["kappa_quadratic_ci"] = list(percentile_ci(consensus_qwk[1])) if consensus_qwk else None
-    with_judge, with_rep = _alpha_blocks(np.vstack([data_h, judge_row[None, :]]), domain, weights)
+    vs_consensus["kappa_quadratic_ci"] = (
+        list(percentile_ci(consensus_qwk[1], n_units=n_units)) if consensus_qwk else None
+    )
+    with_judge, with_rep = _alpha_blocks(
+        np.vstack([data_h, judge_row[None, :]]), domain, weights, n_units, item_clusters(items)[0]
+    )
     difference = {}
     for level in LEVELS:
         before, after = human_alpha[0][level].value, with_judge[level].value
         difference[level] = (
-            Estimate.from_replicates(after - before, with_rep[level] - human_alpha[1][level])
+            Estimate.from_replicates(after - before, with_rep[level] - human_alpha[1][level], n_units=n_units)
             if before is not None and after is not None
             else Estimate.undefined("alpha undefined with or without the judge")
         )
@@ -223,9 +284,7 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
     humans = table.human_raters(dimension)
     judges = [r for r in table.raters(dimension) if r in table.judges]
     items, data_h = table.matrix(dimension, humans)
-    weights = (
-        bootstrap_weights(len(items), options.resamples, options.seed) if items else np.zeros((options.resamples, 0))
-    )
+    weights, n_units = resampling_units(items, options.resamples, options.seed)
     notes = []
     if len(humans) < 2:
         notes.append("fewer than two human raters: no human-human pairs or alpha")
@@ -235,7 +294,7 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
             {level: np.full(options.resamples, np.nan) for level in LEVELS},
         )
     else:
-        human_alpha = _alpha_blocks(data_h, domain, weights)
+        human_alpha = _alpha_blocks(data_h, domain, weights, n_units, item_clusters(items)[0])
     pairs, without_shared = [], 0
     for a, b in combinations(range(len(humans)), 2):
         metrics = pair_metrics(data_h[a], data_h[b], domain)
@@ -245,6 +304,7 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
         pairs.append({"rater_a": humans[a], "rater_b": humans[b], **metrics})
     block: dict[str, Any] = {
         "n_items": len(items),
+        "n_personas": n_units,
         "raters": humans,
         "n_ratings": int((~np.isnan(data_h)).sum()),
         "alpha": {level: e.as_dict() for level, e in human_alpha[0].items()},
@@ -255,10 +315,26 @@ def audit_dimension(table: RatingsTable, dimension: str, domain: list[float], op
     }
     for judge in judges:
         block["judges"][judge] = _judge_block(
-            table, judge, dimension, items, humans, data_h, domain, weights, human_alpha, options
+            table, judge, dimension, items, humans, data_h, domain, weights, human_alpha, options, n_units
         )
         block["judges"][judge]["verdict"] = verdict(block, judge)
     return block
+
+
+def audit_halo(table: RatingsTable, options: AuditOptions) -> dict[str, Any] | None:
+    """Per judge, halo against the human raters on the judge's factors (:mod:`.halo`); None
+    when fewer than two factors have human ratings."""
+    factors = sorted(d for d in table.dimensions() if d != SAFETY and table.human_raters(d))
+    if len(factors) < 2 or not table.judges:
+        return None
+    items = sorted({r.item for r in table.rows if r.dimension in factors and r.rater not in table.judges})
+    weights, n_units = resampling_units(items, options.resamples, options.seed)
+    out = {}
+    for judge in sorted(table.judges):
+        judged = [f for f in factors if judge in table.raters(f)]
+        if len(judged) >= 2:
+            out[judge] = halo_comparison(table, judge, judged, items, weights, n_units=n_units)
+    return out or None
 
 
 def verdict(dim: dict[str, Any], judge: str) -> str:
@@ -399,14 +475,16 @@ def run_audit(
         "bootstrap": {
             "resamples": options.resamples,
             "seed": options.seed,
-            "unit": "items (leave-one-out ratio: items and raters)",
-            "interval": "percentile 95%",
+            "unit": "personas of the rated items (an item id without a persona is its own unit); leave-one-out "
+            "ratio and pairwise kappa: personas and raters",
+            "interval": "expanded percentile 95% (Hesterberg 2015)",
         },
         "alt_test": {"epsilon": options.epsilon},
         "notes": notes,
         "judges": {rid: info.as_dict() for rid, info in table.judges.items()},
         "dimensions": dims,
         "safety": audit_safety(table, options.resamples, options.seed),
+        "halo": audit_halo(table, options),
         "rater_groups": analyze_groups(
             table, rater_info, sorted(table.judges), seed=options.seed, mixed_model=options.mixed_model
         )

@@ -74,7 +74,7 @@ def _judge_section(judge: str, j: dict[str, Any], raters: list[str]) -> list[str
                     _f(r["judge_advantage"]),
                     _f(r["human_advantage"]),
                     f"{r['p']:.3g}",
-                    "judge" if r["judge_wins"] else "human",
+                    "judge (within the margin)" if r["judge_wins"] else "not shown",
                     _f(lo.get("human_vs_rest")),
                     _f(lo.get("judge_vs_rest")),
                 ]
@@ -87,7 +87,7 @@ def _judge_section(judge: str, j: dict[str, Any], raters: list[str]) -> list[str
                     "judge wins",
                     "human wins",
                     "p",
-                    "winner",
+                    "result",
                     "QWK human vs rest",
                     "QWK judge vs rest",
                 ],
@@ -120,7 +120,7 @@ def _groups_section(groups: dict[str, Any]) -> list[str]:
             t = block["test"]
             means = "; ".join(
                 f"{g}: {_f(v['mean'])} [{_f(v['ci_low'])}, {_f(v['ci_high'])}] "
-                f"(raters {v['n_raters']}, ratings {v['n_ratings']})"
+                f"(raters {v['n_raters']}, ratings {v['n_ratings']}; t on rater means)"
                 for g, v in block["groups"].items()
             )
             lines.append(f"- **{dim}**: {means}. {_test(t)}")
@@ -135,13 +135,44 @@ def _groups_section(groups: dict[str, Any]) -> list[str]:
             if "mixed_model" in block:
                 mm = block["mixed_model"]
                 terms = "; ".join(
-                    f"{k} {v['estimate']:.3f} (se {v['se']:.3f}, Wald p {v['p_wald']:.3g})"
+                    f"{k} {v['estimate']:.3f} (se {v['se']:.3f}, t p {v['p_t']:.3g} on {v['df']} df)"
                     for k, v in mm.get("terms", {}).items()
                 )
                 lines.append(f"  - mixed model (beside, not instead): {terms or ''} {mm.get('note', '')}".rstrip())
         lines.append("")
     for column, why in groups["skipped_columns"].items():
         lines.append(f"- column `{column}` skipped: {why}")
+    return lines
+
+
+def _halo_section(halo: dict[str, Any]) -> list[str]:
+    """Halo against people: the discrimination ratio (the verdict) and the inter-factor correlations."""
+    lines = ["", "## Halo (the judge against people, on the same items)", ""]
+    for judge, h in halo.items():
+        lines.append(f"### {judge}")
+        lines.append("")
+        lines.append(f"**{h['verdict']}**")
+        ratio = h.get("discrimination_ratio")
+        if ratio:
+            lines += [
+                "",
+                f"- discrimination ratio (mean r with the others' *other* factors / mean r with the same factor; 1 = "
+                f"one impression): judge {_ci(ratio['judge'])}, humans {_ci(ratio['humans'])}, difference "
+                f"{_ci(ratio['difference'])} over {h['n_items']} items and {h['n_raters']} raters",
+            ]
+        if h.get("pairs"):
+            lines += [
+                f"- inter-factor correlations ({h['pairs_note']}):",
+                "",
+                *_rows(
+                    ["factors", "judge r", "human r (within rater)", "difference"],
+                    [
+                        [f"{p['a']} x {p['b']}", _ci(p["judge_r"]), _ci(p["human_r"]), _ci(p["difference"])]
+                        for p in h["pairs"]
+                    ],
+                ),
+            ]
+        lines.append("")
     return lines
 
 
@@ -250,6 +281,8 @@ def render_markdown(result: dict[str, Any]) -> str:
             ]
         for judge, j in d["judges"].items():
             lines += _judge_section(judge, j, d["raters"])
+    if result.get("halo"):
+        lines += _halo_section(result["halo"])
     if result.get("safety"):
         lines += _safety_section(result["safety"])
     if result.get("rater_groups"):

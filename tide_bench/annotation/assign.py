@@ -29,6 +29,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.resources import resource_dir
 from tide_bench.core.stats import DEFAULT_SEED
 from tide_bench.generation.run_dir import load_run, run_label
 from tide_bench.judging.rubric import DEFAULT_RUBRIC, load_rubric, rubric_path
@@ -44,7 +45,22 @@ class AssignmentOptions:
     repeats: int = 2
     seed: int = DEFAULT_SEED
     title: str = "Rating supportive replies"
-    rubric: str = DEFAULT_RUBRIC  # "v1" or "v2": the rubric the raters see (the judge's whose judgments they audit)
+    rubric: str = DEFAULT_RUBRIC  # "v1", "v2", "v3": the rubric the raters see (the judge's whose judgments they audit)
+    instrument: str = "expert"  # "expert": the rubric above; "lay": the perceived-empathy instrument instead
+    support: str | None = None  # who a rater contacts if they feel unsafe (shown in the content note)
+
+
+INSTRUMENTS = ("expert", "lay")
+LAY_INSTRUMENT_FILE = "perceived_empathy_v1.yaml"  # judges/: the lay raters' instrument (docs/annotation.md)
+
+
+def instrument_path(options: AssignmentOptions) -> Path:
+    """The file the raters' page renders: the expert rubric of ``options.rubric``, or the lay instrument."""
+    if options.instrument not in INSTRUMENTS:
+        raise ConfigError(f"--instrument must be one of {', '.join(INSTRUMENTS)}, got {options.instrument!r}")
+    if options.instrument == "lay":
+        return resource_dir("judges") / LAY_INSTRUMENT_FILE
+    return rubric_path(options.rubric)
 
 
 def _stratified(units: list[dict[str, Any]], n: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -194,7 +210,7 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
         for unit_id in repeated:  # the second showing goes to the far half of the list
             order.insert(rng.randint(len(order) // 2 + 1, len(order)), unit_id)
         raters.append({"rater_id": f"rater-{r + 1}", "sequence": order, "repeated": repeated})
-    rubric = load_rubric(rubric_path(options.rubric))
+    rubric = load_rubric(instrument_path(options))
     return {
         "schema_version": 1,
         "kind": "tide-bench-annotation",

@@ -37,7 +37,7 @@ from tide_bench.annotation.assign import ASSIGNMENT
 from tide_bench.core.errors import DataError, format_location
 from tide_bench.core.hashing import canonical_json, sha256_text
 from tide_bench.core.jsonio import atomic_write_text, read_json
-from tide_bench.core.spreadsheet import spreadsheet_safe
+from tide_bench.core.spreadsheet import safe_row
 from tide_bench.generation.run_dir import rated_item_id
 
 SAFETY = "safety"  # the dimension of the safety answer in the ratings table (0 or 1)
@@ -332,7 +332,7 @@ def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: s
     writer = csv.writer(buffer)
     writer.writerow(["item_id", "rater_id", "dimension", "score", "safety_category"])
     writer.writerows(
-        [*row, collection.safety_categories.get((row[0], row[1]), "") if row[2] == SAFETY else ""]
+        safe_row([*row, collection.safety_categories.get((row[0], row[1]), "") if row[2] == SAFETY else ""])
         for row in collection.rows
     )
     atomic_write_text(ratings_out, buffer.getvalue())
@@ -341,7 +341,7 @@ def write_outputs(collection: Collection, ratings_out: str | Path, raters_out: s
         writer = csv.writer(buffer)
         writer.writerow(["rater_id", *DEMOGRAPHICS, "role"])
         for rid, info in sorted(collection.raters.items()):
-            writer.writerow([rid, *(spreadsheet_safe(info[k] or "") for k in DEMOGRAPHICS), info["role"]])
+            writer.writerow(safe_row([rid, *(info[k] or "" for k in DEMOGRAPHICS), info["role"]]))
         atomic_write_text(raters_out, buffer.getvalue())
 
 

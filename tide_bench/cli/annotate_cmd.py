@@ -14,7 +14,13 @@ from tide_bench.core.stats import DEFAULT_SEED
 
 @click.group("annotate", cls=SpellingGroup)
 def annotate() -> None:
-    """Collect human ratings with offline, blinded annotation pages."""
+    """Collect human ratings with offline, blinded annotation pages.
+
+    \b
+    Examples:
+      tide-bench annotate build runs/model-a runs/model-b --per-rater 40 --raters 5 --out annotation/
+      tide-bench annotate collect annotation/returns/*.json --out human_ratings.csv --raters-out raters.csv
+    """
 
 
 @annotate.command("build")
@@ -37,14 +43,32 @@ def annotate() -> None:
     show_default=True,
     help="Items shown twice to each rater (self-consistency).",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
-@click.option("--title", default="Rating supportive replies", show_default=True)
+@click.option(
+    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the assignment and the item order."
+)
+@click.option("--title", default="Rating supportive replies", show_default=True, help="Title of every rating page.")
 @click.option(
     "--rubric",
-    type=click.Choice(["v1", "v2"]),
-    default="v2",
+    type=click.Choice(["v1", "v2", "v3"]),
+    default="v3",
     show_default=True,
     help="The rubric the raters see: the one the audited judge used.",
+)
+@click.option(
+    "--instrument",
+    type=click.Choice(["expert", "lay"]),
+    default="expert",
+    show_default=True,
+    help="expert: the trained panel rates with the rubric (anchored). lay: a separate perceived-empathy page "
+    "(how understood and cared for would you feel?) for lay raters; its scores are analysed beside the judge's, "
+    "not used to audit it (docs/annotation.md).",
+)
+@click.option(
+    "--support",
+    default=None,
+    help="Who a rater contacts if reading makes them feel unsafe (a named person and a crisis line in their "
+    "country), shown in the page's content note. Without it the note names local emergency and crisis lines "
+    "and a warning is printed.",
 )
 @click.option(
     "--out", required=True, type=click.Path(path_type=Path), help="Folder for assignment.json and rater-N.html."
@@ -58,6 +82,8 @@ def build_cmd(
     seed: int,
     title: str,
     rubric: str,
+    instrument: str,
+    support: str | None,
     out: Path,
 ) -> None:
     """Draw items from run directories (stratified by scenario and turn, model hidden) and write
@@ -84,9 +110,24 @@ def build_cmd(
         _expand_study_folders(runs),
         out,
         AssignmentOptions(
-            per_rater=per_rater, raters=raters, overlap=overlap, repeats=repeats, seed=seed, title=title, rubric=rubric
+            per_rater=per_rater,
+            raters=raters,
+            overlap=overlap,
+            repeats=repeats,
+            seed=seed,
+            title=title,
+            rubric=rubric,
+            instrument=instrument,
+            support=support,
         ),
     )
+    if not support:
+        click.secho(
+            "warning: no --support given: the pages name local emergency and crisis lines only; give raters a "
+            "named contact (docs/annotation.md, rater wellbeing)",
+            fg="yellow",
+            err=True,
+        )
     click.echo(
         f"{len(a['units'])} items, {len(a['raters'])} pages ({per_rater + repeats} items each), every item rated by "
         f"{overlap} raters"
@@ -160,7 +201,13 @@ def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, rate
 
 
 @annotate.command("plan")
-@click.option("--raters", type=click.IntRange(min=2), default=AssignmentOptions.raters, show_default=True)
+@click.option(
+    "--raters",
+    type=click.IntRange(min=2),
+    default=AssignmentOptions.raters,
+    show_default=True,
+    help="Raters in the planned study.",
+)
 @click.option(
     "--items",
     "per_rater",
@@ -184,8 +231,14 @@ def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, rate
     show_default=True,
     help="The simulated judge's rating noise (0.45 = a person's: 'as good as a person').",
 )
-@click.option("--replications", type=click.IntRange(min=10), default=400, show_default=True)
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--replications",
+    type=click.IntRange(min=10),
+    default=400,
+    show_default=True,
+    help="Simulated studies (more: a smaller Monte Carlo error, a longer run).",
+)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the simulation.")
 def plan_cmd(
     raters: int, per_rater: int, overlap: int, epsilon: float, judge_sd: float, replications: int, seed: int
 ) -> None:

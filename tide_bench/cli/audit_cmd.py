@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tide_bench.core.errors import ConfigError
-from tide_bench.core.stats import DEFAULT_SEED
+from tide_bench.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
 
 def _scale(text: str) -> tuple[float, float] | None:
@@ -65,11 +65,13 @@ def _mapping(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option(
     "--resamples",
     type=click.IntRange(10, 100_000),
-    default=1000,
+    default=DEFAULT_RESAMPLES,
     show_default=True,
-    help="Bootstrap resamples over items.",
+    help="Bootstrap resamples (over the personas of the rated items; raters too for the two-way intervals).",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap (same seed, same CIs)."
+)
 @click.option(
     "--epsilon",
     type=click.FloatRange(0, 1),

@@ -27,7 +27,7 @@ from tide_bench.core.extras import require_eval
     ),
 )
 @click.option("--max-gen-toks", type=int, default=96, show_default=True, help="Longest reply to generate, in tokens.")
-@click.option("--batch-size", type=int, default=4, show_default=True)
+@click.option("--batch-size", type=int, default=4, show_default=True, help="Replies generated together (CPU).")
 @click.option(
     "--finetune",
     "finetune_steps",
@@ -51,8 +51,16 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
     metrics with confidence intervals, the judge when one is configured (ANTHROPIC_API_KEY,
     OPENAI_API_KEY, or TIDE_BENCH_JUDGE_BASE_URL + TIDE_BENCH_JUDGE_MODEL), submission, the
     demo board and the study report (studies/demo.yaml through `tide-bench study`). A few
-    minutes on 2 cores. The sample is synthetic and the model tiny: the output shows the
-    mechanism, not a benchmark result.
+    minutes on 2 idle cores, far longer on a busy machine: --finetune 0 leaves out the
+    fine-tuned cell, --limit N and --max-gen-toks N shorten generation, and a rerun (or Ctrl-C,
+    then a rerun) resumes where it stopped. The sample is synthetic and the model tiny: the
+    output shows the mechanism, not a benchmark result.
+
+    \b
+    Examples:
+      tide-bench demo                                   # everything, into demo-output/
+      tide-bench demo --finetune 0 --max-gen-toks 48    # shorter: zero-shot only, shorter replies
+      tide-bench demo --fresh                           # start over
     """
     require_eval("tide-bench demo")
     from tide_bench.demo.pipeline import run_demo

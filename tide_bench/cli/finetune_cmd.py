@@ -1,4 +1,4 @@
-"""``tide-bench finetune`` (train a LoRA adapter) and ``tide-bench finetune merge`` (merge it)."""
+"""``tide-bench finetune`` (train a LoRA adapter) and ``tide-bench merge-adapter`` (merge it into its base)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,30 @@ from typing import Any
 import click
 
 from tide_bench.cli.options import data_option
-from tide_bench.core.errors import ConfigError
 from tide_bench.core.extras import require_eval
 
 
-@click.group("finetune", invoke_without_command=True)
-@click.option("--model", default=None, help="Base model: hub id or local folder, e.g. Qwen/Qwen2.5-0.5B-Instruct.")
+class _FinetuneCommand(click.Command):
+    """``finetune`` is one command (no sub-commands): its old ``finetune merge`` spelling gets a pointer."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args[:1] == ["merge"]:
+            raise click.UsageError("merging is `tide-bench merge-adapter ADAPTER --out DIR` (was `finetune merge`)")
+        return super().parse_args(ctx, args)
+
+
+@click.command("finetune", cls=_FinetuneCommand)
+@click.option(
+    "--model",
+    required=True,
+    help="Base model: hub id or local folder, e.g. Qwen/Qwen2.5-0.5B-Instruct ('demo': the offline demo model).",
+)
 @click.option("--revision", default=None, help="Base model revision (commit) to pin.")
 @data_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
-    default=None,
+    required=True,
     help="Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.",
 )
 @click.option(
@@ -45,9 +57,15 @@ from tide_bench.core.extras import require_eval
     default=None,
     help="Comma-separated module names, or 'all-linear' (default: the architecture's attention projections).",
 )
-@click.option("--epochs", type=int, default=3, show_default=True)
+@click.option("--epochs", type=int, default=3, show_default=True, help="Passes over the train split.")
 @click.option("--max-steps", type=int, default=None, help="Stop after this many optimizer steps (overrides --epochs).")
-@click.option("--learning-rate", type=float, default=2e-4, show_default=True)
+@click.option(
+    "--learning-rate",
+    type=float,
+    default=2e-4,
+    show_default=True,
+    help="Peak learning rate (linear warm-up, then decay).",
+)
 @click.option(
     "--batch-size",
     type=int,
@@ -68,7 +86,7 @@ from tide_bench.core.extras import require_eval
     help="Tokens per example. Longer examples are left out and reported (count and share), never cut.",
 )
 @click.option("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default: 3% of the steps).")
-@click.option("--weight-decay", type=float, default=0.0, show_default=True)
+@click.option("--weight-decay", type=float, default=0.0, show_default=True, help="AdamW weight decay.")
 @click.option("--max-grad-norm", type=float, default=1.0, show_default=True, help="Gradient clipping (0: off).")
 @click.option(
     "--eval-steps",
@@ -83,7 +101,7 @@ from tide_bench.core.extras import require_eval
     show_default=True,
     help="Early stopping: evaluations without improvement. The best adapter is the one saved.",
 )
-@click.option("--seed", type=int, default=1234, show_default=True)
+@click.option("--seed", type=int, default=1234, show_default=True, help="Seed for initialisation and data order.")
 @click.option(
     "--precision",
     type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
@@ -126,8 +144,7 @@ from tide_bench.core.extras import require_eval
     show_default=True,
     help="auto: tensorboard when installed; wandb when installed and configured.",
 )
-@click.pass_context
-def finetune_cmd(ctx: click.Context, **opts: Any) -> None:
+def finetune_cmd(**opts: Any) -> None:
     """LoRA fine-tuning on TIDE's train split with the evaluation prompts (loss on replies only).
 
     Runs on transformers.Trainer: validation every --eval-steps, early stopping with the best
@@ -145,16 +162,14 @@ def finetune_cmd(ctx: click.Context, **opts: Any) -> None:
       tide-bench finetune --model ... --data ... --out adapters/x --resume        # after an interruption
       tide-bench finetune --model Qwen/Qwen2.5-3B-Instruct --quantize 4bit ...   # QLoRA on one GPU
       accelerate launch -m tide_bench.finetune --model ... --data ... --out ...  # several GPUs
-      tide-bench finetune merge adapters/qwen0.5b-tide --out merged/qwen0.5b-tide
+      tide-bench merge-adapter adapters/qwen0.5b-tide --out merged/qwen0.5b-tide  # full weights
     """
     require_eval("tide-bench finetune")
-    if ctx.invoked_subcommand is not None:
-        return
+    from tide_bench.demo.model import resolve_model
     from tide_bench.finetune import FinetuneConfig
     from tide_bench.finetune.train import finetune_or_explain, is_main_process
 
-    if not opts["model"] or not opts["out"]:
-        raise ConfigError("--model and --out are required", hint="tide-bench finetune --help")
+    opts["model"] = resolve_model(str(opts["model"]))
     targets = opts.pop("target_modules")
     config = FinetuneConfig(
         target_modules=[t.strip() for t in str(targets).split(",") if t.strip()] if targets else None,
@@ -192,7 +207,7 @@ def finetune_cmd(ctx: click.Context, **opts: Any) -> None:
     )
 
 
-@finetune_cmd.command("merge")
+@click.command("merge-adapter")
 @click.argument("adapter", type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for the merged model.")
 @click.option("--base", default=None, help="Base model (default: the one named in the adapter card).")
@@ -209,10 +224,10 @@ def merge_cmd(adapter: Path, out: Path, base: str | None, dtype: str, overwrite:
 
     \b
     Example:
-      tide-bench finetune merge adapters/qwen0.5b-tide --out merged/qwen0.5b-tide
+      tide-bench merge-adapter adapters/qwen0.5b-tide --out merged/qwen0.5b-tide
       tide-bench eval --model vllm --model-args pretrained=merged/qwen0.5b-tide ...
     """
-    require_eval("tide-bench finetune merge")
+    require_eval("tide-bench merge-adapter")
     from tide_bench.finetune import merge_adapter
 
     merge_adapter(adapter, out, base=base, dtype=dtype, overwrite=overwrite)

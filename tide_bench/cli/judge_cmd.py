@@ -39,10 +39,10 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 )
 @click.option(
     "--rubric",
-    type=click.Choice(["v1", "v2"]),
+    type=click.Choice(["v1", "v2", "v3"]),
     default=None,
-    help="Rubric and prompt version (default: the config's, v2). v1 reproduces v1 judgments; v1 and v2 results "
-    "are comparable only with their own version (docs/judging.md).",
+    help="Rubric and prompt version (default: the config's, v3). v1 and v2 reproduce those judgments; results are "
+    "comparable only with their own version (docs/judging.md).",
 )
 @click.option(
     "--reference/--no-reference",
@@ -59,7 +59,8 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Print calls, estimated tokens and dollars (sync and batch) without calling anything.",
+    help="Print calls, estimated tokens and dollars (sync and batch, with the range where prompt caching is best "
+    "effort, and the share of output tokens) without calling anything or importing an SDK.",
 )
 @click.option(
     "--max-cost",
@@ -112,7 +113,17 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     help="Give up an uncollected Message Batch in --out that blocks this run (it stays listed in batch_state.json).",
 )
 @click.option(
-    "--probes", is_flag=True, help="Judge the built-in gaming probes instead of a run: can this judge be gamed?"
+    "--probes",
+    is_flag=True,
+    help="Judge the built-in probes instead of a run: minimal pairs with an expectation each (score low, not "
+    "penalise, cap one factor, flag); writes probes_report.md/json with pass/fail per expectation.",
+)
+@click.option(
+    "--probes-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="With --probes: a probes file of your own (default: judges/probes_v3.yaml for rubric v3, "
+    "judges/probes.yaml for v1 and v2).",
 )
 def judge_cmd(
     run_dir: Path | None,
@@ -135,13 +146,16 @@ def judge_cmd(
     overwrite: bool,
     abandon_batch: bool,
     probes: bool,
+    probes_file: Path | None,
 ) -> None:
     """Rate every reply of a run on emotion recognition, distress normalization and
     supportive reflection (1-5, anchored rubric) plus a safety flag, with an LLM judge.
 
-    The default rubric is v2: single-criterion levels, general rules and caps, a risk-cue
-    step and safety categories; the judge answers risk cue, evidence and safety first, and
-    each factor's rationale before its score. --rubric v1 reproduces v1 judgments exactly.
+    The default rubric is v3: positive mappings for risk, acute-distress and plain-talk replies,
+    caps that never apply to the right support, a risk cue graded on the C-SSRS ladder, safety
+    categories in order of precedence; the judge answers risk cue, evidence, judge-directed text
+    and safety first, and each factor's rationale before its score. --rubric v1 and v2
+    reproduce those versions' judgments.
 
     One call per item returns all three scores with rationales through forced tool use
     (Anthropic) or a JSON schema (OpenAI and compatible servers). Judgments are cached by
@@ -166,6 +180,8 @@ def judge_cmd(
           --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-72B-Instruct
       tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge-v1 --rubric v1
       tide-bench judge --probes --out probes/
+      tide-bench judge --probes --out probes-local/ --judge local --base-url http://127.0.0.1:8000/v1 \\
+          --model Qwen/Qwen2.5-72B-Instruct
     """
     from tide_bench.judging import JudgeOptions, check_budget, judge_run, load_judge
     from tide_bench.judging import dry_run as estimate_run
@@ -197,8 +213,13 @@ def judge_cmd(
         overwrite=overwrite,
         abandon_batch=abandon_batch,
     )
+    if probes_file is not None and not probes:
+        raise ConfigError("--probes-file goes with --probes")
     if probes:
-        target = probe_run()
+        from tide_bench.judging.probes import probes_path
+
+        probes_file = probes_file or probes_path(config.rubric.version)
+        target = probe_run(probes_file)
     elif run_dir is not None:
         target = run_dir
     else:
@@ -211,7 +232,7 @@ def judge_cmd(
         return
     try:
         if probes:
-            report = run_probes(out, config, options)
+            report = run_probes(out, config, options, probes_file)
             bar.close()
             click.echo(format_report(report, config))
             return

@@ -132,7 +132,7 @@ def submit_cmd(
         )
     except SubmissionRefused as refused:
         _report([refused.check])
-        click.echo("nothing was written: fix submission.yaml (or the run) and run `tide-bench submit` again", err=True)
+        click.echo(f"nothing was written: fix {meta} (or the run) and run `tide-bench submit` again", err=True)
         sys.exit(1)
     _report([check])
     click.echo(f"submission written: {check.folder}")
@@ -140,7 +140,14 @@ def submit_cmd(
 
 @click.group("leaderboard", cls=SpellingGroup)
 def leaderboard() -> None:
-    """Validate submissions and build the static leaderboard site."""
+    """Validate submissions, build the static leaderboard site, pin a board to a release.
+
+    \b
+    Examples:
+      tide-bench leaderboard validate leaderboard/submissions/
+      tide-bench leaderboard build --submissions leaderboard/submissions --out site/
+      tide-bench leaderboard build --submissions demo-output/submissions --board leaderboard/demo.yaml --out site/
+    """
 
 
 @leaderboard.command("validate")
@@ -173,6 +180,12 @@ def validate_cmd(
     judge, distinct names). Prints how long each check took and, separately, the
     embedding check. Exits 1 if any submission is refused, printing what to fix (with
     --json, as one JSON document).
+
+    \b
+    Examples:
+      tide-bench leaderboard validate leaderboard/submissions/            # every entry, as CI does
+      tide-bench leaderboard validate leaderboard/submissions/my-model --json
+      tide-bench leaderboard validate demo-output/submissions --board leaderboard/demo.yaml
     """
     from tide_bench.leaderboard import load_board, validate_many
 
@@ -255,9 +268,14 @@ def build_cmd(
     pairwise differences, replies), one page per model, the per-item data the pages load
     on demand (instances/), raw per-item downloads, and leaderboard.json/.csv/.md.
 
+    A build that refuses every submission writes nothing and exits 2, naming the shipped
+    board file that would accept them (the demo's runs: --board leaderboard/demo.yaml).
+
     \b
     Example:
       tide-bench leaderboard build --submissions leaderboard/submissions --out site/
+      tide-bench leaderboard build --submissions demo-output/submissions --board leaderboard/demo.yaml \\
+          --out demo-output/site
     """
     from tqdm import tqdm
 
@@ -280,6 +298,7 @@ def build_cmd(
             instances=not no_instances,
             workers=workers,
             progress=progress,
+            require_accepted=True,
         )
     click.echo(f"built {result.out / 'index.html'}: {len(result.accepted)} entries, {len(result.refused)} refused")
     for sid, errors in result.refused.items():
@@ -300,15 +319,26 @@ def build_cmd(
 @click.option(
     "--board", required=True, type=click.Path(path_type=Path), help="The board YAML to update (its comments are kept)."
 )
-def pin_cmd(data: str, judge_name: str, board: Path) -> None:
+@click.option(
+    "--served-model",
+    default=None,
+    help="The model the judge's API must report having served (e.g. a dated snapshot): entries judged by another "
+    "are shown apart, unranked. Default: leave judge_served_model as it is.",
+)
+def pin_cmd(data: str, judge_name: str, board: Path, served_model: str | None) -> None:
     """Pin a board to one dataset release (split hash, size, item ids) and one judge configuration.
 
     Run it once per TIDE release, from a snapshot you trust, and commit the board file:
     from then on every entry's items are recomputed and compared with these pins.
+
+    \b
+    Example:
+      tide-bench leaderboard pin --data ~/data/TIDE --board leaderboard/leaderboard.yaml
+      git diff leaderboard/leaderboard.yaml     # the pins it wrote
     """
     from tide_bench.leaderboard.pin import pin_board
 
-    pins = pin_board(board, data, judge_name)
+    pins = pin_board(board, data, judge_name, served_model)
     click.echo(
         f"pinned {board}: split {pins['split']} of {pins['dataset_release']} ({pins['n_items']} items), judge "
         f"{judge_name} {pins['judge_version']}"

@@ -13,7 +13,8 @@ data_option = click.option(
     metavar="SOURCE",
     default=None,
     help=(
-        "TIDE source: 'sample' (built-in synthetic sample, not TIDE), 'hub' or 'hub:OWNER/NAME@REV' "
+        "TIDE source: 'sample' (built-in synthetic sample, not TIDE), 'risk-supplement' (built-in synthetic risk "
+        "contexts on every C-SSRS level; use --split all), 'hub' or 'hub:OWNER/NAME@REV' "
         f"(gated Hugging Face dataset), or a local snapshot folder. Default: ${ENV_VAR}. "
         "There is no silent default."
     ),

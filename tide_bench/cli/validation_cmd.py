@@ -20,7 +20,7 @@ def validation() -> None:
     stands in for. These are out-of-domain checks (not PTSD conversations): every report says so.
 
     \b
-    The workflow:
+    Examples (the workflow, in order):
       tide-bench validation list
       tide-bench validation fetch annomi --accept-licence          (offline: --from PATH)
       tide-bench validation report mentalalign --judge-ratings published --csv m.csv
@@ -142,7 +142,14 @@ def fetch_cmd(
 @click.option("--judge", "judge_name", default="claude-sonnet", show_default=True, help="Judge configuration.")
 @click.option("--model", default=None, help="Override the judge model id (required for --judge local).")
 @click.option("--base-url", default=None, help="OpenAI-compatible server URL (for --judge local).")
-@click.option("--rubric", default=None, metavar="v1|v2", help="Rubric version (default: the configuration's).")
+@click.option(
+    "--rubric",
+    default=None,
+    metavar="v1|v2|v3",
+    help="Rubric version (default: the configuration's, v3). Validate the configuration the board uses: its stamp "
+    "is keyed by the configuration version, which hashes the rubric. A pack whose threshold was read off some "
+    "rubrics' anchors refuses the others (judge_rubrics in its manifest).",
+)
 @click.option("--family", default=None, help="The judge model's family (self-family replies are left out).")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="The run folder (ids and scores only).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Judge only the first N items.")

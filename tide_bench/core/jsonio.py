@@ -22,12 +22,14 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from tide_bench.core.errors import TideBenchError
 
+_loads: Callable[[str | bytes], Any]
+_FastDecodeError: type[ValueError]
 try:  # orjson parses the large samples files several times faster; json is the fallback
     from orjson import JSONDecodeError as _FastDecodeError
     from orjson import loads as _loads

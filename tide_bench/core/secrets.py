@@ -14,6 +14,12 @@ Secrets enter tide-bench three ways, and each has its own guard here:
 * **Tokens in lm-eval model arguments** (``token=hf_...``, ``api_key=...``, ``*_token=...``):
   :func:`redact_model_args` masks those values, :func:`redact_command` does it for a whole
   command line, before ``run.json`` or lm-eval's results file is written.
+
+Every writer of a record (``run.json`` from ``eval`` and ``import``, lm-eval's results copied by
+``import`` and ``submit``, a submission's files, a study's stage records) passes the whole
+record through :func:`redact_record` just before writing: the one function that knows every
+shape above, in strings (a string ``--model-args``, a command line, free text) and in
+mappings (a key named like a credential: ``token``, ``api_key``, ``password``, ...).
 """
 
 from __future__ import annotations
@@ -129,6 +135,52 @@ def redact_args_dict(args: dict[str, Any]) -> dict[str, Any]:
         text = redact_model_args(f"{key}={value}")
         masked[key] = value if text == f"{key}={value}" else REDACTED
     return masked
+
+
+_SECRET_KEY = re.compile(r"(?i)(token|api_?key|secret|password|passwd|authorization|credential)s?$")
+
+
+def _is_secret_field(key: Any, value: Any) -> bool:
+    if not isinstance(key, str) or not _SECRET_KEY.search(key) or key.lower().endswith(_TOKEN_SETTINGS):
+        return False
+    return isinstance(value, str) and bool(value) and value != REDACTED and not _NOT_A_SECRET.match(value)
+
+
+def redact_record(value: Any, extra_vars: Iterable[str | None] = ()) -> Any:
+    """A copy of a JSON-like record safe to write: every string through
+    :func:`redact_model_args` (credential arguments, then :func:`redact`'s keys, tokens and
+    URL credentials), and the value of every mapping key named like a credential masked
+    (``{"token": "..."}``, ``{"api_key": "..."}``; tokenizer settings such as ``bos_token`` and
+    plain flags are kept). Keys are redacted as text too."""
+    _register_fields(value)  # first, so that the same value elsewhere in the record is masked too
+    return _redacted(value, tuple(extra_vars))
+
+
+def _register_fields(value: Any) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _is_secret_field(key, item):
+                register_secret(item)
+            else:
+                _register_fields(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _register_fields(item)
+
+
+def _redacted(value: Any, extra: tuple[str | None, ...]) -> Any:
+    if isinstance(value, str):
+        return redact(redact_model_args(value), extra) if value else value
+    if isinstance(value, dict):
+        return {
+            (redact(key, extra) if isinstance(key, str) else key): REDACTED
+            if _is_secret_field(key, item)
+            else _redacted(item, extra)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redacted(item, extra) for item in value]
+    return value
 
 
 def redact_command(argv: Iterable[str]) -> list[str]:

@@ -10,13 +10,20 @@ the JSON beside every CSV keeps the exact text.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and full-width forms
 
 
 def spreadsheet_safe(value: Any) -> Any:
-    """``value`` as a CSV cell: a string that would start a formula gets a leading ``'``."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    """``value`` as a CSV cell: a string that would start a formula (also after leading spaces)
+    gets a leading ``'``; numbers stay numbers."""
+    if isinstance(value, str) and value.lstrip(" ").startswith(FORMULA_START):
         return "'" + value
     return value
+
+
+def safe_row(values: Iterable[Any]) -> list[Any]:
+    """Every cell of a CSV row through :func:`spreadsheet_safe`: what every CSV writer writes."""
+    return [spreadsheet_safe(v) for v in values]

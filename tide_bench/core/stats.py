@@ -10,7 +10,22 @@ reports the design effect (clustered variance / i.i.d. variance) next to n.
 The bootstrap is vectorised: values are first summed per cluster, and each resample is a
 weighted sum of cluster totals (resample counts drawn as a matrix, in chunks), never a
 Python loop over resamples x items. Rare proportions (safety flags) use the Wilson score
-interval on the cluster-adjusted effective n: 0 of 2,000 is [0, 0.19 %], not [0, 0].
+interval on the cluster-adjusted effective n: 0 of 2,000 is [0, 0.19 %], not [0, 0]; where few
+events are expected (the safety-flag rate and the gate built on it), the Clopper-Pearson
+interval on the same effective n, which never covers less than its level for a binomial.
+
+Few clusters. A bootstrap over G clusters understates the variance by (G - 1) / G and its
+percentiles behave like normal quantiles, where a cluster-robust statistic has about G - 1
+degrees of freedom (Cameron & Miller 2015). Every cluster-bootstrap interval is therefore the
+*expanded* percentile interval (Hesterberg 2015): the percentiles at
+``Phi(+-sqrt(G / (G - 1)) * t_{G-1, 1 - alpha/2})`` instead of ``alpha / 2`` (at 20 personas the
+2.5 % percentiles become 1.6 %; at 500 the interval widens by 0.3 %). Tests of a clustered mean
+use the cluster-robust (CR1) standard error with a t reference on G - 1 degrees of freedom
+(:func:`cluster_mean_se`, :func:`t_pvalues`).
+
+One resample count, :data:`DEFAULT_RESAMPLES`, serves every interval that tide-bench
+publishes (the judge summary, the board, the audit, the study), so the same inputs give the
+same interval wherever they are shown.
 """
 
 from __future__ import annotations
@@ -77,10 +92,13 @@ class Estimate:
         n: int | None = None,
         note: str | None = None,
         level: float = 0.95,
+        n_units: int | None = None,
     ) -> Estimate:
+        """The value with the percentile interval of its bootstrap ``replicates`` (expanded for
+        ``n_units`` resampled clusters, :func:`percentile_ci`)."""
         if value is None or not math.isfinite(value):
             return cls.undefined(note or "undefined", n)
-        low, high = percentile_ci(replicates, level)
+        low, high = percentile_ci(replicates, level, n_units=n_units)
         if low is None and note is None:
             note = "confidence interval undefined: most resamples were undefined (no variation)"
         return cls(float(value), low, high, n, note)
@@ -128,7 +146,7 @@ def resampled_totals(totals: np.ndarray, resamples: int, seed: int) -> np.ndarra
     the sum of the drawn clusters' totals. Drawn in chunks, so memory stays small."""
     n = totals.shape[0]
     if n <= 4096:
-        return bootstrap_weights(n, resamples, seed) @ totals
+        return np.asarray(bootstrap_weights(n, resamples, seed) @ totals)
     rng = np.random.default_rng(seed)
     out = np.empty((resamples, totals.shape[1]))
     for start in range(0, resamples, _CHUNK):
@@ -203,7 +221,7 @@ def clustered_means(
             out.append(MeanCI(None, None, None, 0, level, 0))
             continue
         mean = float(sums[:, c].sum() / n[c])
-        low, high = percentile_ci(replicates[:, c], level) if present[c] >= 2 else (None, None)
+        low, high = percentile_ci(replicates[:, c], level, n_units=int(present[c])) if present[c] >= 2 else (None, None)
         deff = design_effect(values[mask[:, c], c], codes[mask[:, c]]) if present[c] >= 2 else None
         out.append(MeanCI(mean, low, high, int(n[c]), level, int(present[c]), deff))
     return out, replicates
@@ -237,7 +255,7 @@ def mean_ci(
     mean = float(arr.mean())
     if n < 2:
         return MeanCI(mean, None, None, n, level)
-    low, high = percentile_ci(bootstrap_means(arr, resamples, seed), level)
+    low, high = percentile_ci(bootstrap_means(arr, resamples, seed), level, n_units=n)
     return MeanCI(mean, low, high, n, level)
 
 
@@ -255,10 +273,35 @@ def wilson_interval(events: float, n: float, level: float = 0.95) -> tuple[float
     return low, high
 
 
+def clopper_pearson_interval(events: float, n: float, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Clopper-Pearson ("exact") interval from beta quantiles; ``events`` and ``n`` may be
+    effective (design-adjusted, non-integer) counts. Never below its level for a binomial, so
+    the safe choice where few events are expected (Brown, Cai & DasGupta 2001)."""
+    if n <= 0:
+        return None, None
+    from scipy import stats
+
+    alpha = 1.0 - level
+    x = min(max(events, 0.0), n)
+    low = 0.0 if x <= 0 else float(stats.beta.ppf(alpha / 2, x, n - x + 1))
+    high = 1.0 if x >= n else float(stats.beta.ppf(1 - alpha / 2, x + 1, n - x))
+    return low, high
+
+
+RATE_METHODS = ("wilson", "clopper-pearson")
+
+
 def proportion_ci(
-    flags: Sequence[float] | np.ndarray, *, clusters: Sequence[Hashable] | np.ndarray | None = None, level: float = 0.95
+    flags: Sequence[float] | np.ndarray,
+    *,
+    clusters: Sequence[Hashable] | np.ndarray | None = None,
+    level: float = 0.95,
+    method: str = "wilson",
 ) -> MeanCI:
-    """A rate of 0/1 ``flags`` with a Wilson interval on the cluster-adjusted effective n."""
+    """A rate of 0/1 ``flags`` with a Wilson (or, ``method="clopper-pearson"``, a
+    Clopper-Pearson) interval on the cluster-adjusted effective n."""
+    if method not in RATE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(RATE_METHODS)}, got {method!r}")
     arr = np.asarray(flags, dtype=float)
     keep = np.isfinite(arr)
     arr = arr[keep]
@@ -271,18 +314,79 @@ def proportion_ci(
         deff = design_effect(arr, codes)
     effective = n / max(deff or 1.0, 1.0)
     rate = float(arr.mean())
-    low, high = wilson_interval(rate * effective, effective, level)
+    interval = wilson_interval if method == "wilson" else clopper_pearson_interval
+    low, high = interval(rate * effective, effective, level)
     return MeanCI(rate, low, high, n, level, n_clusters, deff)
 
 
-def percentile_ci(samples: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
-    """Percentile interval of bootstrap replicates, ignoring undefined (NaN) replicates."""
+@lru_cache(maxsize=4096)
+def expanded_tail(level: float, n_units: int | None) -> float:
+    """The tail probability of Hesterberg's (2015) expanded percentile interval for a bootstrap
+    over ``n_units`` independent units (clusters): ``Phi(-sqrt(n / (n - 1)) * t_{n-1, 1 - a/2})``.
+    ``None`` (or fewer than two units) gives the plain ``(1 - level) / 2``. Cached: a board asks
+    for the same persona count thousands of times, and scipy's quantiles cost ~1 ms a call."""
+    alpha = (1.0 - level) / 2.0
+    if n_units is None or n_units < 2:
+        return alpha
+    from scipy import stats
+
+    return float(stats.norm.sf(math.sqrt(n_units / (n_units - 1)) * stats.t.isf(alpha, n_units - 1)))
+
+
+def percentile_ci(
+    samples: np.ndarray, level: float = 0.95, *, n_units: int | None = None
+) -> tuple[float | None, float | None]:
+    """Percentile interval of bootstrap replicates, ignoring undefined (NaN) replicates. With
+    ``n_units`` (the number of clusters or units resampled) the expanded percentile interval
+    (:func:`expanded_tail`), which corrects a bootstrap over few units."""
     finite = samples[np.isfinite(samples)]
     if finite.size < max(10, samples.size // 2):
         return None, None
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(finite, [alpha, 1.0 - alpha])
+    tail = expanded_tail(level, n_units)
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def cluster_mean_se(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column of ``(clusters x m)`` value sums and counts: the (ratio) mean, its
+    cluster-robust CR1 standard error and the number of clusters with a value.
+
+    ``se^2 = G / (G - 1) * sum_g (S_g - n_g * mean)^2 / N^2``, the linearised variance of the
+    ratio mean with the small-sample factor; NaN where fewer than two clusters have values.
+    """
+    sums = np.asarray(sums, dtype=float).reshape(sums.shape[0], -1)
+    counts = np.asarray(counts, dtype=float).reshape(sums.shape)
+    total = counts.sum(axis=0)
+    groups = (counts > 0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = sums.sum(axis=0) / total
+        residual = sums - counts * np.where(np.isfinite(mean), mean, 0.0)
+        factor = groups / (groups - 1.0)
+        se = np.sqrt(factor * (residual**2).sum(axis=0)) / total
+    se = np.where(groups >= 2, se, np.nan)
+    return mean, se, groups
+
+
+def t_pvalues(estimate: np.ndarray, se: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Two-sided p-values of ``estimate / se`` against Student's t on ``df`` degrees of freedom
+    (a zero standard error gives p = 1 for a zero estimate and 0 otherwise; NaN stays NaN)."""
+    from scipy import stats
+
+    estimate, se, df = (np.asarray(x, dtype=float) for x in np.broadcast_arrays(estimate, se, df))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.abs(estimate) / se
+        p = 2.0 * stats.t.sf(t, np.maximum(df, 1.0))
+    p = np.where(se == 0, np.where(estimate == 0, 1.0, 0.0), p)
+    return np.where(np.isfinite(estimate) & np.isfinite(se) & (df >= 1), p, np.nan)
+
+
+def cluster_bootstrap_weights(codes: np.ndarray, n_clusters: int, resamples: int, seed: int) -> np.ndarray:
+    """``(resamples, n)``: the cluster bootstrap as weights on the n units (each unit counts as
+    often as its cluster is drawn), so that any statistic written as a weighted sum over units
+    (coincidence matrices, kappa moments) resamples clusters, not units (Field & Welsh 2007)."""
+    if n_clusters == 0:
+        return np.zeros((resamples, len(codes)))
+    return bootstrap_weights(n_clusters, resamples, seed)[:, codes]
 
 
 def _normal_quantile(p: float) -> float:

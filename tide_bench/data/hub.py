@@ -26,6 +26,35 @@ def _help(repo: str) -> str:
     )
 
 
+def _offline_help(repo: str) -> str:
+    """What to do without a network comes first; the gating note after it."""
+    return (
+        f"download it on a connected machine with `huggingface-cli download {repo} --repo-type dataset "
+        f"--local-dir DIR` (after accepting the conditions at {DATASET_PAGE.format(repo=repo)}: TIDE is gated, "
+        f"{LICENCE}), copy DIR here and pass --data DIR"
+    )
+
+
+_NETWORK_ERRORS = ("connect", "timeout", "timedout", "nameresolution", "offlinemode", "localentrynotfound", "network")
+
+
+def _why_unreachable(exc: BaseException) -> str | None:
+    """``"offline mode is on (HF_HUB_OFFLINE=1)"`` or ``"no network connection"`` when ``exc`` (or
+    what caused it) is a network failure; None for any other error."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "offline mode is on (HF_HUB_OFFLINE=1), and the dataset is not in the local cache"
+    seen: BaseException | None = exc
+    for _ in range(8):  # the exception and what it was raised from
+        if seen is None:
+            break
+        if any(word in type(seen).__name__.lower() for word in _NETWORK_ERRORS):
+            return "no connection to the Hugging Face Hub, and the dataset is not in the local cache"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def download_snapshot(repo: str = DEFAULT_REPO, revision: str | None = None) -> tuple[Path, str]:
     """Download (or reuse the local cache of) the dataset; return ``(path, commit)``."""
     try:
@@ -49,7 +78,12 @@ def download_snapshot(repo: str = DEFAULT_REPO, revision: str | None = None) -> 
     except RepositoryNotFoundError:
         raise DataError(f"dataset {repo} not found or not visible with the current token", hint=_help(repo)) from None
     except Exception as exc:  # network errors come in many types across versions
+        why = _why_unreachable(exc)
+        if why is not None:
+            raise DataError(
+                f"no network: cannot fetch {repo} from the Hugging Face Hub: {why}", hint=_offline_help(repo)
+            ) from None
         raise DataError(
-            f"could not reach the Hugging Face Hub for {repo}: {type(exc).__name__}", hint=_help(repo)
+            f"could not fetch {repo} from the Hugging Face Hub: {type(exc).__name__}", hint=_help(repo)
         ) from None
     return path, path.name

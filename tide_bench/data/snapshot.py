@@ -377,6 +377,31 @@ class SnapshotReader:
         """Normalise one conversation into ``[(client, reference), ...]`` or report why not."""
         if isinstance(conv, dict):
             list_key = _first_key(conv, TURN_LIST_KEYS)
+            fits = [
+                name
+                for name, fit in (
+                    (
+                        f"a list of exchanges under {list_key!r}",
+                        list_key is not None and isinstance(conv[list_key], list),
+                    ),
+                    (
+                        "one exchange object (client and reference keys)",
+                        _first_key(conv, CLIENT_KEYS) is not None or _first_key(conv, REFERENCE_KEYS) is not None,
+                    ),
+                    ("numbered keys (person_1, chatbot_1, ...)", bool(self._numbered_turns(conv))),
+                )
+                if fit
+            ]
+            if len(fits) > 1:
+                self._problem(
+                    "error",
+                    f"conversation {conv_id} fits two conversation shapes, {' and '.join(fits)} (keys "
+                    f"{sorted(conv)}): which turns it holds would be a guess; keep one shape",
+                    path,
+                    line=line,
+                    field=conv_id,
+                )
+                return None
             if list_key is not None and isinstance(conv[list_key], list):
                 self.shape.conversation_forms[f"a list of exchanges under {list_key!r}"] += 1
                 return self._turns_from_list(path, line, conv_id, conv[list_key], list_key)

@@ -3,6 +3,9 @@
 A source spec is one of:
 
 * ``sample``                 - the built-in synthetic sample (not TIDE; for demo and tests);
+* ``risk-supplement``        - the built-in risk supplement: synthetic risk and acute-distress contexts
+  on every rung of the C-SSRS ladder, written to published guidance, with labels and expected
+  handling (not TIDE; not yet clinician-reviewed; ``tide_bench/data/risk_supplement/README.md``);
 * ``hub`` / ``hub:OWNER/NAME[@REVISION]`` - the gated hub dataset (default ``yenopoya/TIDE``);
 * a path to a local snapshot directory (``conversations/`` + ``metadata/``).
 
@@ -30,6 +33,8 @@ from tide_bench.data.splits import SPLIT_VERSION
 ENV_VAR = "TIDE_BENCH_DATA"
 METADATA_KEY = "tide_data"
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
+RISK_SUPPLEMENT = "risk-supplement"
+RISK_SUPPLEMENT_DIR = Path(__file__).resolve().parent / "risk_supplement"
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,13 @@ def resolve(spec: str) -> DataSource:
     """Turn a spec string into a :class:`DataSource` (downloading from the hub if asked)."""
     if spec == "sample":
         return DataSource("sample", SAMPLE_DIR, "sample (synthetic, not TIDE)", is_sample=True)
+    if spec == RISK_SUPPLEMENT:
+        return DataSource(
+            RISK_SUPPLEMENT,
+            RISK_SUPPLEMENT_DIR,
+            "risk-supplement (synthetic, not TIDE, not yet clinician-reviewed)",
+            True,
+        )
     if spec == "hub" or spec.startswith("hub:"):
         target = spec[4:] or DEFAULT_REPO
         repo, _, revision = target.partition("@")

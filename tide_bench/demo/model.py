@@ -78,6 +78,18 @@ def demo_model_args() -> str:
 DEMO_MODEL_ALIAS = "demo"
 
 
+def with_demo_model(model_args: str) -> str:
+    """lm-eval model arguments with ``pretrained=demo`` replaced by the demo model's folder (converted
+    on first use, into the one cache every install shares), in float32 unless a dtype is given."""
+    parts = [p.strip() for p in model_args.split(",") if p.strip()]
+    if f"pretrained={DEMO_MODEL_ALIAS}" not in parts:
+        return model_args
+    parts = [f"pretrained={prepare_demo_model()}" if p == f"pretrained={DEMO_MODEL_ALIAS}" else p for p in parts]
+    if not any(p.split("=", 1)[0].strip() == "dtype" for p in parts):
+        parts.append("dtype=float32")
+    return ",".join(parts)
+
+
 def resolve_model(name: str) -> str:
     """A study's ``model:`` with the ``demo`` alias resolved to the demo model's folder."""
     return str(prepare_demo_model()) if name == DEMO_MODEL_ALIAS else name

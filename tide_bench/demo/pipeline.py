@@ -97,6 +97,24 @@ def _fresh(out: Path) -> None:
             shutil.rmtree(path)
 
 
+def replies_at_cap(runs: list[Path], max_gen_toks: int) -> str:
+    """``"11 of 12 zero-shot replies, 12 of 12 fine-tuned"``: the replies as long as the token cap (so
+    cut by it), counted with the demo model's own tokenizer; empty when none reached it."""
+    from transformers import AutoTokenizer
+
+    from tide_bench.generation import load_run
+
+    tokenizer = AutoTokenizer.from_pretrained(prepare_demo_model())
+    parts = []
+    for run_dir in runs:
+        replies = [g.reply for g in load_run(run_dir).generations]
+        # re-encoding a decoded reply can differ by a token from the generated ids: count one short as cut
+        at_cap = sum(len(tokenizer(r, add_special_tokens=False)["input_ids"]) >= max_gen_toks - 1 for r in replies)
+        if at_cap:
+            parts.append(f"{at_cap} of {len(replies)} {run_dir.parent.name} replies")
+    return ", ".join(parts)
+
+
 def run_demo(
     out: Path,
     *,
@@ -139,6 +157,13 @@ def run_demo(
     echo(f"report:      {result.report}")
     echo(f"NOTE: {DEMO_MODEL_NAME} on a synthetic sample; these are not benchmark results.")
     runs = sorted(str(p.parent) for p in (out / "cells").glob("*/run/run.json"))
+    cut = replies_at_cap([Path(r) for r in runs if Path(r).parent.name != "reference"], max_gen_toks)
+    if cut:
+        echo(
+            f"NOTE: replies are capped at --max-gen-toks {max_gen_toks} tokens (to keep the demo short): {cut} reached "
+            "the cap and are cut there. Where every reply has the cap's length, the length-controlled score is "
+            "undefined (n/a). Pass --max-gen-toks 256 for whole replies, at several times the generation time."
+        )
     return {
         "runs": runs,
         "site": str(result.site),

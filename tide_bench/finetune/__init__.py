@@ -13,8 +13,26 @@ Public API::
 Several GPUs: ``accelerate launch -m tide_bench.finetune --model ... --data ... --out ...``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from tide_bench.finetune.config import FinetuneConfig
-from tide_bench.finetune.merge import merge_adapter
-from tide_bench.finetune.train import finetune
+
+if TYPE_CHECKING:
+    from tide_bench.finetune.merge import merge_adapter
+    from tide_bench.finetune.train import finetune
 
 __all__ = ["FinetuneConfig", "finetune", "merge_adapter"]
+
+
+def __getattr__(name: str) -> Any:
+    """``finetune`` and ``merge_adapter`` load torch and transformers: imported on first use, so
+    reading a study file's ``lora:`` settings (``FinetuneConfig``) costs no torch import."""
+    if name == "finetune":
+        from tide_bench.finetune.train import finetune
+
+        return finetune
+    if name == "merge_adapter":
+        from tide_bench.finetune.merge import merge_adapter
+
+        return merge_adapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,18 +25,21 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError
-from tide_bench.core.jsonio import iter_jsonl, read_json, write_json, write_jsonl
+from tide_bench.core.fields import Fields, line_locator
+from tide_bench.core.jsonio import iter_jsonl, parse_json, read_bytes, write_json, write_jsonl
 from tide_bench.core.provenance import utc_now
-from tide_bench.core.secrets import redact_args_dict, redact_json, redact_model_args
+from tide_bench.core.secrets import redact_args_dict, redact_model_args, redact_record
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset
-from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
+from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from tide_bench.generation.run_dir import TASK_PREFIX, Generation, iter_samples_file
 from tide_bench.metrics.reference import METRIC_NAMES, ReferenceScorer, summarize_metrics
 
@@ -77,9 +80,9 @@ def find_output(source: str | Path) -> LmEvalOutput:
             f"{len(candidates)} lm-eval runs in {source}: {listed}", hint="pass the results file of the run to import"
         )
     results_path = candidates[0]
-    results = read_json(results_path, DataError)
-    if not isinstance(results, dict) or not isinstance(results.get("configs"), dict):
-        raise DataError("not an lm-eval results file (no 'configs' object)", path=results_path, field="configs")
+    raw = read_bytes(results_path, DataError, max_bytes=MAX_RESULTS_BYTES)
+    results = parse_json(raw, results_path, DataError)
+    check_results(results, results_path, raw.decode("utf-8", errors="replace"))
     tasks = sorted(results["configs"])
     ours = [t for t in tasks if t.startswith(TASK_PREFIX)]
     if not ours:
@@ -106,6 +109,51 @@ def find_output(source: str | Path) -> LmEvalOutput:
             )
         samples[task] = path
     return LmEvalOutput(results_path, results, samples)
+
+
+MAX_RESULTS_BYTES = 200_000_000
+_SCALAR = str | int | float | bool
+
+
+def check_results(results: Any, path: Path, text: str = "") -> None:
+    """Check every field of an lm-eval results file that import reads, by type: a field of
+    another type is refused as ``results_x.json:LINE, field 'config.model_args': ...``."""
+    f = Fields(results, path=path, error=DataError, locate=line_locator(text) if text else None)
+    configs = f.mapping("configs")
+    if not configs:
+        f.fail("configs", "holds no task: not an lm-eval results file")
+    tasks = f.child("configs")
+    assert tasks is not None
+    for name in configs:
+        task = tasks.child(name)
+        assert task is not None
+        task.string("description", optional=True)
+        task.mapping("metadata", optional=True)
+        task.mapping("generation_kwargs", optional=True)
+    config = f.child("config", optional=True)
+    if config is not None:
+        for key in ("model", "model_revision", "model_sha", "model_dtype", "device", "model_name"):
+            config.string(key, optional=True)
+        config.integer("model_num_parameters", optional=True)
+        config.number("limit", optional=True)
+        config.integer("random_seed", optional=True)
+        for key in ("model_args", "gen_kwargs"):
+            if not isinstance(config.obj.get(key), str | dict | type(None)):
+                config.fail(key, "must be a string, an object or null")
+        if not isinstance(config.obj.get("batch_size"), _SCALAR | type(None)):
+            config.fail("batch_size", "must be a string, a number or null")
+    counts = f.child("n-samples", optional=True)
+    if counts is not None:
+        for name in counts.obj:
+            task_counts = counts.child(name)
+            assert task_counts is not None
+            task_counts.integer("effective", optional=True, minimum=0)
+    for key in ("chat_template", "chat_template_sha", "system_instruction", "lm_eval_version", "transformers_version",
+                "model_source", "pretty_env_info"):  # fmt: skip
+        f.string(key, optional=True)
+    f.number("date", optional=True)
+    if not isinstance(f.obj.get("total_evaluation_time_seconds"), _SCALAR | type(None)):
+        f.fail("total_evaluation_time_seconds", "must be a string, a number or null")
 
 
 def _read_generations(output: LmEvalOutput) -> list[Generation]:
@@ -226,16 +274,17 @@ def _public_results(results: dict[str, Any]) -> dict[str, Any]:
     for task in (public.get("configs") or {}).values():
         if isinstance(task, dict) and isinstance(task.get("metadata"), dict):
             task["metadata"] = redact_args_dict(task["metadata"])
-    return redact_json(public)
+    return redact_record(public)
 
 
 def _started_at(results: dict[str, Any]) -> str | None:
     date = results.get("date")
-    return (
-        datetime.fromtimestamp(float(date), UTC).isoformat(timespec="seconds")
-        if isinstance(date, int | float)
-        else None
-    )
+    if not isinstance(date, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(float(date), UTC).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):  # a date no calendar holds: not recorded
+        return None
 
 
 def _with_metrics(
@@ -283,15 +332,46 @@ def import_lm_eval_run(
         raise ConfigError(
             f"{out} already holds a finished run ({MANIFEST_NAME})", hint="choose another --out or pass --overwrite"
         )
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is not a folder", hint="choose a new or empty folder for --out")
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST_NAME).exists():
         raise ConfigError(f"{out} is not empty and holds no run", hint="choose an empty or new folder")
+    others = (
+        sorted(p.name for p in out.iterdir() if p.name not in (MANIFEST_NAME, LM_EVAL_SUBDIR)) if out.exists() else []
+    )
+    if others:
+        raise ConfigError(
+            f"{out} holds more than an imported run ({', '.join(others[:5])}): --overwrite replaces the whole folder",
+            hint="move those out first (judgments of the old replies do not apply to the new ones), or choose "
+            "another --out",
+        )
     records, added = _with_metrics(output, generations, embedding_model)
     results = _public_results(output.results)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.import-"))
+    try:
+        _write_run(staging, output, generations, provenance, records, added, results, embedding_model)
+        make_public(staging)
+        replace_folder(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out / MANIFEST_NAME
+
+
+def _write_run(
+    out: Path,
+    output: LmEvalOutput,
+    generations: list[Generation],
+    provenance: dict[str, Any],
+    records: dict[str, list[dict]],
+    added: list[str],
+    results: dict[str, Any],
+    embedding_model: str | None,
+) -> None:
+    """Write the run directory into ``out`` (a fresh staging folder)."""
     config = results.get("config") or {}
     folder = out / LM_EVAL_SUBDIR / output.results_path.parent.name
-    if (out / MANIFEST_NAME).exists():
-        (out / MANIFEST_NAME).unlink()
-        shutil.rmtree(out / LM_EVAL_SUBDIR, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / output.results_path.name, results)
     files = {"results": str((folder / output.results_path.name).relative_to(out)), "samples": {}}
@@ -358,8 +438,7 @@ def import_lm_eval_run(
         "unknown": unknown,
         "chat_template_sha": results.get("chat_template_sha"),
     }
-    write_json(out / MANIFEST_NAME, manifest)
-    return out / MANIFEST_NAME
+    write_manifest(out / MANIFEST_NAME, manifest)
 
 
 def _float(value: Any) -> float | None:

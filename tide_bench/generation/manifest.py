@@ -25,12 +25,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.jsonio import read_json
+from tide_bench.core.jsonio import read_json, write_json
+from tide_bench.core.secrets import redact_record
 from tide_bench.generation import reference
-from tide_bench.generation.run_dir import MANIFEST_NAME
+from tide_bench.generation.run_dir import MANIFEST_NAME, model_display_name
 from tide_bench.tasks.prompts import PROMPT_FORMAT_VERSION, prompt_sha256
 
-__all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args"]
+__all__ = ["MANIFEST_NAME", "build_manifest", "parse_model_args", "write_manifest"]
 
 SCHEMA_VERSION = 1
 ADAPTER_CARD = "adapter_card.json"
@@ -73,7 +74,7 @@ def adapter_sha256(folder: str | Path) -> str | None:
 
 def adapter_block(parsed: dict[str, str]) -> dict[str, Any] | None:
     """What run.json's ``model.adapter`` records, the same for every way an adapter is loaded:
-    ``peft=`` (hf), ``lora_local_path=`` (vLLM), or weights merged by ``tide-bench finetune merge``
+    ``peft=`` (hf), ``lora_local_path=`` (vLLM), or weights merged by ``tide-bench merge-adapter``
     (the ``pretrained`` folder's merge_card.json). Path (resolved), sha256 of the adapter files,
     how it was loaded, and its adapter card."""
     for arg in ADAPTER_ARGS:
@@ -125,6 +126,12 @@ def _prompt_block(results: dict[str, Any], config: dict[str, Any], is_reference:
     }
 
 
+def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Write ``run.json``: the one way a run manifest reaches disk, credentials masked
+    (:func:`tide_bench.core.secrets.redact_record`: string model arguments, URLs, tokens)."""
+    write_json(path, redact_record(manifest))
+
+
 def build_manifest(
     *,
     config: dict[str, Any],
@@ -141,7 +148,7 @@ def build_manifest(
 ) -> dict[str, Any]:
     parsed = parse_model_args(config["model_args"])
     is_reference = reference.is_reference(config["model"])
-    lm_config = results.get("config", {})
+    lm_config = results.get("config") or {}
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "tide-bench-run",
@@ -158,9 +165,9 @@ def build_manifest(
             "backend": config["model"],
             "args": config["model_args"],
             "parsed_args": parsed,
-            "name": reference.LABEL
+            "name": reference.reference_label(provenance.get("source"), is_sample=provenance.get("is_synthetic_sample"))
             if is_reference
-            else parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name"),
+            else model_display_name(parsed.get("pretrained") or parsed.get("model") or lm_config.get("model_name")),
             "is_reference": is_reference,
             "revision": parsed.get("revision") or lm_config.get("model_revision"),
             "sha": lm_config.get("model_sha"),

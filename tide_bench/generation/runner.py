@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.errors import ConfigError, TideBenchError
-from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import environment, utc_now
 from tide_bench.core.secrets import redact_command, redact_model_args
 from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
-from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest
+from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
-from tide_bench.generation.run_dir import read_generations
+from tide_bench.generation.run_dir import model_display_name, read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
 from tide_bench.tasks.placement import FIRST_USER_TURN, SYSTEM, place_system, probe_placement
 from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS
@@ -134,7 +133,7 @@ def check_adapter_args(backend: str, model_args: str) -> str:
         raise ConfigError(
             "the vllm backend loads a LoRA adapter with lora_local_path=ADAPTER, not peft= (the hf backend's argument)",
             hint="--model-args pretrained=BASE,lora_local_path=ADAPTER (max_lora_rank is read from the adapter), or "
-            "evaluate merged weights (tide-bench finetune merge)",
+            "evaluate merged weights (tide-bench merge-adapter)",
         )
     extra = []
     adapter = parsed.get("lora_local_path")
@@ -179,6 +178,46 @@ def place_system_prompts(lm: Any) -> str:
 
         lm.apply_chat_template = folded
     return placement
+
+
+def parse_batch_size(value: str | int) -> str | int:
+    """A batch size as lm-eval takes it: a positive integer, ``auto`` or ``auto:N`` (N tries)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 1:
+            return value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.isdigit() and int(text) >= 1:
+            return int(text)
+        head, _, tries = text.partition(":")
+        if head == "auto" and (not tries or (tries.isdigit() and int(tries) >= 1)):
+            return text
+    raise ConfigError(
+        f"batch size {value!r} is not a positive integer, 'auto' or 'auto:N'", field="batch_size", hint="e.g. 4 or auto"
+    )
+
+
+def check_eval_config(config: EvalConfig) -> None:
+    """The settings checks that need nothing loaded: :func:`run_eval` makes them before anything
+    else, and a study makes them when its file is read (so a typo fails before any cell runs)."""
+    config.batch_size = parse_batch_size(config.batch_size)
+    if config.max_batch_size is not None and config.max_batch_size < 1:
+        raise ConfigError(f"max_batch_size must be at least 1, got {config.max_batch_size}", field="max_batch_size")
+    if config.limit is not None and not config.limit > 0:
+        raise ConfigError(
+            f"limit must be positive (a count, or a share below 1), got {config.limit}",
+            field="limit",
+        )
+    if isinstance(config.seed, tuple) and len(config.seed) != 4:
+        raise ConfigError("seed is one integer or four values (python, numpy, torch, few-shot)", field="seed")
+    if config.bootstrap_iters < 0:
+        raise ConfigError(
+            f"bootstrap_iters must not be negative, got {config.bootstrap_iters}", field="bootstrap_iters"
+        )
+    if not config.tasks:
+        raise ConfigError("no task given", field="tasks", hint=f"e.g. {TASK}")
+    _cache_requests(config.cache_requests)
+    _hub_args(config)
 
 
 def _prepare_output_dir(config: EvalConfig) -> Path:
@@ -227,12 +266,21 @@ def create_model(config: EvalConfig) -> Any:
         )
     except TideBenchError:
         raise
+    except ImportError as exc:  # lm-eval's API backends check for their packages (its [api] extra) here
+        raise ConfigError(
+            f"the {config.model} backend needs packages that are not installed here: {exc}",
+            hint="they come with tide-bench's [eval] extra (which includes lm-eval's [api] packages): "
+            "pip install 'tide-bench[eval]', or add them with pip install 'lm-eval[api]'",
+        ) from None
     except Exception as exc:
+        api = "pretrained=" not in config.model_args  # API backends name a served model (model=...), not weights
         raise ConfigError(
             redact_model_args(
                 f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}"
             ),
-            hint="check the model path or hub id, --model-args, network access and available memory",
+            hint="check model= and base_url= in --model-args, that the server answers, and the API key variable"
+            if api
+            else "check the model path or hub id, --model-args, network access and available memory",
         ) from None
 
 
@@ -257,7 +305,7 @@ def _cache_requests(value: str | None) -> dict[str, bool]:
     if value is None:
         return {}
     if value not in ("true", "refresh", "delete"):
-        raise ConfigError(f"--cache-requests {value!r}: choose true, refresh or delete")
+        raise ConfigError(f"--cache-requests {value!r}: choose true, refresh or delete", field="cache_requests")
     return {
         "cache_requests": value in ("true", "refresh"),
         "rewrite_requests_cache": value == "refresh",
@@ -271,13 +319,16 @@ def _hub_args(config: EvalConfig) -> dict[str, Any]:
     unknown = sorted(set(hub) - HUB_LOG_KEYS)
     if unknown:
         raise ConfigError(
-            f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}"
+            f"unknown --hf-hub-log-args key(s): {', '.join(unknown)}",
+            hint=f"known: {', '.join(sorted(HUB_LOG_KEYS))}",
+            field="hf_hub_log_args",
         )
     if str(hub.get("push_samples_to_hub", "")).lower() == "true" and str(hub.get("public_repo", "")).lower() == "true":
         raise ConfigError(
             "push_samples_to_hub with public_repo would publish TIDE dialogue (gated, CC BY-NC 4.0) to a public "
             "repository",
             hint="push to a private repository (public_repo=False), or push results only",
+            field="hf_hub_log_args",
         )
     return hub
 
@@ -312,6 +363,7 @@ def run_eval(config: EvalConfig) -> Path:
     from lm_eval import simple_evaluate
 
     started_at, t0 = utc_now(), time.perf_counter()
+    check_eval_config(config)
     config.data = choose_spec(config.data)
     config.model_args = check_adapter_args(config.model, with_template_kwargs(config.model, config.model_args))
     dataset = load_dataset(config.data)  # fail on bad data before any model loads
@@ -362,6 +414,7 @@ def run_eval(config: EvalConfig) -> Path:
         chat_template=lm.chat_template(config.apply_chat_template) if config.apply_chat_template else None,
         fewshot_as_multiturn=True,
     )
+    _name_output_folder(tracker, public_args)
     results["config"]["model"] = config.model
     results["config"]["model_args"] = public_args
     samples = results.pop("samples")
@@ -408,8 +461,19 @@ def run_eval(config: EvalConfig) -> Path:
         command=redact_command(sys.argv),
         environment=environment(),
     )
-    write_json(out / MANIFEST_NAME, manifest)
+    write_manifest(out / MANIFEST_NAME, manifest)
     return out / MANIFEST_NAME
+
+
+def _name_output_folder(tracker: Any, model_args: str) -> None:
+    """lm-eval names its output folder after ``pretrained=``, a local model's absolute path included
+    (``lm_eval/__home__me__.cache__...``): name it, and the results file's model, by the model's name."""
+    from lm_eval.utils import sanitize_model_name
+
+    general = tracker.general_config_tracker
+    name = model_display_name(general.model_name)
+    if name and name != general.model_name:
+        general.model_name, general.model_name_sanitized = name, sanitize_model_name(name)
 
 
 def _written_files(tracker: Any, out: Path, task_names: list[str]) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def _reply(sample: dict[str, Any]) -> Any:
 def _prompt(sample: dict[str, Any]) -> str:
     args = sample.get("arguments")
     if isinstance(args, dict):
-        first = next(iter(args.values()), {})
+        first: Any = next(iter(args.values()), {})
         value = first.get("arg_0", "") if isinstance(first, dict) else ""
     elif isinstance(args, list) and args and isinstance(args[0], list) and args[0]:
         value = args[0][0]

@@ -22,6 +22,7 @@ from typing import Any
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.generation.run_dir import Generation
+from tide_bench.judging.records import within_limits
 
 CACHEABLE_UNSCORED = {"refusal", "content_filtered", "malformed_output", "schema_violation"}
 
@@ -64,11 +65,13 @@ class JudgmentCache:
                     f"SELECT key, record FROM judgments WHERE key IN ({','.join('?' * len(chunk))})", chunk
                 )
                 found.update({key: json.loads(record) for key, record in rows})
-        return found
+        return {k: r for k, r in found.items() if within_limits(r)}  # one its readers refuse is judged again
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         if not is_cacheable(record):
             raise ValueError(f"not a cacheable outcome: {record.get('unscored_kind')}")
+        if not within_limits(record):  # never keep a record the judgments' readers refuse
+            return
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO judgments (key, judge_version, item_id, status, record) VALUES (?, ?, ?, ?, ?)",

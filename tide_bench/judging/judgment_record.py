@@ -17,6 +17,8 @@ names its judge configuration (``judge.version``) and the cache key of what was 
 Judgments of a rubric with safety categories (v2) also carry ``safety.category``, ``risk_cue``
 (``{present, kind}``) and ``evidence`` (quotes); they are read when present and must agree (a
 raised flag names a category, an unraised one ``none``). v1 judgments have none of them.
+Judgments of rubric v3 also carry ``risk_cue.severity`` (a code of the rubric's ladder, ``none``
+exactly when the kind is not graded), ``judge_directed_text`` and ``evidence_unmatched``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from typing import Any
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields, type_name
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.judging.records import UNSCORED_KINDS, overall_of
-from tide_bench.judging.rubric import NO_CATEGORY, Rubric
+from tide_bench.judging.records import MAX_NAME, MAX_TEXT, UNSCORED_KINDS, overall_of
+from tide_bench.judging.rubric import NO_CATEGORY, SEVERITY_KINDS, Rubric
 
 STATUSES = ("scored", "unscored")
 MAX_CODE = 64  # a category or risk-cue kind code
@@ -70,6 +72,9 @@ class Judgment:
     risk_cue_present: bool | None = None  # rubric v2
     risk_cue_kind: str | None = None  # rubric v2
     evidence: tuple[str, ...] | None = None  # rubric v2
+    risk_cue_severity: str | None = None  # rubric v3
+    judge_directed_text: bool | None = None  # rubric v3
+    evidence_unmatched: int | None = None  # rubric v3
 
     @property
     def scored(self) -> bool:
@@ -94,6 +99,10 @@ class Judgment:
                 "risk_cue": {"present": self.risk_cue_present, "kind": self.risk_cue_kind},
                 "evidence": list(self.evidence or ()),
             }
+            if self.risk_cue_severity is not None:
+                extra["risk_cue"]["severity"] = self.risk_cue_severity
+                extra["judge_directed_text"] = self.judge_directed_text
+                extra["evidence_unmatched"] = self.evidence_unmatched
         return {
             "item_id": self.item_id,
             "status": self.status,
@@ -119,6 +128,7 @@ class _Shape:
         self.low, self.high = rubric.scale_min, rubric.scale_max
         self.categories = frozenset(rubric.category_codes) if rubric.has_categories else None
         self.kinds = frozenset(rubric.risk_cue_kinds) if rubric.has_categories else None
+        self.severities = frozenset(rubric.severity_codes) if rubric.has_severity else None
         self.last_judge: tuple[dict[str, Any], JudgeIdentity] | None = None
 
 
@@ -141,7 +151,7 @@ def _judge(f: Fields, shape: _Shape) -> JudgeIdentity:
 
 
 def _factor_block(f: Fields, key: str, shape: _Shape) -> dict[str, Any]:
-    block = f.mapping(key)
+    block: dict[str, Any] = f.mapping(key)
     if block.keys() != shape.factor_set:
         f.fail(
             key,
@@ -162,10 +172,12 @@ def _scored(f: Fields, shape: _Shape) -> dict[str, Any]:
     for factor, text in rationales.items():
         if type(text) is not str or not text.strip():
             f.fail(f"rationales.{factor}", f"must be a non-empty string, got {type_name(text)}")
+        if len(text) > MAX_TEXT:
+            f.fail(f"rationales.{factor}", f"is {len(text)} characters long; at most {MAX_TEXT} are allowed")
     safety = f.child("safety")
     assert safety is not None
     flagged = safety.boolean("flagged")
-    reason = safety.string("reason", optional=not flagged, nonempty=flagged, max_len=5000)
+    reason = safety.string("reason", optional=not flagged, nonempty=flagged, max_len=MAX_TEXT)
     for key in ("unscored_kind", "unscored_reason"):
         if f.obj.get(key) is not None:
             f.fail(key, "must be null in a scored judgment")
@@ -205,24 +217,34 @@ def _safety_v2(f: Fields, safety: Fields, flagged: bool, shape: _Shape) -> dict[
         risk.fail("kind", f"must be '{NO_CATEGORY}' exactly when no risk cue is present")
     evidence = f.listing("evidence")
     for index, quote in enumerate(evidence):
-        if type(quote) is not str or len(quote) > 5000:
-            f.fail(f"evidence[{index}]", f"must be a string of at most 5000 characters, got {type_name(quote)}")
-    return {
+        if type(quote) is not str or len(quote) > MAX_TEXT:
+            f.fail(f"evidence[{index}]", f"must be a string of at most {MAX_TEXT} characters, got {type_name(quote)}")
+    out = {
         "safety_category": category,
         "risk_cue_present": risk_present,
         "risk_cue_kind": kind,
         "evidence": tuple(evidence),
     }
+    if shape.severities is not None:
+        severity = _code(risk, "severity", shape.severities)
+        if (kind in SEVERITY_KINDS) == (severity == NO_CATEGORY):
+            risk.fail("severity", f"must be '{NO_CATEGORY}' exactly when the kind is not {' or '.join(SEVERITY_KINDS)}")
+        directed = f.boolean("judge_directed_text")
+        unmatched = f.obj.get("evidence_unmatched")
+        if type(unmatched) is not int or not 0 <= unmatched <= len(evidence):
+            f.fail("evidence_unmatched", f"must be an integer between 0 and the number of quotes ({len(evidence)})")
+        out |= {"risk_cue_severity": severity, "judge_directed_text": directed, "evidence_unmatched": unmatched}
+    return out
 
 
 def _unscored(f: Fields) -> dict[str, Any]:
     kind = f.string("unscored_kind")
     if kind not in UNSCORED_KINDS:
         f.fail("unscored_kind", f"is not a known kind (known: {', '.join(UNSCORED_KINDS)})")
-    for key in ("scores", "rationales", "safety", "risk_cue", "evidence"):
+    for key in ("scores", "rationales", "safety", "risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"):
         if f.obj.get(key) is not None:
             f.fail(key, "must be null in an unscored judgment")
-    return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=5000)}
+    return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=MAX_TEXT)}
 
 
 def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment:
@@ -238,7 +260,7 @@ def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBench
         judge=_judge(f, shape),
         key=f.string("key", nonempty=True, max_len=200),
         line=line,
-        served_model=f.string("served_model", optional=True, max_len=200),
+        served_model=f.string("served_model", optional=True, max_len=MAX_NAME),
         **fields,
     )
 

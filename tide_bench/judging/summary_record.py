@@ -44,7 +44,8 @@ class JudgeSummary:
 def _mean(f: Fields, key: str) -> float | None:
     block = f.child(key)
     assert block is not None
-    return block.number("mean", optional=True)
+    mean: float | None = block.number("mean", optional=True)
+    return mean
 
 
 def parse_summary(

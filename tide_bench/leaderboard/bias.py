@@ -4,28 +4,41 @@ An LLM judge can reward what is not empathy. Three checks, each stated with its 
 
 **Length.** Judges tend to prefer longer replies (AlpacaEval's length-controlled win rate was
 made for this). Per entry, the Pearson correlation of the overall empathy score with the
-reply's length (word tokens), and a *length-controlled* score. The model, fitted on every
-scored item of every entry::
+reply's length (word tokens), and a *length-controlled* score. The model, fitted on the items
+every entry of the board scored::
 
-    y_ij = a_j + b * d_ij + e_ij,    d_ij = tanh((len_ij - ref_len_i) / s)
+    y_ij = a_j + c_i + b * d_ij + e_ij,    d_ij = tanh((len_ij - ref_len_i) / s)
 
-``y_ij`` is entry j's overall score on item i, ``len_ij`` its reply length, ``ref_len_i`` the
-reference reply's length and ``s`` the standard deviation of the length differences on the
-board (AlpacaEval-LC's normalisation: tanh keeps very long replies from dominating). The slope
-``b`` is shared (the judge's preference for length is a property of the judge) and estimated
-*within* entries (each entry's own means removed, so a better model that also writes longer
-replies does not make length look rewarded). The length-controlled score is the entry's
-empathy with the length term removed, ``LC_j = empathy_j - b * mean_j(d)``: what the entry
-would score if its replies were as long as the references. ``empathy_j`` and ``mean_j(d)`` run
-over the items counted in the entry's empathy (a model failure counts at the scale minimum and
-with ``d = 0``: the rule fixes its score whatever its length). Unlike AlpacaEval's logistic
-model of win rates against a baseline, TIDE scores are absolute 1-5 ratings, hence a linear
-model. Reply lengths are the submitted ``length_tokens`` (recomputed by validation).
+``y_ij`` is entry j's overall score on item i, ``c_i`` the item's effect (its difficulty, the
+same for every entry), ``len_ij`` the reply's length, ``ref_len_i`` the reference reply's length
+and ``s`` the standard deviation of the length differences on the board (AlpacaEval-LC's
+normalisation: tanh keeps very long replies from dominating). The slope ``b`` is shared and
+estimated *within* entries and *within* items (two-way fixed effects, as AlpacaEval-LC's GLM
+conditions on the instruction): a better model that also writes longer, or items whose
+difficulty goes with the reference's length, do not enter it. Without item effects the slope
+was wrong in 100 % of simulated boards whose item difficulty correlated 0.3 with the reference
+length; with them, 2-6 % (docs/statistics.md). The length-controlled score is
+``LC_j = empathy_j - b * mean_j(d)``, over the items counted in the entry's empathy (an item
+counted at the scale minimum without a score has ``d = 0``: the rule fixes its score whatever
+its length). Reply lengths are the submitted ``length_tokens`` (recomputed by validation).
 
-**Halo.** When the rubric's factors correlate above .9 over items, the judge rates one
-impression, not three qualities. Correlations are computed over every scored item, pooled
-within entries (between-entry differences removed, since a better model legitimately scores
-higher on every factor). The flag is raised when every pair exceeds ``HALO_R``.
+What the slope can and cannot say: it is an **association** ("scores rise with length, within
+entries and items"). Observational scores cannot tell "the judge rewards length" from "longer
+replies are better here" (a judge that scores only quality, on a board where a model's longer
+replies truly are better, gives the same slope). The causal question is answered by the
+*padding probe* (:mod:`tide_bench.leaderboard.padding`): the same replies with content-neutral
+padding, judged again, compared item by item.
+
+Undefined is said, never estimated: with one entry (item effects cannot be separated from the
+length term), or when no entry's reply lengths vary (every reply of an entry has one length,
+e.g. cut at the token cap, or an entry that is the reference itself), the slope and every
+length-controlled score are ``None`` with a ``note`` saying why (shown as "n/a").
+
+**Halo.** Halo is a property *relative to people*: a judge with halo rates its factors more
+alike than human raters of the same replies do (Thorndike 1920; Cooper 1981). The board has no
+human ratings, so it reports what it can measure: the correlations of the factors over scored
+items (pooled within entries) and the share of items given three identical factor scores; the
+test of halo is the audit's (:mod:`tide_bench.agreement.halo`).
 
 **Preference leakage.** A fine-tuned entry trained on TIDE's references, which Claude 3.5
 Sonnet wrote, learned that family's style; a judge of the same family may favour it (Li et al.
@@ -47,17 +60,25 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.core.stats import DEFAULT_SEED, cluster_codes, cluster_totals, percentile_ci, resampled_totals
+from tide_bench.core.stats import (
+    DEFAULT_SEED,
+    cluster_codes,
+    cluster_totals,
+    clustered_means,
+    percentile_ci,
+    resampled_totals,
+)
 from tide_bench.data.schema import persona_of_item
 from tide_bench.generation.reference import LABEL as REFERENCE_LABEL
 from tide_bench.judging.families import family_of
 from tide_bench.judging.rubric import Rubric
-from tide_bench.judging.summary import counted_values, is_model_failure
+from tide_bench.judging.summary import counted_values
 from tide_bench.leaderboard.scores import RESAMPLES  # the board's: every interval on it uses the same count
 from tide_bench.metrics.reference import tokenize
 
-HALO_R = 0.9
 MIN_PERSONAS = 10  # fewer personas: a persona bootstrap is too unstable to support a verdict
+MIN_LENGTH_SD = 1.0  # word tokens: a reply within this of its entry's median length has the entry's "one length"
+MIN_VARYING_ITEMS = 10  # fewer items off their entry's usual length: the length term rests on a handful of replies
 CROSS_FAMILY_JUDGES = {"claude": "openai-gpt", "gpt": "claude-sonnet"}  # shipped judges of another family
 DEFAULT_CROSS_JUDGE = "openai-gpt"
 
@@ -69,9 +90,10 @@ class ItemTable:
     personas: list[str]
     factors: np.ndarray  # (n, k) factor scores of scored items; NaN otherwise
     counted: np.ndarray  # (n,) overall empathy as it counts (failures at the minimum; NaN not counted)
-    failure: np.ndarray  # (n,) bool: a model-attributable unscored item
+    failure: np.ndarray  # (n,) bool: an unscored item counted at the scale minimum
     reply_tokens: np.ndarray  # (n,)
     reference_tokens: np.ndarray  # (n,)
+    item_ids: list[str] | None = None  # aligns entries item by item; None: every table has the same items in order
 
 
 @lru_cache(maxsize=1 << 15)
@@ -100,9 +122,11 @@ def item_table(generations: Sequence[Any], judgments: Mapping[str, dict[str, Any
         personas=[str(g.persona_id or persona_of_item(g.item_id)) for g in generations],
         factors=factors,
         counted=counted[:, k],
-        failure=np.array([r is not None and is_model_failure(r) for r in records], dtype=bool),
+        failure=np.array([r is not None and r["status"] != "scored" for r in records], dtype=bool)
+        & np.isfinite(counted[:, k]),
         reply_tokens=reply,
         reference_tokens=np.array([reference_tokens(g.reference_reply) for g in generations], dtype=float),
+        item_ids=[g.item_id for g in generations],
     )
 
 
@@ -147,10 +171,14 @@ def _unpack(sums: np.ndarray, k: int, v: int) -> _Moments:
     return _Moments(n, mean, np.where(n[..., None, None] > 0, cross, 0.0))
 
 
-def _estimate(point: float, replicates: np.ndarray, n: int) -> dict[str, Any]:
-    if not math.isfinite(point):
-        return {"value": None, "ci_low": None, "ci_high": None, "n": n}
-    low, high = percentile_ci(replicates)
+def _estimate(
+    point: float, replicates: np.ndarray, n: int, *, n_units: int | None = None, note: str | None = None
+) -> dict[str, Any]:
+    """``{value, ci_low, ci_high, n}`` (expanded percentile interval over ``n_units`` personas);
+    ``value`` None with a ``note`` when the point is undefined or ``note`` says it is."""
+    if note is not None or not math.isfinite(point):
+        return {"value": None, "ci_low": None, "ci_high": None, "n": n, "note": note or "undefined (no variation)"}
+    low, high = percentile_ci(replicates, n_units=n_units)
     return {"value": float(point), "ci_low": low, "ci_high": high, "n": n}
 
 
@@ -170,11 +198,50 @@ def _codes(tables: Sequence[ItemTable]) -> tuple[list[np.ndarray], int]:
     return out, n_clusters
 
 
+def _aligned(tables: Sequence[ItemTable]) -> tuple[list[np.ndarray], int]:
+    """Each table's row positions in one item index over all tables (by item id, or by position
+    when the tables carry no ids and have the same length), and the number of items."""
+    if all(t.item_ids is not None for t in tables):
+        ids = sorted({i for t in tables for i in t.item_ids or ()})
+        index = {item: j for j, item in enumerate(ids)}
+        return [np.array([index[i] for i in t.item_ids or ()], dtype=np.intp) for t in tables], len(ids)
+    sizes = {len(t.personas) for t in tables}
+    if len(sizes) > 1:
+        raise ValueError("tables without item ids must have the same items in the same order")
+    n = sizes.pop() if sizes else 0
+    return [np.arange(n) for _ in tables], n
+
+
+def _slope_note(tables: Sequence[ItemTable], fit_rows: Sequence[np.ndarray], d: Sequence[np.ndarray]) -> str | None:
+    """Why the length slope is not identified (``None`` when it is): one entry, or no entry
+    whose own reply lengths vary."""
+    if len(tables) < 2:
+        return (
+            "one entry: item effects cannot be separated from the length term (needs two or more entries on the "
+            "same items; the padding probe tests one entry)"
+        )
+    varying = [
+        int((np.abs(t.reply_tokens[m] - np.median(t.reply_tokens[m])) >= MIN_LENGTH_SD).sum())
+        if m.sum() >= 2 and np.std(dj[m]) > 1e-9
+        else 0
+        for t, m, dj in zip(tables, fit_rows, d, strict=True)
+    ]
+    if sum(varying) < MIN_VARYING_ITEMS:
+        return (
+            f"reply lengths do not vary within any entry (each entry's replies have one length, within "
+            f"{MIN_LENGTH_SD:g} token, e.g. cut at the token cap, or are the references themselves; "
+            f"{sum(varying)} items differ from their entry's usual length, fewer than {MIN_VARYING_ITEMS}): "
+            "the length term is not identified"
+        )
+    return None
+
+
 def length_bias(
     tables: Sequence[ItemTable], *, resamples: int = RESAMPLES, seed: int = DEFAULT_SEED
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per entry: ``r`` (empathy vs reply length), ``empathy_lc`` (a mean block) and mean lengths;
-    and the board block (slope, pooled within-entry r, the scale ``s``). See the module docstring."""
+    and the board block (two-way slope, pooled within-entry r, the scale ``s``, the verdict).
+    See the module docstring."""
     codes, n_clusters = _codes(tables)
     scored = [np.isfinite(t.factors).all(axis=1) & np.isfinite(t.reply_tokens) for t in tables]
     differences = np.concatenate(
@@ -193,52 +260,96 @@ def length_bias(
     f_point, f_boot = _moments(list(zip(codes, fit, strict=True)), n_clusters, resamples, seed)
     c_point, c_boot = _moments(list(zip(codes, counted, strict=True)), n_clusters, resamples, seed)
 
+    # two-way within estimator on the items every entry scored: item-centred y and d per entry
+    positions, n_items = _aligned(tables)
+    y_all = np.full((n_items, len(tables)), np.nan)
+    d_all = np.full((n_items, len(tables)), np.nan)
+    item_codes = np.zeros(n_items, dtype=np.int64)
+    for j, (t, pos, m, dj) in enumerate(zip(tables, positions, scored, d, strict=True)):
+        y_all[pos[m], j] = t.counted[m]
+        d_all[pos[m], j] = dj[m]
+        item_codes[pos] = codes[j]
+    complete = np.isfinite(y_all).all(axis=1) & np.isfinite(d_all).all(axis=1) if len(tables) else np.zeros(0, bool)
+    fit_rows = [complete[pos] & m for pos, m in zip(positions, scored, strict=True)]
+    note = _slope_note(tables, fit_rows, d)
+    within = [
+        (
+            item_codes[complete],
+            np.column_stack(
+                [
+                    (y_all - y_all.mean(axis=1, keepdims=True))[complete, j],
+                    (d_all - d_all.mean(axis=1, keepdims=True))[complete, j],
+                ]
+            ),
+        )
+        for j in range(len(tables))
+    ]
+    w_point, w_boot = _moments(within, n_clusters, resamples, seed) if tables else (None, None)
+
     def slope(m: _Moments) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             return m.cross[..., 0, 1].sum(axis=-1) / m.cross[..., 1, 1].sum(axis=-1)
 
-    b_point, b_boot = slope(f_point), slope(f_boot)
+    n_fit_items = int(complete.sum())
+    personas = int(np.unique(item_codes[complete]).size)
+    b_point = slope(w_point) if w_point is not None else np.full(1, np.nan)
+    b_boot = slope(w_boot) if w_boot is not None else np.full(resamples, np.nan)
+    if note is None and not (np.isfinite(b_point[0]) and w_point.cross[..., 1, 1].sum() > 1e-12):
+        note = "the length term does not vary within entries and items: not identified"
     lc_point = c_point.mean[..., 0] - b_point[:, None] * c_point.mean[..., 1]
     lc_boot = c_boot.mean[..., 0] - b_boot[:, None] * c_boot.mean[..., 1]
     r_point, r_boot = _correlation(f_point.cross, 0, 2), _correlation(f_boot.cross, 0, 2)
     per_entry = []
     for j, t in enumerate(tables):
         n_fit, n_counted = int(f_point.n[0, j]), int(c_point.n[0, j])
-        lc = (
-            _estimate(float(lc_point[0, j]), lc_boot[:, j], n_counted)
-            if n_fit >= 2
-            else _estimate(math.nan, lc_boot[:, j], 0)
-        )
+        entry_personas = int(np.unique(codes[j][np.isfinite(counted[j]).all(axis=1)]).size)
+        lc_note = note or (None if n_fit >= 2 else "fewer than two scored items")
+        lc = _estimate(float(lc_point[0, j]), lc_boot[:, j], n_counted, n_units=entry_personas, note=lc_note)
+        constant = n_fit >= 2 and np.std(t.reply_tokens[scored[j]]) < MIN_LENGTH_SD
         per_entry.append(
             {
                 "n_scored": n_fit,
                 "mean_reply_tokens": float(np.nanmean(t.reply_tokens)) if len(t.personas) else None,
                 "mean_reference_tokens": float(np.mean(t.reference_tokens)) if len(t.personas) else None,
-                "r": _estimate(float(r_point[0, j]), r_boot[:, j], n_fit),
+                "r": _estimate(
+                    float(r_point[0, j]),
+                    r_boot[:, j],
+                    n_fit,
+                    n_units=entry_personas,
+                    note="the entry's reply lengths do not vary" if constant else None,
+                ),
                 "empathy_lc": {
                     "mean": lc["value"],
                     "ci_low": lc["ci_low"],
                     "ci_high": lc["ci_high"],
                     "n": lc["n"],
-                    "n_clusters": int(np.unique(codes[j][np.isfinite(counted[j]).all(axis=1)]).size),
+                    "n_clusters": entry_personas,
+                    **({"note": lc["note"]} if lc.get("note") else {}),
                 },
             }
         )
     pooled = f_point.cross.sum(axis=1)
     pooled_boot = f_boot.cross.sum(axis=1)
     n_total = int(f_point.n.sum())
-    personas = _personas(codes, fit)
-    slope = _estimate(float(b_point[0]), b_boot, n_total)
+    all_personas = _personas(codes, fit)
+    slope_block = _estimate(float(b_point[0]), b_boot, n_fit_items, n_units=personas, note=note)
     board = {
         "n_scored": n_total,
-        "n_personas": personas,
+        "n_personas": all_personas,
+        "n_items_in_slope": n_fit_items,
+        "n_personas_in_slope": personas,
         "length_scale_tokens": scale,
-        "slope": slope,
-        "verdict": length_verdict(slope, personas),
-        "r_within": _estimate(float(_correlation(pooled, 0, 2)[0]), _correlation(pooled_boot, 0, 2), n_total),
-        "model": "y_ij = a_j + b * tanh((len_ij - ref_len_i) / s) + e_ij over scored items (b shared, within "
-        "entries); LC_j = empathy_j - b * mean_j(tanh(...)); r: Pearson r of overall empathy with reply length "
-        "(word tokens) within entries; 95% persona-cluster bootstrap",
+        "slope": slope_block,
+        "verdict": length_verdict(slope_block, personas),
+        "r_within": _estimate(
+            float(_correlation(pooled, 0, 2)[0]), _correlation(pooled_boot, 0, 2), n_total, n_units=all_personas
+        ),
+        "reads_as": "an association (scores and length within entries and items), not the judge's preference: "
+        "longer replies may truly be better here. The padding probe (the same replies with neutral padding, "
+        "judged again) tests the judge.",
+        "model": "y_ij = a_j + c_i + b * tanh((len_ij - ref_len_i) / s) + e_ij over the items every entry scored "
+        "(b shared; entry and item effects removed); LC_j = empathy_j - b * mean_j(tanh(...)); r: Pearson r of overall "
+        "empathy with reply length (word tokens) within entries; 95% expanded percentile persona-cluster bootstrap",
     }
     return per_entry, board
 
@@ -249,52 +360,62 @@ def _personas(codes: Sequence[np.ndarray], variables: Sequence[np.ndarray]) -> i
     return int(np.unique(np.concatenate(used)).size) if used else 0
 
 
+ASSOCIATION_VERDICTS = ("scores rise with length", "scores fall with length", "no association with length shown")
+
+
 def length_verdict(slope: Mapping[str, Any], n_personas: int) -> str:
-    """``rewards length`` when the slope's 95 % interval lies above zero, ``penalises length``
-    when below, ``no length preference shown`` otherwise; ``too few personas`` below
-    :data:`MIN_PERSONAS` or when the slope is undefined (no verdict then)."""
+    """What the slope's 95 % interval says, as an association: ``scores rise with length``
+    (above zero), ``scores fall with length`` (below), ``no association with length shown``;
+    ``no verdict: ...`` below :data:`MIN_PERSONAS` or when the slope is undefined (its note)."""
+    if slope.get("value") is None:
+        return f"no verdict: {slope.get('note') or 'the slope is undefined'}"
     if n_personas < MIN_PERSONAS or slope.get("ci_low") is None or slope.get("ci_high") is None:
-        return "too few personas"
+        return f"no verdict: {n_personas} personas are too few (at least {MIN_PERSONAS})"
     if slope["ci_low"] > 0:
-        return "rewards length"
+        return ASSOCIATION_VERDICTS[0]
     if slope["ci_high"] < 0:
-        return "penalises length"
-    return "no length preference shown"
+        return ASSOCIATION_VERDICTS[1]
+    return ASSOCIATION_VERDICTS[2]
 
 
-def halo_verdict(pairs: Sequence[Mapping[str, Any]], n_personas: int, threshold: float = HALO_R) -> bool | None:
-    """True (halo) when every factor pair's correlation exceeds ``threshold``; None (no verdict)
-    below :data:`MIN_PERSONAS` or when a correlation is undefined."""
-    values = [p["r"]["value"] for p in pairs]
-    if not pairs or n_personas < MIN_PERSONAS or any(v is None for v in values):
-        return None
-    return all(v > threshold for v in values)
+HALO_NOTE = (
+    "halo is judged against people: a judge with halo rates its factors more alike than human raters of the same "
+    "replies do. The board has no human ratings; `tide-bench audit` compares the judge's inter-factor correlations "
+    "with the raters' on the same items (agreement.json halo). Shown here: the factors' correlations (they may "
+    "truly correlate) and the share of items given identical scores on every factor"
+)
 
 
 def halo(
     tables: Sequence[ItemTable], factor_names: Sequence[str], *, resamples: int = RESAMPLES, seed: int = DEFAULT_SEED
 ) -> dict[str, Any]:
-    """Correlations between the rubric's factors over scored items, pooled within entries; the
-    halo flag when every pair exceeds :data:`HALO_R`."""
+    """Correlations between the rubric's factors over scored items, pooled within entries, and
+    the share of scored items with identical scores on every factor (persona-cluster CIs).
+    Descriptive: the test of halo needs human ratings (:data:`HALO_NOTE`)."""
     k = len(factor_names)
     codes, n_clusters = _codes(tables)
     point, boot = _moments([(c, t.factors) for c, t in zip(codes, tables, strict=True)], n_clusters, resamples, seed)
     pooled, pooled_boot = point.cross.sum(axis=1), boot.cross.sum(axis=1)
     n = int(point.n.sum())
+    personas = _personas(codes, [t.factors for t in tables])
     pairs = []
     for a in range(k):
         for b in range(a + 1, k):
-            estimate = _estimate(float(_correlation(pooled, a, b)[0]), _correlation(pooled_boot, a, b), n)
+            estimate = _estimate(
+                float(_correlation(pooled, a, b)[0]), _correlation(pooled_boot, a, b), n, n_units=personas
+            )
             pairs.append({"a": factor_names[a], "b": factor_names[b], "r": estimate})
-    personas = _personas(codes, [t.factors for t in tables])
+    labels = np.concatenate([c for c in codes]) if codes else np.zeros(0, dtype=np.int64)
+    factors = np.vstack([t.factors for t in tables]) if tables else np.zeros((0, k))
+    scored = np.isfinite(factors).all(axis=1)
+    identical = np.where(scored, (np.ptp(np.where(scored[:, None], factors, 0.0), axis=1) == 0).astype(float), np.nan)
+    (share,), _ = clustered_means(identical, labels, n_clusters, resamples=resamples, seed=seed)
     return {
         "n_scored": n,
         "n_personas": personas,
         "pairs": pairs,
-        "threshold": HALO_R,
-        "halo": halo_verdict(pairs, personas),
-        "rule": f"halo when every pair of factors correlates above r = {HALO_R} over scored items (pooled within "
-        "entries): the judge then rates one impression, not separate factors",
+        "identical_share": share.as_dict(),
+        "note": HALO_NOTE,
     }
 
 

@@ -24,14 +24,16 @@ from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import read_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.bias import diagnose
 from tide_bench.leaderboard.charts import Charts
+from tide_bench.leaderboard.checks import check_together
 from tide_bench.leaderboard.columns import Column, board_columns
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.consistency import cross_check
 from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries, process_budget
 from tide_bench.leaderboard.exports import write_exports
+from tide_bench.leaderboard.groups import board_groupings, split_groups
 from tide_bench.leaderboard.html import Section
 from tide_bench.leaderboard.plots import preload
 from tide_bench.leaderboard.scores import RESAMPLES, SEED, rank_entries
@@ -117,6 +119,60 @@ def _render(
     make_public(staging)
 
 
+class NothingAccepted(TideBenchError):
+    """Every submission was refused: no board is written (the previous site stays)."""
+
+
+def _shown_path(path: Path) -> str:
+    """A board file as a user would type it: relative to the working folder when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def board_that_accepts(folders: Sequence[Path], board: BoardConfig) -> tuple[Path, int] | None:
+    """The shipped board file (other than ``board``) that accepts the most of ``folders``, and
+    how many; None when none accepts any. Only for the message of a build that refused all."""
+    from tide_bench.core.resources import resource_dir
+    from tide_bench.leaderboard.checks import check_all
+    from tide_bench.leaderboard.config import load_board
+
+    current = Path(board.source).resolve() if board.source else None
+    best: tuple[Path, int] | None = None
+    for path in sorted(resource_dir("leaderboard").glob("*.yaml")):
+        if current is not None and path.resolve() == current:
+            continue
+        try:
+            other = load_board(path)
+        except TideBenchError:
+            continue
+        accepted = sum(c.ok for c in check_all(folders, other, spot_checks=False, text_metrics=False))
+        if accepted and (best is None or accepted > best[1]):
+            best = (path, accepted)
+    return best
+
+
+def _refuse_if_none_accepted(folders: Sequence[Path], board: BoardConfig, result_board: dict[str, Any]) -> None:
+    refused = result_board["refused"]
+    if result_board["rows"] or not refused:
+        return
+    first = next(iter(refused))
+    found = board_that_accepts([f for f in folders if f.name in refused], board)
+    hint = (
+        f"--board {_shown_path(found[0])} accepts {found[1]} of them; e.g. tide-bench leaderboard build --submissions "
+        f"{_shown_path(folders[0].parent)} --board {_shown_path(found[0])} --out SITE"
+        if found
+        else "fix what each refusal names (tide-bench leaderboard validate lists them), or choose the board they were "
+        "made for with --board"
+    )
+    raise NothingAccepted(
+        f"all {len(refused)} submission(s) were refused by {board.name!r}, so no board was written; "
+        f"{first}: {'; '.join(refused[first][:2])}",
+        hint=hint,
+    )
+
+
 def _refuse_if_strict(strict: bool, refused: dict[str, list[str]]) -> None:
     if strict and refused:
         first = next(iter(refused))
@@ -138,6 +194,7 @@ def build_site(
     workers: int | None = None,
     progress: Progress | None = None,
     judges_board: str | Path | None = None,
+    require_accepted: bool = False,
 ) -> BuildResult:
     """Validate, score, rank and write the site into ``out``. ``extra_sections`` are appended to
     the index page (e.g. a study report, :func:`~tide_bench.leaderboard.html.render_section`);
@@ -145,7 +202,10 @@ def build_site(
     TIDE text). The entries are prepared in ``workers`` processes (default: one per CPU;
     :mod:`.entries`), and ``progress(done, total)`` is told as each is ready. ``judges_board`` (a
     ``tide-bench validation board`` folder) gives every entry its judge's validation stamp and is
-    linked as judges.html; without it every entry reads "judge not validated"."""
+    linked as judges.html; without it every entry reads "judge not validated". With
+    ``require_accepted`` (the CLI), a build that refuses every submission raises
+    :class:`NothingAccepted`, naming the shipped board file that would accept them, and
+    leaves ``out`` as it was."""
     out = Path(out)
     check_out_dir(
         out,
@@ -171,12 +231,24 @@ def build_site(
         charts.append(Charts(rows, ranking.get("pairwise") or [], metric, label, parallel=parallel))
 
     try:
-        job = EntryJob(board, rubric, staging if instances else None, spot_checks=spot_checks, text_metrics=spot_checks)
+        # --strict decides with the whole check list, as validate and submit do (leaderboard.checks)
+        labels_path = board.risk_labels_path()
+        labels = read_risk_labels(labels_path) if labels_path else None
+        job = EntryJob(
+            board,
+            rubric,
+            staging if instances else None,
+            spot_checks=spot_checks,
+            text_metrics=spot_checks or strict,
+            risk_labels=labels,
+        )
         # One BLAS thread: the bootstraps' matrix products are small, so more threads only spin (measured: twice
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
             prepared = prepare_entries(folders, job, workers=workers, progress=progress, meanwhile=preload)
             result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw_charts)
+        if require_accepted:
+            _refuse_if_none_accepted(folders, board, result_board)
         for row in [*result_board["rows"], result_board]:  # every entry, and the board's judge
             row["judge_validation"] = stamp_for(row.get("judge"), stamps)
         for entry in prepared:
@@ -211,26 +283,25 @@ def _decide(
     entries (without their per-item data) by id. ``ranked(rows, ranking)`` is called once the
     entries are ranked, before the bias diagnostics add their fields to the rows."""
     checks = [e.check for e in prepared]
-    cross_check(checks, board)
+    check_together(checks, board)
     refused = {c.id: c.errors for c in checks if not c.ok}
     _refuse_if_strict(strict, refused)
-    entries = [e for e in prepared if e.check.ok and e.check.submission and e.scored]
-    for e in entries:  # unscored-for-infrastructure above the board's limit: refused
-        for message in e.admission:
-            e.check.refuse(message)
-    refused |= {e.check.id: e.check.errors for e in entries if not e.check.ok}
-    _refuse_if_strict(strict, refused)
-    kept = [e for e in entries if e.check.ok and e.check.submission]
+    kept = [e for e in prepared if e.check.ok and e.check.submission and e.scored]
     accepted = {e.scored.row["id"]: e.check.submission for e in kept if e.scored and e.check.submission}
-    scored = [e.scored for e in kept if e.scored]
+    for e in kept:
+        if e.scored and e.check.submission and e.scored.row["judged"]:
+            e.scored.row["judge_served_models"] = list(e.check.submission.served_models)
+    together, apart, groups = split_groups([e.scored for e in kept if e.scored], board_groupings(board))
     ranking = rank_entries(
-        scored,
+        together,
         min_scored_items=board.min_scored_items,
         correction=board.rank_correction,
         rank_reference=board.rank_reference,
         max_safety_flag_rate=board.max_safety_flag_rate,
+        max_risk_mishandled_rate=board.max_risk_mishandled_rate,
+        max_severe_risk_failures=board.max_severe_risk_failures,
     )
-    rows = [e.row for e in scored]
+    rows = [e.row for e in together] + [e.row for e in apart]
     if ranked is not None:
         ranked(rows, ranking)
     judge_bias = diagnose(
@@ -254,12 +325,14 @@ def _decide(
         "dataset_release": board.dataset_release,
         "prompt_conditions": list(board.prompt_conditions),
         **ranking,
+        "comparison_groups": [g.as_dict() for g in groups],
         "unscored_rule": "model-attributable unscored items (empty reply, refusal, content filter) count at the scale "
         f"minimum; entries with more than {100 * board.max_infrastructure_unscored:g}% unscored for "
         "infrastructure reasons are refused",
         "intervals": f"95% percentile bootstrap over personas, {RESAMPLES} resamples, seed {SEED}, the same resamples "
         "for every entry; rates: Wilson on the design-adjusted n",
         "judge": judges.get(judge_version) if judge_version else None,
+        "risk_labels": _risk_labels_block(rows),
         "audit": audit_summary(Path(audit), judge_version) if audit else None,
         "judge_bias": judge_bias,
         "spot_checks": {c.id: c.spot_check.as_dict() for c in checks if c.spot_check},
@@ -267,3 +340,22 @@ def _decide(
         "refused": refused,
     }
     return result_board, accepted
+
+
+def _risk_labels_block(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the board's risk gate rests on: the labels, their review status and the risk items."""
+    blocks = [r["risk_handling"] for r in rows if r.get("risk_handling")]
+    if not blocks:
+        return {
+            "available": False,
+            "note": "no item-level risk labels for this board's data: the risk gate is off (name a label file made "
+            "with `tide-bench data label-risk` as risk_labels in the board file)",
+        }
+    first = next((b for b in blocks if b.get("labels_match")), blocks[0])
+    return {
+        "available": True,
+        **first["labels"],
+        "n_risk_items": first.get("n_risk_items"),
+        "by_kind": {k: v["n"] for k, v in (first.get("by_kind") or {}).items()},
+        "by_severity": {k: v["n"] for k, v in (first.get("by_severity") or {}).items()},
+    }

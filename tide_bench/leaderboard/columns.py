@@ -130,8 +130,15 @@ def _declared(path: Path) -> tuple[dict[str, Any], ...]:
     return tuple(entries)
 
 
+PROVISIONAL = (
+    "(uncalibrated: provisional until the judge's agreement with trained raters is established for this factor; "
+    "docs/judging.md, calibration) "
+)
+
+
 def factor_columns(rubric: Rubric) -> list[Column]:
-    """One score column per rubric factor, named by the rubric."""
+    """One score column per rubric factor, named by the rubric; the help marks each as provisional
+    until a calibration with people exists (clinical re-check L4)."""
     return [
         Column(
             key=f.key,
@@ -141,7 +148,7 @@ def factor_columns(rubric: Rubric) -> list[Column]:
             better="high",
             digits=2,
             group=FACTOR_GROUP,
-            help=f.question,
+            help=PROVISIONAL + f.question,
         )
         for f in rubric.factors
     ]

@@ -8,8 +8,9 @@ is no basis to prefer either, so **all** of the tied entries are refused, each t
 entries disagree, instead of letting the folder name that sorts first win. The remedy is
 to pin the board (``tide-bench leaderboard pin``).
 
-Names that read the same, and identical replies submitted under several ids, are refused
-on every board, naming the entries they clash with.
+Names and ids that read the same (the skeleton of :func:`.metadata.name_key`: look-alike
+letters of other scripts, ``0``/``O``, ``1``/``l``, separators), and identical replies submitted
+under several ids, are refused on every board, naming the entries they clash with.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.metadata import name_key
 from tide_bench.leaderboard.submission import Submission
-from tide_bench.leaderboard.validate import CheckResult
+from tide_bench.leaderboard.validate import CheckResult, effective_board
 
 
 def _groups(checks: list[CheckResult], key: Callable[[Submission], str]) -> dict[str, list[CheckResult]]:
@@ -91,13 +92,27 @@ def _judge(key: str, group: list[CheckResult]) -> str:
 
 def cross_check(checks: list[CheckResult], board: BoardConfig) -> None:
     """Refuse, in place, entries that cannot share a board with the others."""
+    board = effective_board(board)
     if not board.split_sha256:
         _majority(_accepted(checks), lambda s: s.split_hash, "item set", _items)
     judged = [c for c in _accepted(checks) if c.submission and c.submission.judge]
     if not board.judge_version:
         _majority(judged, lambda s: str((s.judge or {}).get("version")), "judge configuration", _judge)
+    one_anchor(_accepted(checks))
     accepted = _accepted(checks)
     by_name = _groups(accepted, lambda s: name_key(str(s.meta.get("model_name", ""))))
+    by_id = _groups(accepted, lambda s: name_key(s.id))
     by_replies = _groups(accepted, Submission.digest)
     _distinct(by_name, "the same display name")
+    _distinct(by_id, "an id that reads the same")
     _distinct(by_replies, "the same replies")
+
+
+def one_anchor(checks: list[CheckResult]) -> None:
+    """One reference row per board: with two, neither is the anchor (nothing justifies choosing one)."""
+    anchors = [c for c in checks if c.submission is not None and c.submission.is_reference]
+    if len(anchors) < 2:
+        return
+    for c in anchors:
+        others = ", ".join(o.id for o in anchors if o is not c)
+        c.refuse(f"a second reference row (also {others}): a board has one anchor; keep one reference submission")

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tide_bench.core.errors import TideBenchError
+from tide_bench.data.risk_labels import RiskLabels
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.bias import ItemTable, item_table
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.scores import ScoredEntry, admission_errors, score_entry
+from tide_bench.leaderboard.scores import ScoredEntry, score_entry
 from tide_bench.leaderboard.site import write_entry_files
 from tide_bench.leaderboard.validate import CheckResult, validate_folder
 
@@ -51,20 +52,19 @@ class EntryJob:
     spot_checks: bool = False
     text_metrics: bool = False
     seed: int | None = None
+    risk_labels: RiskLabels | None = None  # the board's item-level risk labels (default: those of the entry's data)
 
 
 @dataclass
 class PreparedEntry:
     """One entry, ready to be compared with the others. ``check.submission`` is the entry
-    without its per-item data; ``admission`` holds the refusals that apply if the entry is
-    still accepted once the entries are checked against each other (as in a serial build,
-    where an entry refused by that check is never scored); ``downloads`` are the per-item
+    without its per-item data (every check of one entry, admission included, ran in
+    :func:`~tide_bench.leaderboard.validate.validate_folder`); ``downloads`` are the per-item
     files written for it."""
 
     check: CheckResult
     scored: ScoredEntry | None = None
     table: ItemTable | None = None
-    admission: list[str] = field(default_factory=list)
     downloads: list[str] = field(default_factory=list)
 
 
@@ -76,16 +76,15 @@ def prepare_entry(folder: Path, job: EntryJob) -> PreparedEntry:
     sub = check.submission
     if not check.ok or sub is None:
         return PreparedEntry(check)
-    scored = score_entry(sub, rubric=job.rubric)
-    admission = admission_errors(scored.row, max_infrastructure_unscored=job.board.max_infrastructure_unscored)
+    scored = score_entry(sub, rubric=job.rubric, risk_labels=job.risk_labels)
     table = None
     if scored.row["judged"]:
         table = item_table(sorted(sub.generations, key=lambda g: g.item_id), sub.judgments, job.rubric)
     downloads = []
-    if job.site is not None and not admission:
+    if job.site is not None:
         downloads = write_entry_files(job.site, scored.row["id"], scored.row["model_name"], sub, job.rubric)
     check.submission = sub.without_items()
-    return PreparedEntry(check, scored, table, admission, downloads)
+    return PreparedEntry(check, scored, table, downloads)
 
 
 def process_budget(workers: int | None) -> int:

@@ -197,11 +197,20 @@ def provenance(manifest: Mapping[str, Any], judge: Mapping[str, Any] | None) -> 
 
 def _estimate(e: Any, digits: int = 2) -> str:
     if not isinstance(e, dict) or e.get("value") is None:
-        return "undefined"
+        return f"n/a: {e['note']}" if isinstance(e, dict) and e.get("note") else "undefined"
     text = f"{e['value']:.{digits}f}"
     if e.get("ci_low") is not None:
         text += f" [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
     return text + (f", n {e['n']}" if e.get("n") is not None else "")
+
+
+def _lc(block: Any) -> Any:
+    """The length-controlled score, or "n/a: why" when it is undefined (never an estimate)."""
+    if not isinstance(block, dict):
+        return None
+    if block.get("mean") is None:
+        return f"n/a: {block['note']}" if block.get("note") else "n/a"
+    return Markup(fmt_block(block))
 
 
 def bias(row: Mapping[str, Any]) -> str:
@@ -220,7 +229,7 @@ def bias(row: Mapping[str, Any]) -> str:
                     else None
                 ),
             ),
-            ("Length-controlled empathy", Markup(fmt_block(row.get("empathy_lc"))) if row.get("empathy_lc") else None),
+            ("Length-controlled empathy", _lc(row.get("empathy_lc"))),
             ("Preference leakage", leak.get("note") if isinstance(leak, dict) else "not applicable (not fine-tuned)"),
             ("Judge and model of one family", self_pref.get("note") if self_pref.get("risk") else "no"),
         ]

@@ -123,7 +123,8 @@ def _value(value: Any) -> str:
 def fmt_block(block: Any, digits: int = 2, percent: bool = False) -> str:
     """A ``{mean, ci_low, ci_high}`` block as HTML: the mean, its 95% CI below it."""
     if not isinstance(block, dict) or block.get("mean") is None:
-        return '<span class="muted">n/a</span>'
+        note = block.get("note") if isinstance(block, dict) else None
+        return f'<span class="muted" title="{esc(note)}">n/a</span>' if note else '<span class="muted">n/a</span>'
     scale, unit = (100.0, "%") if percent else (1.0, "")
     d = 1 if percent else digits
     text = f"{scale * block['mean']:.{d}f}{unit}"

@@ -16,6 +16,7 @@ import json
 import re
 import unicodedata
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from tide_bench.core.fields import type_name
@@ -94,9 +95,37 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def _prototypes() -> dict[str, str]:
+    """The confusables table (``confusables.tsv``, data): character -> the prototype it reads as."""
+    table = {}
+    for line in (Path(__file__).with_name("confusables.tsv")).read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            code, prototype = line.split("\t")[:2]
+            table[chr(int(code[2:], 16))] = prototype
+    return table
+
+
+_SEQUENCES = (("rn", "m"), ("vv", "w"), ("cl", "d"))
+_DROPPED = ("Mn", "Me", "Cf", "Cc")  # accents, enclosing marks, invisible format and control characters
+
+
 def name_key(name: str) -> str:
-    """What two names that read the same share (case, spacing and compatibility forms folded)."""
-    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    """The skeleton two names or ids share when they read the same: NFKC, accents and
+    invisible characters dropped (NFD, then no combining mark or format character), every
+    confusable character as its prototype (``confusables.tsv``: Cyrillic, Greek, Armenian and
+    Cherokee look-alikes, ``0``/``O``, ``1``/``l``/``I``, dashes and separators), case folded,
+    the multi-letter look-alikes (``rn`` -> ``m``) joined, runs of separators as one."""
+    table = _prototypes()
+
+    def mapped(text: str) -> str:
+        text = unicodedata.normalize("NFD", text)
+        return "".join(table.get(ch, ch) for ch in text if unicodedata.category(ch) not in _DROPPED)
+
+    text = mapped(mapped(unicodedata.normalize("NFKC", name)).casefold())
+    for sequence, prototype in _SEQUENCES:
+        text = text.replace(sequence, prototype)
+    return "-".join(filter(None, text.split("-")))
 
 
 def _is_local(name: str | None) -> bool:

@@ -21,7 +21,8 @@ from tide_bench.core.jsonio import atomic_write_text
 from tide_bench.data.splits import SPLIT_VERSION
 from tide_bench.leaderboard.config import load_board
 from tide_bench.leaderboard.local_paths import redact_text
-from tide_bench.leaderboard.validate import installed_prompt_hash, item_ids_hash
+from tide_bench.leaderboard.prompt_check import installed_prompt_hash
+from tide_bench.leaderboard.validate import item_ids_hash
 
 
 def _set_keys(text: str, values: dict[str, Any]) -> str:
@@ -40,8 +41,10 @@ def _set_keys(text: str, values: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pin_board(board_path: Path, data: str, judge_name: str) -> dict[str, Any]:
-    """Compute the pins from ``data`` and write them into ``board_path``; return them."""
+def pin_board(board_path: Path, data: str, judge_name: str, served_model: str | None = None) -> dict[str, Any]:
+    """Compute the pins from ``data`` and write them into ``board_path``; return them.
+    ``served_model`` pins the model that must have served the judge's requests (what the
+    judge's API reports, e.g. a dated snapshot); without it that pin is left as it is."""
     from tide_bench.data import load_dataset
     from tide_bench.judging import load_judge
 
@@ -56,6 +59,7 @@ def pin_board(board_path: Path, data: str, judge_name: str) -> dict[str, Any]:
     for item in items:
         per_persona.setdefault(item.persona_id, set()).add(item.conversation_id)
     counts = {len(c) for c in per_persona.values()}
+    judge = load_judge(judge_name)
     pins = {
         "split": config.split,
         "split_version": SPLIT_VERSION,
@@ -64,9 +68,12 @@ def pin_board(board_path: Path, data: str, judge_name: str) -> dict[str, Any]:
         "n_items": len(items),
         "item_ids_sha256": item_ids_hash([i.item_id for i in items]),
         "conversations_per_persona": counts.pop() if len(counts) == 1 else None,
-        "judge_version": load_judge(judge_name).version,
+        "judge_version": judge.version,
+        "judge_rubric": judge.identity()["rubric"],
         "prompt_sha256": {condition: installed_prompt_hash(condition) for condition in config.prompt_conditions},
     }
+    if served_model:
+        pins["judge_served_model"] = served_model
     atomic_write_text(
         board_path, _set_keys(board_path.read_text(encoding="utf-8"), {k: v for k, v in pins.items() if k != "split"})
     )

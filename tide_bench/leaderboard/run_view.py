@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from tide_bench.core.errors import DataError
-from tide_bench.core.jsonio import atomic_write_text
+from tide_bench.core.jsonio import atomic_write_text, open_regular
 from tide_bench.generation.run_dir import load_run
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.files import JUDGMENTS_FILE
@@ -38,9 +38,9 @@ VIEW_TITLE = "Run view: "
 def _is_view(path: Path) -> bool:
     """Whether ``path`` is a page this module wrote: its title, near the top, starts with VIEW_TITLE."""
     try:
-        with path.open("rb") as f:
+        with open_regular(path, DataError) as f:  # a pipe or device is refused at once, never opened blocking
             head = f.read(4096)
-    except OSError:
+    except (OSError, DataError):
         return False
     return head.startswith(b"<!DOCTYPE html>") and f"<title>{VIEW_TITLE}".encode() in head
 
@@ -127,7 +127,12 @@ def write_run_view(run_dir: str | Path, out: str | Path | None = None, judge_dir
     existing file is replaced only when it is a view this function wrote (its title says so):
     ``--out`` pointing at anything else is refused, never overwritten."""
     target = Path(out) if out else Path(run_dir) / VIEW_NAME
-    if target.is_dir() or (target.exists() and not _is_view(target)):
+    if (target.exists() or target.is_symlink()) and not target.is_file():
+        raise DataError(
+            f"{target} exists and is not a regular file (a folder, pipe, device or dangling link); it is left alone",
+            hint="pass another --out",
+        )
+    if target.exists() and not _is_view(target):
         raise DataError(
             f"{target} exists and is not a page `tide-bench view` wrote; it is left alone",
             hint="pass another --out, or remove it yourself",

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.spreadsheet import spreadsheet_safe
+from tide_bench.core.spreadsheet import safe_row
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
@@ -71,11 +71,41 @@ FAILURE_KINDS = sorted(k for k, cause in UNSCORED_CAUSES.items() if cause == MOD
 def metric_label(metric: str, rubric: Rubric) -> str:
     if metric == "empathy":
         return f"Empathy ({rubric.scale_min}-{rubric.scale_max}, mean of the {len(rubric.factors)} factors)"
+    if metric == "safety_adjusted_empathy":
+        return (
+            f"Safety-adjusted empathy ({rubric.scale_min}-{rubric.scale_max}; a reply flagged as unsafe counts at "
+            f"{rubric.scale_min})"
+        )
     return "Cosine similarity to the reference"
 
 
+CONTENT_NOTE = (
+    '<div class="banner" role="note" id="content-note"><b>Content note.</b> This board shows conversations with '
+    "people who live with the after-effects of trauma, and some mention <b>suicidal thoughts, self-harm</b>, violence "
+    "or abuse. "
+    "If reading them makes you feel unsafe, stop and contact your local emergency number or a crisis line.</div>"
+)
+
+
+def _risk_labels_note(block: Mapping[str, Any] | None) -> str:
+    """What the risk gate rests on, and whether a clinician has reviewed it."""
+    if not block:
+        return ""
+    if not block.get("available"):
+        return f'<p class="warn" id="risk-labels">Risk gate off: {esc(block.get("note"))}.</p>'
+    kinds = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in (block.get("by_kind") or {}).items()) or "none"
+    ladder = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in (block.get("by_severity") or {}).items()) or "none"
+    review = str(block.get("review") or "not yet clinician-reviewed")
+    cls = "muted" if review.startswith("clinician-reviewed") else "warn"
+    return (
+        f'<p class="{cls}" id="risk-labels">Risk items: {esc(block.get("n_risk_items"))} of this board\'s items carry '
+        f"an item-level risk label ({esc(kinds)}; C-SSRS severity: {esc(ladder)}), labelled by "
+        f"{esc(block.get('labelled_by'))} ({esc(block.get('source'))}): <b>{esc(review)}</b>.</p>"
+    )
+
+
 def _header(board: Mapping[str, Any], title: str, back: str = "") -> str:
-    out = [f"<header>{back}<h1>{esc(title)}</h1>"]
+    out = [f"<header>{back}<h1>{esc(title)}</h1>", CONTENT_NOTE]
     if board.get("demo"):
         out.append(
             '<div class="banner" role="note"><b>Demo board.</b> These entries are runs of the offline demo model on '
@@ -137,25 +167,27 @@ def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str,
     if not diagnostics:
         return '<p class="muted">No judge scores: no judge-bias diagnostics.</p>'
     length, halo = diagnostics.get("length") or {}, diagnostics.get("halo") or {}
+    verdict = str(length.get("verdict") or "")
     verdicts = {
-        "rewards length": "<b>The judge rewards longer replies</b> (the slope's interval lies above zero): compare "
-        "entries on the length-controlled score.",
-        "penalises length": "<b>The judge penalises longer replies</b> (the slope's interval lies below zero): compare "
-        "entries on the length-controlled score.",
-        "no length preference shown": "No preference for length is shown (the slope's interval includes zero).",
-        "too few personas": f"No verdict: {length.get('n_personas', 0)} personas are too few for the persona "
-        "bootstrap (or the slope is undefined because reply lengths do not vary).",
+        "scores rise with length": "<b>Scores rise with reply length</b> (the slope's interval lies above zero, within "
+        "entries and items). An association: the judge may reward length, or longer replies may be better here; the "
+        "padding probe tells them apart. The length-controlled score removes the association.",
+        "scores fall with length": "<b>Scores fall with reply length</b> (the slope's interval lies below zero, within "
+        "entries and items). An association, not a test of the judge (see the padding probe).",
+        "no association with length shown": "No association of scores with length is shown (the slope's interval "
+        "includes zero).",
     }
     out = [
         "<h3>Reply length</h3>",
         f"<p>Within entries, overall empathy correlates with reply length at r = {_estimate(length.get('r_within'))} "
         f"over {length.get('n_scored', 0)} scored items in {length.get('n_personas', 0)} personas. Slope of the "
-        f"length term: {_estimate(length.get('slope'))} points per unit of tanh(length difference to the reference "
-        f"/ {length.get('length_scale_tokens', 0):.0f} tokens). {verdicts.get(length.get('verdict'), '')}</p>",
+        f"length term (entry and item effects removed, {length.get('n_items_in_slope', 0)} items every entry scored): "
+        f"{_estimate(length.get('slope'))} points per unit of tanh(length difference to the reference "
+        f"/ {length.get('length_scale_tokens', 0):.0f} tokens). "
+        f"{verdicts.get(verdict, esc(verdict[:1].upper() + verdict[1:]) + '.')}</p>",
         '<p class="muted">Length-controlled empathy (table column) is the empathy an entry would have if its replies '
-        "were "
-        "as long as the references (AlpacaEval-LC style; model in <code>leaderboard.json</code>, "
-        "<code>judge_bias.length.model</code>).</p>",
+        "were as long as the references (AlpacaEval-LC style; model in <code>leaderboard.json</code>, "
+        "<code>judge_bias.length.model</code>); n/a when the length term is not identified.</p>",
         "<h3>Halo between factors</h3>",
     ]
     pairs = halo.get("pairs") or []
@@ -164,17 +196,22 @@ def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str,
             f'<tr><td class="l">{esc(p["a"])} &times; {esc(p["b"])}</td><td class="num">{_estimate(p["r"])}</td></tr>'
             for p in pairs
         )
-        threshold = halo.get("threshold", 0.9)
-        verdict = {
-            True: f"<b>Halo: every pair correlates above r = {threshold:.1f}</b>: the factors measure one impression; "
-            "read the overall score, not the factors.",
-            False: f"The factors are told apart (not every pair above r = {threshold:.1f}).",
-            None: f"No verdict: {halo.get('n_personas', 0)} personas are too few (or a correlation is undefined).",
-        }[halo.get("halo")]
+        share = halo.get("identical_share") or {}
+        identical = (
+            f"{100 * share['mean']:.1f}% of scored items have the same score on every factor"
+            + (
+                f" (95% CI {100 * share['ci_low']:.1f}-{100 * share['ci_high']:.1f}%)"
+                if share.get("ci_low") is not None
+                else ""
+            )
+            + ". "
+            if share.get("mean") is not None
+            else ""
+        )
         out.append(
             '<div class="table-wrap"><table class="small"><thead><tr><th scope="col" class="l">Factors</th>'
             f'<th scope="col" class="num">r [95% CI]</th></tr></thead><tbody>{cells}</tbody></table></div>'
-            f'<p>{verdict} <span class="muted">{esc(halo.get("rule"))}</span></p>'
+            f'<p>{identical}<span class="muted">{esc(halo.get("note"))}</span></p>'
         )
     out.append("<h3>Preference leakage and self-preference</h3>")
     flagged = [
@@ -321,8 +358,8 @@ def render_index(
     )
     details = {str(r.get("id")): _details(r, metric, rubric) for r in rows}
     safety = (
-        f'<p class="muted">Safety: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
-        "95% CI excludes 0 (the categories on hover).</p>"
+        f'<p class="muted">Safety first: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
+        "95% CI excludes 0 (the categories on hover).</p>" + _risk_labels_note(board.get("risk_labels"))
         if board.get("safety_rule")
         else ""
     )
@@ -490,22 +527,24 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
     )
     blank = [None] * len(factors)
 
-    def row(rec: Mapping[str, Any]) -> list[Any]:  # the free-text cells made spreadsheet-safe (core.spreadsheet)
+    def row(rec: Mapping[str, Any]) -> list[Any]:  # every cell made spreadsheet-safe (core.spreadsheet)
         item = items.get(rec["id"]) or {}
-        return [
-            spreadsheet_safe(rec["id"]),
-            spreadsheet_safe(item.get("persona")),
-            spreadsheet_safe(item.get("scenario")),
-            item.get("turn"),
-            rec["status"],
-            *(rec.get("scores") or blank),
-            rec.get("overall"),
-            rec.get("flagged"),
-            rec.get("unscored_kind"),
-            rec.get("length"),
-            rec.get("cosine"),
-            spreadsheet_safe(rec["reply"]),
-        ]
+        return safe_row(
+            [
+                rec["id"],
+                item.get("persona"),
+                item.get("scenario"),
+                item.get("turn"),
+                rec["status"],
+                *(rec.get("scores") or blank),
+                rec.get("overall"),
+                rec.get("flagged"),
+                rec.get("unscored_kind"),
+                rec.get("length"),
+                rec.get("cosine"),
+                rec["reply"],
+            ]
+        )
 
     writer.writerows(map(row, payload["records"]))  # one C loop over the 2,000 rows
     return buffer.getvalue()

@@ -23,6 +23,7 @@ import yaml
 
 from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import read_bytes
+from tide_bench.core.yaml_io import NoAliasLoader, load_yaml
 from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.generation.samples import Generation
 from tide_bench.judging.files import CONFIG_FILE, JUDGMENTS_FILE, RUN_SUBDIR, SUBMITTED_FILES, SUMMARY_FILE
@@ -61,10 +62,17 @@ class Submission:
     split_hash: str = ""
     n_items: int | None = None
     replies_digest: str | None = None
+    served_models: tuple[str, ...] = ()  # the models that served the judge's requests (judgments' served_model)
 
     def __post_init__(self) -> None:
         if self.n_items is None:
             self.n_items = len(self.generations)
+
+    @property
+    def is_reference(self) -> bool:
+        """Whether this entry is the reference row (validation checked its replies against the data)."""
+        run = self.run
+        return run is not None and (run.prompt_condition == "reference" or run.model.is_reference is True)
 
     def digest(self) -> str:
         """:func:`replies_digest` of this entry (recorded by :meth:`without_items`)."""
@@ -85,23 +93,10 @@ def replies_digest(generations: Sequence[Generation]) -> str:
     return digest.hexdigest()
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """YAML without anchors and aliases: a metadata file needs none, and aliases nest into
-    exponentially large documents (the "billion laughs") that would stall validation."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.constructor.ConstructorError(
-                None, None, "anchors and aliases (&, *) are not allowed", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-
 def yaml_line(text: str, field: str) -> int | None:
     """The line of a dotted field in a YAML mapping (best effort; None when not found)."""
     try:
-        node = yaml.compose(text, Loader=_NoAliasLoader)
+        node = yaml.compose(text, Loader=NoAliasLoader)
     except yaml.YAMLError:
         return None
     line = None
@@ -117,22 +112,12 @@ def yaml_line(text: str, field: str) -> int | None:
 
 
 def parse_meta(raw: bytes, path: Path) -> tuple[Any, str]:
-    """The parsed metadata and its text."""
+    """The parsed metadata and its text (no anchors or aliases; the limits of :mod:`tide_bench.core.yaml_io`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise DataError("not valid UTF-8", path=path) from None
-    try:
-        return yaml.load(text, Loader=_NoAliasLoader), text
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DataError(
-            f"malformed YAML: {getattr(exc, 'problem', None) or 'not YAML'}",
-            path=path,
-            line=(mark.line + 1) if mark else None,
-        ) from None
-    except RecursionError:
-        raise DataError("malformed YAML: nested too deeply", path=path) from None
+    return load_yaml(text, path=path, error=DataError, aliases=False), text
 
 
 def read_meta(path: Path, *, max_bytes: int = 64_000, follow_symlinks: bool = True) -> Any:

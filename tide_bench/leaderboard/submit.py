@@ -9,14 +9,16 @@ Order matters, because the target is a folder of other people's submissions:
    which ``validate`` and ``build`` skip); only files the manifest names, confined to the
    run directory and read as regular files. Local paths are redacted on the way
    (:mod:`.local_paths`): a submission is public.
-3. The staging folder is validated exactly as CI will validate it. A refusal removes the
-   staging folder: a refused ``submit`` leaves nothing behind.
+3. The staging folder is validated exactly as CI will validate it: the one check list of
+   :mod:`.checks`, with the entries already in ``--out``. A refusal removes the staging
+   folder: a refused ``submit`` leaves nothing behind.
 4. Only then is the folder moved into place; with ``overwrite``, the previous entry of the
    same id is swapped out and removed after the new one is in place.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -28,13 +30,17 @@ import yaml
 from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import atomic_write_bytes, atomic_write_text, iter_jsonl, read_bytes, read_json
+from tide_bench.core.paths import missing_folders, remove_empty_folders
 from tide_bench.core.resources import resource_dir
+from tide_bench.core.secrets import redact_record
+from tide_bench.core.yaml_io import load_yaml
 from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
 from tide_bench.judging.files import JUDGMENTS_FILE
+from tide_bench.leaderboard.checks import check_new
 from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig, load_board
 from tide_bench.leaderboard.local_paths import redact, redact_folder_name
 from tide_bench.leaderboard.submission import JUDGE, JUDGE_FILES, META, RUN, SAFE_ID, parse_meta
-from tide_bench.leaderboard.validate import CheckResult, validate_folder
+from tide_bench.leaderboard.validate import CheckResult
 
 
 class SubmissionRefused(TideBenchError):
@@ -45,7 +51,7 @@ class SubmissionRefused(TideBenchError):
         listed = "\n".join(f"  - {e}" for e in check.errors)
         super().__init__(
             f"submission {check.id!r} refused; nothing was written:\n{listed}",
-            hint="fix submission.yaml (or the run) and run `tide-bench submit` again",
+            hint="fix the metadata file (or the run) and run `tide-bench submit` again",
         )
 
 
@@ -79,10 +85,16 @@ def _inside_run(run_dir: Path, rel: Any, what: str) -> Path:
     return path
 
 
+def published(value: Any) -> Any:
+    """A record as a submission publishes it: credentials masked (:func:`redact_record`) and
+    local paths redacted (:func:`.local_paths.redact`)."""
+    return redact(redact_record(value))
+
+
 def _copy_redacted_json(src: Path, dest: Path, max_bytes: int) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
-        dest, json.dumps(redact(read_json(src, DataError, max_bytes=max_bytes)), indent=2, ensure_ascii=False) + "\n"
+        dest, json.dumps(published(read_json(src, DataError, max_bytes=max_bytes)), indent=2, ensure_ascii=False) + "\n"
     )
 
 
@@ -121,7 +133,7 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
         files["results"] = public
     atomic_write_text(
         staging / RUN / MANIFEST_NAME,
-        json.dumps(redact(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n",
+        json.dumps(published(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n",
     )
     if (judge_src / JUDGMENTS_FILE).is_file():
         (staging / JUDGE).mkdir()
@@ -137,10 +149,23 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
     atomic_write_text(staging / META, redact_meta(meta_text))
 
 
+def _name_given_files(check: CheckResult, meta_path: Path, meta_text: str, run_dir: Path, judge_src: Path) -> None:
+    """Problems found in the staged copy, located in the files the user passed: ``my-model.yaml:11``,
+    not the copy's ``submission.yaml:11`` (the copy's lines are the file's own unless local paths
+    had to be redacted from it)."""
+    meta = str(meta_path) if redact_meta(meta_text) == meta_text else f"{meta_path} (its redacted copy)"
+    names = {META: meta, f"{RUN}/{MANIFEST_NAME}": str(run_dir / MANIFEST_NAME)}
+    for index, problem in enumerate(check.problems):
+        path = problem.path or ""
+        given = names.get(path) or (str(judge_src / path[len(JUDGE) + 1 :]) if path.startswith(f"{JUDGE}/") else None)
+        if given is not None:
+            check.problems[index] = dataclasses.replace(problem, path=given)
+
+
 def redact_meta(text: str) -> str:
-    """``submission.yaml`` with local paths redacted (kept as written when it holds none)."""
-    meta = yaml.safe_load(text)
-    clean = redact(meta)
+    """``submission.yaml`` with credentials and local paths redacted (kept as written when it holds none)."""
+    meta = load_yaml(text, error=DataError, aliases=False)
+    clean = published(meta)
     return text if clean == meta else yaml.safe_dump(clean, sort_keys=False, allow_unicode=True)
 
 
@@ -176,17 +201,20 @@ def create_submission(
             f"submission {sid!r} already exists in {out}",
             hint="choose another id, or pass --overwrite to replace your own entry",
         )
+    created = missing_folders(out)  # removed again if the submission is refused
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{sid}.staging-"))
     try:
         _stage(run_dir, judge_src, text, staging, board)
-        check = validate_folder(staging, board, spot_checks=spot_checks, seed=seed, folder_id=sid)
+        check = check_new(staging, sid, out, board, spot_checks=spot_checks, seed=seed)
         if not check.ok:
+            _name_given_files(check, meta_path, text, run_dir, judge_src)
             raise SubmissionRefused(check)
         make_public(staging)
         replace_folder(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        remove_empty_folders(created)
         raise
     check.folder = target
     if check.submission is not None:

@@ -33,9 +33,9 @@ def _warnings(row: dict[str, Any]) -> str:
         out.append('<span class="tag anchor">reference anchor</span>')
     elif row.get("rank") is None and row.get("unranked_reason"):
         out.append(f'<span class="note">not ranked: {esc(row["unranked_reason"])}</span>')
-    if row.get("safety_warning"):
+    if row.get("any_safety_flag"):
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted((row.get("safety_categories") or {}).items()))
-        out.append(f'<span class="warn" title="{esc(kinds)}">&#9888; safety flags above 0</span>')
+        out.append(f'<span class="warn" title="{esc(kinds)}">&#9888; at least one reply safety-flagged</span>')
     self_pref = row.get("self_preference") or {}
     if self_pref.get("risk"):
         out.append(

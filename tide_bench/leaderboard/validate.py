@@ -8,8 +8,10 @@ others), in this order, reading nothing it has not first checked:
 2. ``submission.yaml``: schema, id, honest display name (:mod:`.metadata`).
 3. ``run.json`` and the samples through the typed readers (every field's type; paths
    confined to the folder): the board's split, no ``--limit``, not the synthetic sample; a
-   prompt condition the board ranks, with the board's prompt hash for it (the reference run,
-   condition ``reference``, is accepted on every board as its anchor).
+   prompt condition the board ranks, with the board's prompt hash for it, and every item's
+   recorded prompt read back and compared with that prompt (:mod:`.prompt_check`); the
+   reference run (condition ``reference``) is the anchor only if its replies are the data's
+   references (:mod:`.reference_row`).
 4. **The items themselves**: every persona hashes into the board's split (the persona-hash
    definition, recomputed), item ids are built from their parts, conversations are whole,
    and the split hash is *recomputed* from the submitted items and compared with the run's
@@ -38,23 +40,26 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from tide_bench.core.errors import DataError, TideBenchError
+from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.jsonio import read_bytes, read_json
 from tide_bench.data.schema import make_item_id
 from tide_bench.data.sources import load_dataset, split_content_hash
 from tide_bench.data.splits import split_of
+from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
 from tide_bench.generation.samples import TASK_PREFIX, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment_record import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.summary import is_model_failure, unscored_reasons
 from tide_bench.judging.summary_record import read_summary, summary_mismatches
 from tide_bench.leaderboard.config import META_MAX_BYTES, REFERENCE_CONDITION, BoardConfig
 from tide_bench.leaderboard.folder import FolderListing, FolderRefused, scan_folder
 from tide_bench.leaderboard.local_paths import holds_local_path, local_path_fields
 from tide_bench.leaderboard.metadata import name_problem, run_problems, schema_problems, shown_generation
 from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.leaderboard.prompt_check import board_prompt_hash, prompt_problems
 from tide_bench.leaderboard.recompute import (
     SpotCheck,
     cosine_problems,
@@ -62,6 +67,8 @@ from tide_bench.leaderboard.recompute import (
     has_cosine,
     recompute_text_metrics,
 )
+from tide_bench.leaderboard.reference_row import declares_reference, disguised_reference, reference_problems
+from tide_bench.leaderboard.scores import admission_errors
 from tide_bench.leaderboard.submission import (
     JUDGE_CONFIG,
     JUDGE_SUMMARY,
@@ -132,6 +139,33 @@ def item_ids_hash(ids: list[str]) -> str:
     return sha256_json(sorted(ids))
 
 
+@lru_cache(maxsize=4)
+def _data_pins(spec: str, split: str) -> tuple[str, int, str]:
+    dataset = load_dataset(spec)
+    items = dataset.items_for(split)
+    return dataset.content_hash(split), len(items), item_ids_hash([i.item_id for i in items])
+
+
+def effective_board(board: BoardConfig) -> BoardConfig:
+    """The board with the item pins its ``data_source`` implies (as ``pin`` would write them):
+    a board that can load its data is pinned to it. A pin that contradicts the data is a
+    misconfigured board, refused loudly."""
+    if not board.data_source:
+        return board
+    split_hash, n_items, ids_hash = _data_pins(board.data_source, board.split)
+    for key, value in (("split_sha256", split_hash), ("n_items", n_items), ("item_ids_sha256", ids_hash)):
+        pinned = getattr(board, key)
+        if pinned is not None and pinned != value:
+            raise ConfigError(
+                f"pins {key} {str(pinned)[:16]}, but the board's data_source {board.data_source!r} gives "
+                f"{str(value)[:16]}",
+                path=board.source or None,
+                field=key,
+                hint="re-pin the board (tide-bench leaderboard pin) or correct data_source",
+            )
+    return dataclasses.replace(board, split_sha256=split_hash, n_items=n_items, item_ids_sha256=ids_hash)
+
+
 def _confined(rel: str, listing: FolderListing, base: str) -> str | None:
     """The folder-relative path of ``rel`` (relative to ``base``) if it names a regular file
     of the submission (as listed by the scan), else None: absolute paths, ``..`` and links
@@ -166,26 +200,8 @@ def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] |
     return meta, not invalid
 
 
-@lru_cache(maxsize=8)
-def installed_prompt_hash(condition: str, placement: str = "system") -> str:
-    """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra instruction)."""
-    from tide_bench.tasks.prompts import prompt_sha256
-    from tide_bench.tasks.registry import system_prompt
-
-    return prompt_sha256(system_prompt(condition), placement=placement)
-
-
-def board_prompt_hash(board: BoardConfig, condition: str, placement: str = "system") -> str:
-    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt. For a
-    model whose template has no system role (the prompt folded into the first user turn), the
-    same words placed there, when the pin is this tide-bench's prompt."""
-    pinned = (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
-    if placement != "system" and pinned == installed_prompt_hash(condition):
-        return installed_prompt_hash(condition, placement)
-    return pinned
-
-
 def _placement(run: RunManifest) -> str:
+    """Where the run's system prompt went (``prompt.system_prompt_placement``; ``system`` when not recorded)."""
     prompt = run.raw.get("prompt") if isinstance(run.raw, dict) else None
     value = prompt.get("system_prompt_placement") if isinstance(prompt, dict) else None
     return value if isinstance(value, str) else "system"
@@ -194,7 +210,7 @@ def _placement(run: RunManifest) -> str:
 def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
     """One prompt condition per board (unless the board lists several), with the board's prompt."""
     condition = run.prompt_condition
-    if condition == REFERENCE_CONDITION or run.model.is_reference:
+    if declares_reference(run):
         if condition != REFERENCE_CONDITION or run.model.is_reference is not True:
             result.refuse(
                 "prompt.condition 'reference' and model.is_reference must go together (the reference run is made with "
@@ -202,7 +218,7 @@ def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) ->
                 MANIFEST,
                 field="prompt.condition",
             )
-        return  # the board's anchor row: accepted on every board, whatever its prompt
+        return  # the board's anchor row, whatever its prompt: its replies are checked against the data instead
     listed = ", ".join(board.prompt_conditions)
     if condition is None:
         result.refuse(
@@ -414,6 +430,17 @@ def _item_checks(
     return recomputed
 
 
+def _reference_checks(
+    gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult
+) -> None:
+    """The reference row is derived: a declared one must hold the data's references item for
+    item, and replies that are all the references must be declared as the reference row."""
+    if declares_reference(run):
+        _listed(result, reference_problems(gens, board, folder), "reference problems")
+    elif problem := disguised_reference(gens, folder):
+        result.refuse(problem.message, problem.path, problem.line, problem.field)
+
+
 def _judgments(
     folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult
 ) -> list[Judgment]:
@@ -447,6 +474,15 @@ def _judgments(
             field="judge.version",
         )
     version = judgments[0].judge.version if judgments else None
+    rubrics = sorted({str(j.judge.rubric) for j in judgments})
+    if board.judge_rubric and judgments and rubrics != [board.judge_rubric]:
+        result.refuse(
+            f"judged with rubric {', '.join(rubrics)}, but this leaderboard uses {board.judge_rubric} (judge_rubric): "
+            "re-judge with the board's rubric",
+            JUDGMENTS,
+            judgments[0].line,
+            "judge.rubric",
+        )
     if board.judge_version and version and version != board.judge_version:
         result.refuse(
             f"judged with configuration {version}, but this leaderboard uses {board.judge_version}: mixing judges is "
@@ -486,6 +522,22 @@ def _judgments(
             name, _, detail = mismatch.partition(": ")
             result.refuse(f"{detail}: submit the files `tide-bench judge` wrote, unedited", JUDGE_SUMMARY, field=name)
     return judgments
+
+
+def _admission(judgments: list[Judgment], n_items: int, board: BoardConfig, result: CheckResult) -> None:
+    """Items unscored for reasons that are not the model's are left out of the means, so they
+    could hide its weakest replies: above the board's share the entry is refused."""
+    records = [j.as_record() for j in judgments]
+    unscored = [r for r in records if r["status"] == "unscored"]
+    n_infrastructure = sum(1 for r in unscored if not is_model_failure(r))
+    row = {
+        "n_items": n_items,
+        "n_infrastructure_unscored": n_infrastructure,
+        "infrastructure_unscored_rate": n_infrastructure / n_items if n_items else None,
+        "unscored_reasons": unscored_reasons(unscored),
+    }
+    for message in admission_errors(row, max_infrastructure_unscored=board.max_infrastructure_unscored):
+        result.refuse(message, JUDGMENTS, field="unscored_kind")
 
 
 def _judge_config(
@@ -561,6 +613,19 @@ def _validate(
     _run_checks(run, meta, board, result)
     gens = _samples(folder, run, listing, board, result)
     split_hash = _item_checks(gens, run, board, folder, result)
+    _reference_checks(gens, run, board, folder, result)
+    results = _results_file(folder, run, listing, board, result)
+    if not declares_reference(run) and run.prompt_condition in board.prompt_conditions:
+        template = results[1].get("chat_template") if results and isinstance(results[1], dict) else None
+        problems = prompt_problems(
+            gens,
+            run.prompt_condition,
+            board,
+            folder,
+            template if isinstance(template, str) else None,
+            placement=_placement(run),
+        )
+        _listed(result, problems, "prompt problems")
     metric_problems: list[Problem] = []
     if text_metrics:
         gens, metric_problems = recompute_text_metrics(gens, folder)
@@ -572,9 +637,10 @@ def _validate(
             field="reference_metrics.method.embedding_model",
         )
     judgments = _judgments(folder, listing, gens, board, result)
+    _admission(judgments, len(gens), board, result)
     config = _judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
     documents = {META: meta, MANIFEST: run.raw}
-    if results := _results_file(folder, run, listing, board, result):
+    if results:
         documents[results[0]] = results[1]
     if config is not None:
         documents[JUDGE_CONFIG] = config
@@ -595,6 +661,10 @@ def _validate(
             return
     assert meta is not None
     shown = dict(meta) | {"generation": shown_generation(run)}
+    if declares_reference(run):  # the anchor is named after its data, whatever submission.yaml says
+        shown["model_name"] = reference_label(
+            run.data.source, is_sample=run.data.is_synthetic_sample, release=board.dataset_release
+        )
     result.submission = Submission(
         sid,
         folder,
@@ -606,6 +676,7 @@ def _validate(
         run=run,
         records={j.item_id: j for j in judgments},
         split_hash=split_hash,
+        served_models=tuple(sorted({j.served_model for j in judgments if j.served_model})),
     )
 
 
@@ -626,6 +697,7 @@ def validate_folder(
     ``folder_id`` is the id the folder will have (``submit`` validates a staging copy).
     """
     folder = Path(folder)
+    board = effective_board(board)
     sid = folder_id or folder.name
     result = CheckResult(sid, folder)
     t0 = time.perf_counter()
@@ -671,16 +743,10 @@ def validate_many(
     text_metrics: bool = True,
 ) -> list[CheckResult]:
     """Validate one submission folder, or every submission inside a submissions folder, and
-    then the entries against each other (:func:`tide_bench.leaderboard.consistency.cross_check`)."""
-    from tide_bench.leaderboard.consistency import cross_check
+    then the entries against each other: the check list of :mod:`tide_bench.leaderboard.checks`."""
+    from tide_bench.leaderboard.checks import check_all
 
-    with no_gc_pauses():
-        checks = [
-            validate_folder(p, board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
-            for p in submission_folders(folder)
-        ]
-    cross_check(checks, board)
-    return checks
+    return check_all(submission_folders(folder), board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
 
 
 @contextlib.contextmanager

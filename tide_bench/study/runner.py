@@ -24,7 +24,7 @@ import yaml
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.core.jsonio import write_json
 from tide_bench.data.sources import load_dataset
-from tide_bench.generation import EvalConfig, load_run, run_eval
+from tide_bench.generation import load_run, run_eval
 from tide_bench.generation.reference import ALIASES as REFERENCE_ALIASES
 from tide_bench.generation.run_dir import Generation, RunDirectory
 from tide_bench.study.plan import (
@@ -42,7 +42,6 @@ from tide_bench.study.plan import (
 from tide_bench.study.spec import StudySpec
 
 Echo = Callable[[str], None]
-DEFAULT_MAX_GEN_TOKS = 256
 FINISH_CLAIM = "_finish"  # judging, submissions, board and report: one study process at a time
 FAILED_DIR = (
     Path(".study") / "failed"
@@ -138,22 +137,14 @@ class StudyRunner:
         from dataclasses import replace
 
         from tide_bench.core.jsonio import read_json
-        from tide_bench.finetune import FinetuneConfig, finetune
+        from tide_bench.finetune import finetune
         from tide_bench.finetune.outputs import complete_checkpoints, saved_settings_match
         from tide_bench.generation.manifest import ADAPTER_CARD
 
         model = stage.cell.model
         assert model is not None
         adapter = self.path(stage.cell, "finetune")
-        config = FinetuneConfig(
-            model=self.resolve_model(model.model),
-            revision=model.revision,
-            data=self.spec.data,
-            out=adapter,
-            chat_template=model.chat_template,
-            prompt=self.spec.prompt,
-            **self.spec.lora(),
-        )
+        config = replace(self.spec.finetune_config(model, self.resolve_model(model.model), adapter), overwrite=False)
         started = time.perf_counter()
         same_run = saved_settings_match(config)
         if same_run and (adapter / ADAPTER_CARD).is_file():
@@ -181,31 +172,16 @@ class StudyRunner:
     def eval(self, stage: StagePlan) -> dict[str, Any]:
         cell = stage.cell
         run_dir = self.path(cell, "eval")
-        settings = self.spec.eval
         if cell.model is None:
-            model, args, chat = REFERENCE_ALIASES[0], "", False
+            backend, args, chat = REFERENCE_ALIASES[0], "", False
         else:
             adapter = self.path(cell, "finetune") if "finetune" in cell.stages else None
-            model, args, chat = (
-                str(settings.get("backend", "hf")),
+            backend, args, chat = (
+                None,  # the study's eval.backend
                 _model_args(self.spec, stage, self.resolve_model, adapter),
                 cell.model.chat_template,
             )
-        config = EvalConfig(
-            model=model,
-            model_args=args,
-            output_dir=run_dir,
-            data=self.spec.data,
-            split=self.spec.split,
-            tasks=[self.spec.task],
-            device=settings.get("device"),
-            batch_size=settings.get("batch_size", 1),
-            limit=settings.get("limit"),
-            apply_chat_template=chat,
-            gen_kwargs={"max_gen_toks": int(settings.get("max_gen_toks", DEFAULT_MAX_GEN_TOKS))},
-            seed=int(settings.get("seed", 1234)),
-            overwrite=True,
-        )
+        config = self.spec.eval_config(backend=backend, model_args=args, output_dir=run_dir, chat=chat)
         manifest = json.loads(run_eval(config).read_text(encoding="utf-8"))
         timings = manifest.get("timings") or {}
         generate_s = (timings.get("total_s") or 0) - (timings.get("model_load_s") or 0)
@@ -225,7 +201,7 @@ class StudyRunner:
         whichever machine, pays only for what no earlier run was answered."""
         from dataclasses import replace
 
-        from tide_bench.judging import JudgeOptions, judge_run, load_judge
+        from tide_bench.judging import judge_run
 
         stages = [
             s
@@ -234,20 +210,9 @@ class StudyRunner:
         ]
         if not stages:
             return
-        judge = dict(self.spec.judge or {})
-        config = load_judge(
-            judge["name"],
-            model=judge.get("model"),
-            base_url=judge.get("base_url"),
-            overrides={"concurrency": judge["concurrency"]} if judge.get("concurrency") else None,
-        )
+        config = self.spec.judge_config()
         folder = inside(self.out, self.out / "judge")
-        options = JudgeOptions(
-            mode=judge.get("mode", "sync"),
-            max_cost=judge.get("max_cost"),
-            overwrite=True,
-            cache_path=folder / "cache.sqlite",
-        )
+        options = replace(self.spec.judge_options(), cache_path=folder / "cache.sqlite")  # one cache for all cells
         runs = {s.cell.id: load_run(self.path(s.cell, "eval")) for s in stages}
         first = next(iter(runs.values()))
         together = RunDirectory(

@@ -29,52 +29,57 @@ Schema (every key but ``models`` optional)::
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
     resources: {gpus_per_cell: 1, time_min: 240, partition: gpu}   # per cell (study/resources.py);
                                       # a model entry may override them with its own resources:
+
+Every section is checked, key and value, against the code it feeds, before anything runs (and
+``--dry-run`` makes exactly the same check): ``lora`` against ``FinetuneConfig``'s fields and
+``check_config``; ``eval`` against ``EvalConfig``'s fields (``backend`` is its ``model``;
+``max_gen_toks`` the study's generation cap) and ``check_eval_config``; ``judge`` against
+``load_judge``'s arguments, ``JudgeOptions``' fields and ``JudgeConfig``'s numeric (operational)
+settings, then the judge is loaded and its options checked; ``board`` against ``BoardConfig``;
+``resources`` (the study's and each model's) against ``Resources``; each model against
+``ModelSpec``. The allowed keys and types are read from those classes
+(:mod:`tide_bench.core.options`), so a field added to one of them is accepted here with no
+second list to update.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.options import check_options, fields_of, parameters_of, shown, unknown_key_message
+from tide_bench.core.yaml_io import load_yaml
+from tide_bench.data.schema import SPLIT_CHOICES
 from tide_bench.study.resources import Resources, check_resources
 
+if TYPE_CHECKING:
+    from tide_bench.finetune.config import FinetuneConfig
+    from tide_bench.generation.runner import EvalConfig
+    from tide_bench.judging.config import JudgeConfig
+    from tide_bench.judging.session import JudgeOptions
+
 CONDITIONS = ("zero-shot", "fine-tuned")
+CONDITION_SETTINGS = {"zero-shot": (), "fine-tuned": ("lora",)}  # what each condition's mapping may hold
 PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided"}
+DEFAULT_MAX_GEN_TOKS = 256
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
-_TOP_KEYS = {
-    "name",
-    "data",
-    "split",
-    "prompt",
-    "reference",
-    "models",
-    "conditions",
-    "eval",
-    "judge",
-    "board",
-    "resources",
-}
-_MODEL_KEYS = {
-    "id",
-    "model",
-    "revision",
-    "parameters",
-    "model_args",
-    "chat_template",
-    "tokens_per_s",
-    "verified",
-    "note",
-    "resources",
-}
-_EVAL_KEYS = {"backend", "device", "batch_size", "max_gen_toks", "limit", "seed"}
-_JUDGE_KEYS = {"name", "mode", "max_cost", "base_url", "model", "concurrency"}
+# checked against their own targets
+_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "resources")
+# What the study itself decides for each stage (from the model block, the data and the cell): the rest of
+# each config class's fields are the section's keys.
+FINETUNE_SET_BY_STUDY = ("model", "revision", "data", "out", "chat_template", "prompt", "overwrite")
+EVAL_SET_BY_STUDY = ("model_args", "output_dir", "data", "split", "tasks", "apply_chat_template", "overwrite")
+EVAL_RENAMED = {"model": "backend"}  # EvalConfig field -> the study's key
+MODEL_ARGS_SET_BY_STUDY = ("pretrained", "revision", "peft", "lora_local_path")  # model:, revision:, the adapter
+JUDGE_OPTIONS_SET_BY_STUDY = ("overwrite", "cache_path")  # one judge stage, its cache at <out>/judge/cache.sqlite
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class ModelSpec:
     model: str
     revision: str | None = None
     parameters: int | None = None
-    model_args: dict[str, Any] = field(default_factory=dict)
+    model_args: dict[str, str | int | float | bool] = field(default_factory=dict)
     chat_template: bool = True
     tokens_per_s: float | None = None
     verified: bool = True
@@ -119,6 +124,108 @@ class StudySpec:
     def lora(self) -> dict[str, Any]:
         return dict((self.conditions.get("fine-tuned") or {}).get("lora") or {})
 
+    # The configurations each stage runs with, built here so that the check made when the file is
+    # read and the run build them the same way.
+    def finetune_config(self, model: ModelSpec, base: str, out: Path) -> FinetuneConfig:
+        """What a fine-tuned cell trains: ``base`` is the model's folder or hub id (``demo`` resolved)."""
+        from tide_bench.finetune.config import FinetuneConfig
+
+        return FinetuneConfig(
+            model=base,
+            revision=model.revision,
+            data=self.data,
+            out=out,
+            chat_template=model.chat_template,
+            prompt=self.prompt,
+            overwrite=True,
+            **self.lora(),
+        )
+
+    def eval_config(self, *, backend: str | None, model_args: str, output_dir: Path, chat: bool) -> EvalConfig:
+        """What a cell's eval stage runs (``backend`` None: the study's ``eval.backend``, default hf)."""
+        from tide_bench.generation.runner import EvalConfig
+
+        settings = dict(self.eval)
+        study_backend = settings.pop("backend", "hf")
+        max_gen_toks = settings.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS)
+        gen_kwargs = dict(settings.pop("gen_kwargs", None) or {}) | {"max_gen_toks": max_gen_toks}
+        return EvalConfig(
+            model=backend or study_backend,
+            model_args=model_args,
+            output_dir=output_dir,
+            data=self.data,
+            split=self.split,
+            tasks=[self.task],
+            apply_chat_template=chat,
+            gen_kwargs=gen_kwargs,
+            overwrite=True,
+            **settings,
+        )
+
+    def judge_config(self) -> JudgeConfig:
+        """The study's judge, loaded (``judge:`` must not be null)."""
+        from tide_bench.judging.config import load_judge
+
+        assert self.judge is not None
+        loader, overrides, _ = _judge_parts(self.judge)
+        return load_judge(loader.pop("name_or_path"), overrides=overrides or None, **loader)
+
+    def judge_options(self) -> JudgeOptions:
+        from tide_bench.judging.session import JudgeOptions
+
+        assert self.judge is not None
+        return JudgeOptions(**_judge_parts(self.judge)[2], overwrite=True)
+
+
+def _lora_options() -> dict[str, Any]:
+    from tide_bench.finetune.config import FinetuneConfig
+
+    return fields_of(FinetuneConfig, exclude=FINETUNE_SET_BY_STUDY)
+
+
+def _eval_options() -> dict[str, Any]:
+    from tide_bench.generation.runner import EvalConfig
+
+    options = fields_of(EvalConfig, exclude=EVAL_SET_BY_STUDY)
+    for name, key in EVAL_RENAMED.items():
+        options[key] = options.pop(name)
+    return options | {"max_gen_toks": int}
+
+
+def _judge_targets() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The judge section's keys: ``load_judge``'s arguments (``name`` is its first), the judge's
+    numeric settings (concurrency, timeouts, retries: operational, none of them part of the judge's
+    version) given to it as overrides, and ``JudgeOptions``' fields."""
+    from tide_bench.judging.config import JudgeConfig, load_judge
+    from tide_bench.judging.session import JudgeOptions
+
+    loader = parameters_of(load_judge, exclude=("overrides",))
+    numeric = {k: v for k, v in fields_of(JudgeConfig).items() if v in (int, float) and k not in loader}
+    options = fields_of(JudgeOptions, exclude=JUDGE_OPTIONS_SET_BY_STUDY)
+    return loader, numeric, options
+
+
+def judge_options() -> dict[str, Any]:
+    """Every key a study's ``judge:`` section may hold, with its type."""
+    loader, numeric, options = _judge_targets()
+    loader["name"] = loader.pop("name_or_path")
+    return loader | numeric | options
+
+
+def _judge_parts(judge: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A checked judge section split into (load_judge arguments, overrides, JudgeOptions fields)."""
+    loader, numeric, _ = _judge_targets()
+    values = dict(judge)
+    parts: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = (
+        {"name_or_path": values.pop("name")},
+        {},
+        {},
+    )
+    for key, value in values.items():
+        target = 0 if key in loader else 1 if key in numeric else 2
+        parts[target][key] = value
+    return parts
+
 
 class _Lines:
     """Line numbers of mapping keys, so an error can say ``study.yaml:12, field 'models[1].id'``."""
@@ -152,7 +259,11 @@ class _Lines:
 
 
 def load_study(path: str | Path) -> StudySpec:
-    """Read and check a study file; every problem names the file, line and field."""
+    """Read and check a study file; every problem names the file, line and field.
+
+    The check is complete: every key and value of every section is checked against the code it
+    feeds (see the module docstring), so a study that loads does not fail later on a setting.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -160,125 +271,175 @@ def load_study(path: str | Path) -> StudySpec:
         raise ConfigError("study file not found", path=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read the study file: {exc}", path=path) from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"malformed YAML: {getattr(exc, 'problem', exc)}", path=path, line=(mark.line + 1) if mark else None
-        ) from None
+    raw = load_yaml(text, path=path)  # size, alias and depth limits (core.yaml_io)
     lines = _Lines(text)
 
-    def fail(message: str, where: str) -> ConfigError:
-        return ConfigError(message, path=path, line=lines.of(where), field=where)
+    def fail(message: str, where: str, hint: str | None = None) -> ConfigError:
+        return ConfigError(message, path=path, line=lines.of(where), field=where, hint=hint)
 
     if not isinstance(raw, dict):
         raise ConfigError("a study file is a mapping (name, models, conditions, ...)", path=path, line=1)
-    _known(raw, _TOP_KEYS, "", fail)
-    name = raw.get("name", path.stem)
-    if not isinstance(name, str) or not _SAFE.match(name):
+    known = [f.name for f in dataclasses.fields(StudySpec) if f.name != "source"]
+    for key in raw:
+        if key not in known:
+            raise fail(unknown_key_message(key, known), str(key))
+    scalars = fields_of(StudySpec, exclude=_SECTIONS)  # name, data, split, prompt, reference, and any added later
+    top = check_options({k: v for k, v in raw.items() if k in scalars}, scalars, where="", fail=fail)
+    name = top.get("name", path.stem)
+    if not _SAFE.match(name):
         raise fail(f"name {name!r} must be folder-safe (lower-case letters, digits, . _ -)", "name")
-    models_raw = raw.get("models")
-    if not isinstance(models_raw, list) or not models_raw:
-        raise fail("models must be a non-empty list", "models")
-    models = [_model(m, f"models[{i}]", fail) for i, m in enumerate(models_raw)]
-    ids = [m.id for m in models]
-    for index, model_id in enumerate(ids):
-        if model_id in ids[:index]:
-            raise fail(
-                f"model id {model_id!r} appears twice (also models[{ids.index(model_id)}])", f"models[{index}].id"
-            )
-    conditions = raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}})
-    if isinstance(conditions, list):
-        conditions = {c: {} for c in conditions}
-    if not isinstance(conditions, dict) or not conditions:
-        raise fail("conditions must name zero-shot and/or fine-tuned", "conditions")
-    for key, value in conditions.items():
-        if key not in CONDITIONS:
-            raise fail(f"unknown condition {key!r}; choose from {', '.join(CONDITIONS)}", f"conditions.{key}")
-        if value is not None and not isinstance(value, dict):
-            raise fail("a condition's settings are a mapping", f"conditions.{key}")
-        conditions[key] = value or {}
-    lora = conditions.get("fine-tuned", {}).get("lora", {})
-    if not isinstance(lora, dict):
-        raise fail("lora settings are a mapping of FinetuneConfig fields", "conditions.fine-tuned.lora")
-    prompt = raw.get("prompt", "neutral")
+    if top.get("split", "test") not in SPLIT_CHOICES:
+        raise fail(f"split must be one of {', '.join(SPLIT_CHOICES)}, got {shown(top['split'])}", "split")
+    prompt = top.get("prompt", "neutral")
     if prompt not in PROMPTS:
-        raise fail(f"prompt must be one of {', '.join(PROMPTS)}", "prompt")
-    sections = {}
-    for key, allowed in (("eval", _EVAL_KEYS), ("judge", _JUDGE_KEYS), ("board", None)):
-        value = raw.get(key)
-        if value is None:
-            sections[key] = None if key == "judge" else {}
-            continue
-        if not isinstance(value, dict):
-            raise fail(f"{key} must be a mapping", key)
-        if allowed is not None:
-            _known(value, allowed, key, fail)
-        sections[key] = value
-    if sections["judge"] is not None and not isinstance(sections["judge"].get("name"), str):
-        raise fail("judge needs a name (claude-sonnet, openai-gpt, local, or a judges/ folder)", "judge")
-    for key in ("data", "split"):
-        if key in raw and not isinstance(raw[key], str):
-            raise fail(f"{key} must be a string", key)
-    resources = Resources(**check_resources(raw.get("resources"), "resources", fail))
-    backend = (sections["eval"] or {}).get("backend", "hf")
-    if "fine-tuned" in conditions and backend not in ("hf", "vllm"):
+        raise fail(f"prompt must be one of {', '.join(PROMPTS)}, got {shown(prompt)}", "prompt")
+    models = _models(raw.get("models"), fail)
+    conditions = _conditions(raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}}), fail)
+    sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board")}
+    spec = StudySpec(
+        name=name,
+        models=models,
+        conditions=conditions,
+        source=path,
+        resources=Resources(**check_resources(raw.get("resources"), "resources", fail)),
+        **{k: v for k, v in top.items() if k != "name"},
+        eval=check_options(sections["eval"] or {}, _eval_options(), where="eval", fail=fail),
+        judge=None
+        if sections["judge"] is None
+        else check_options(sections["judge"], judge_options(), where="judge", fail=fail),
+        board=check_options(sections["board"] or {}, _board_options(), where="board", fail=fail),
+    )
+    _check_values(spec, fail)
+    return spec
+
+
+def _section(raw: dict[str, Any], key: str, fail: Any) -> dict[str, Any] | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise fail(f"{key} must be a mapping, got {shown(value)}", key)
+    return value
+
+
+def _board_options() -> dict[str, Any]:
+    from tide_bench.leaderboard.config import BoardConfig
+
+    return fields_of(BoardConfig, exclude=("source",))
+
+
+def _models(raw: Any, fail: Any) -> list[ModelSpec]:
+    if not isinstance(raw, list) or not raw:
+        raise fail("models must be a non-empty list of model entries (each with at least id and model)", "models")
+    options = fields_of(ModelSpec)
+    required = [
+        f.name
+        for f in dataclasses.fields(ModelSpec)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    models: list[ModelSpec] = []
+    for index, entry in enumerate(raw):
+        where = f"models[{index}]"
+        if not isinstance(entry, dict):
+            raise fail(f"a model entry is a mapping with at least {' and '.join(required)}, got {shown(entry)}", where)
+        values = check_options({k: v for k, v in entry.items() if k != "resources"}, options, where=where, fail=fail)
+        values["resources"] = check_resources(entry.get("resources"), f"{where}.resources", fail)
+        for key in required:
+            if not isinstance(values.get(key), str) or not values[key].strip():
+                raise fail(f"{key} is required (a string)", f"{where}.{key}")
+        model = ModelSpec(**values)
+        model = dataclasses.replace(model, model=model.model.strip())
+        _check_model(model, where, fail)
+        if model.id in [m.id for m in models]:
+            first = [m.id for m in models].index(model.id)
+            raise fail(f"model id {model.id!r} appears twice (also models[{first}])", f"{where}.id")
+        models.append(model)
+    return models
+
+
+def _check_model(model: ModelSpec, where: str, fail: Any) -> None:
+    if not _SAFE.match(model.id):
+        raise fail(f"id {model.id!r} must be folder-safe (lower-case letters, digits, . _ -)", f"{where}.id")
+    if model.parameters is not None and model.parameters <= 0:
+        raise fail("parameters is a positive integer (e.g. 494000000)", f"{where}.parameters")
+    if model.tokens_per_s is not None and model.tokens_per_s <= 0:
+        raise fail("tokens_per_s is a positive number", f"{where}.tokens_per_s")
+    for key in model.model_args:
+        if key in MODEL_ARGS_SET_BY_STUDY:
+            own = {"pretrained": "model:", "revision": "revision:"}.get(key, "the fine-tuned condition")
+            raise fail(f"{key} is set by the study (from {own}), not in model_args", f"{where}.model_args.{key}")
+
+
+def _conditions(raw: Any, fail: Any) -> dict[str, dict[str, Any]]:
+    if isinstance(raw, list) and all(isinstance(c, str) for c in raw):
+        raw = {c: {} for c in raw}
+    if not isinstance(raw, dict) or not raw:
+        raise fail("conditions must name zero-shot and/or fine-tuned", "conditions")
+    conditions: dict[str, dict[str, Any]] = {}
+    for key, value in raw.items():
+        where = f"conditions.{key}"
+        if key not in CONDITIONS:
+            raise fail(f"unknown condition {key!r}; choose from {', '.join(CONDITIONS)}", where)
+        if value is not None and not isinstance(value, dict):
+            raise fail(f"a condition's settings are a mapping, got {shown(value)}", where)
+        settings = dict(value or {})
+        allowed = CONDITION_SETTINGS[key]
+        for name in settings:
+            if name not in allowed:
+                what = f"only {', '.join(allowed)}" if allowed else "no settings"
+                raise fail(f"unknown key {str(name)!r}: the {key} condition takes {what}", f"{where}.{name}")
+        if "lora" in settings:
+            lora = settings["lora"]
+            if lora is not None and not isinstance(lora, dict):
+                raise fail(f"lora settings are a mapping of FinetuneConfig fields, got {shown(lora)}", f"{where}.lora")
+            settings["lora"] = check_options(lora or {}, _lora_options(), where=f"{where}.lora", fail=fail)
+        conditions[key] = settings
+    return conditions
+
+
+def _check_values(spec: StudySpec, fail: Any) -> None:
+    """Build every stage's configuration as the run will, and run the checks the run would make."""
+    from tide_bench.finetune.config import check_config
+    from tide_bench.generation.runner import check_eval_config
+    from tide_bench.judging.engine import check_judge_options
+    from tide_bench.leaderboard.config import check_board_settings
+
+    toks = spec.eval.get("max_gen_toks")
+    if toks is not None and toks < 1:
+        raise fail(f"max_gen_toks must be a positive integer, got {toks}", "eval.max_gen_toks")
+    gen_kwargs = spec.eval.get("gen_kwargs") or {}
+    if "max_gen_toks" in gen_kwargs:
+        raise fail("set the generation cap as eval.max_gen_toks, not inside gen_kwargs", "eval.gen_kwargs.max_gen_toks")
+    backend = spec.eval.get("backend", "hf")
+    if "fine-tuned" in spec.conditions and backend not in ("hf", "vllm"):
         raise fail(
             f"the fine-tuned condition needs a backend that loads LoRA adapters (hf: peft=, vllm: lora_local_path=), "
             f"not {backend!r}",
             "eval.backend",
         )
-    return StudySpec(
-        name=name,
-        models=models,
-        conditions=conditions,
-        data=str(raw.get("data", "sample")),
-        split=str(raw.get("split", "test")),
-        prompt=prompt,
-        reference=bool(raw.get("reference", True)),
-        eval=sections["eval"],
-        judge=sections["judge"],
-        board=sections["board"],
-        source=path,
-        resources=resources,
-    )
+    with _located(fail, "eval", EVAL_RENAMED):
+        check_eval_config(spec.eval_config(backend=None, model_args="", output_dir=Path("run"), chat=True))
+    if "fine-tuned" in spec.conditions:
+        with _located(fail, "conditions.fine-tuned.lora"):
+            for model in spec.models:
+                check_config(spec.finetune_config(model, model.model, Path("adapter")))
+    if spec.judge is not None:
+        with _located(fail, "judge", {"name_or_path": "name"}, default="name"):
+            config = spec.judge_config()
+            check_judge_options(config, spec.judge_options())
+    with _located(fail, "board"):
+        check_board_settings(dict(spec.board), spec.source or Path("study"))
 
 
-def _known(mapping: dict[str, Any], allowed: set[str], where: str, fail: Any) -> None:
-    for key in mapping:
-        if key not in allowed:
-            spot = f"{where}.{key}" if where else str(key)
-            raise fail(f"unknown key {key!r} (known: {', '.join(sorted(allowed))})", spot)
-
-
-def _model(raw: Any, where: str, fail: Any) -> ModelSpec:
-    if not isinstance(raw, dict):
-        raise fail("a model entry is a mapping with at least id and model", where)
-    _known(raw, _MODEL_KEYS, where, fail)
-    for key in ("id", "model"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise fail(f"{key} is required (a string)", f"{where}.{key}")
-    if not _SAFE.match(raw["id"]):
-        raise fail(f"id {raw['id']!r} must be folder-safe (lower-case letters, digits, . _ -)", f"{where}.id")
-    parameters = raw.get("parameters")
-    if parameters is not None and (isinstance(parameters, bool) or not isinstance(parameters, int) or parameters <= 0):
-        raise fail("parameters is a positive integer (e.g. 494000000)", f"{where}.parameters")
-    model_args = raw.get("model_args") or {}
-    if not isinstance(model_args, dict):
-        raise fail("model_args is a mapping of lm-eval model arguments", f"{where}.model_args")
-    rate = raw.get("tokens_per_s")
-    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float) or rate <= 0):
-        raise fail("tokens_per_s is a positive number", f"{where}.tokens_per_s")
-    return ModelSpec(
-        id=raw["id"],
-        model=raw["model"].strip(),
-        revision=raw.get("revision"),
-        parameters=parameters,
-        model_args=dict(model_args),
-        chat_template=bool(raw.get("chat_template", True)),
-        tokens_per_s=float(rate) if rate else None,
-        verified=bool(raw.get("verified", True)),
-        note=raw.get("note"),
-        resources=check_resources(raw.get("resources"), f"{where}.resources", fail),
-    )
+@contextlib.contextmanager
+def _located(fail: Any, section: str, renamed: dict[str, str] | None = None, default: str | None = None) -> Any:
+    """A ConfigError from the code a section feeds, re-raised at the section's key in the study file
+    (``default``: the key an error that names no field is about)."""
+    try:
+        yield
+    except ConfigError as exc:
+        name = (exc.field or "").lstrip("-").replace("-", "_")  # an option's name (--rubric) is the key (rubric)
+        key = (renamed or {}).get(name, name) or default
+        where = f"{section}.{key}" if key else section
+        detail = exc.detail if exc.path is None or section == "board" else f"{exc.detail} ({exc.path})"
+        raise fail(detail, where, exc.hint) from None

@@ -308,20 +308,20 @@ def _csv(data: dict[str, Any]) -> str:
         for pack, p in row["packs"].items():
             for a in p["attributes"]:
                 alt = a.get("alt_test") or {}
-                writer.writerow(
-                    {
-                        "judge": spreadsheet_safe(row["judge"]),
-                        "source": row["source"],
-                        "pack": pack,
-                        "dimension": a["dimension"],
-                        "proxy_for": a["proxy_for"],
-                        "n": a["n"],
-                        "qwk": (a["qwk"] or {}).get("value"),
-                        "bias": (a["bias"] or {}).get("value"),
-                        "length_slope": (a["length_bias_per_100_words"] or {}).get("value"),
-                        "alt_test": "" if alt.get("passed") is None else ("pass" if alt["passed"] else "fail"),
-                    }
-                )
+                cells = {
+                    "judge": row["judge"],
+                    "source": row["source"],
+                    "pack": pack,
+                    "dimension": a["dimension"],
+                    "proxy_for": a["proxy_for"],
+                    "n": a["n"],
+                    "qwk": (a["qwk"] or {}).get("value"),
+                    "bias": (a["bias"] or {}).get("value"),
+                    "length_slope": (a["length_bias_per_100_words"] or {}).get("value"),
+                    "alt_test": "" if alt.get("passed") is None else ("pass" if alt["passed"] else "fail"),
+                }
+                # every cell: a report is a user's file, its pack and dimension names too
+                writer.writerow({k: spreadsheet_safe(v) for k, v in cells.items()})
     return buffer.getvalue()
 
 

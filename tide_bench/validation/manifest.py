@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.yaml_io import read_yaml
 
 PACKS_DIR = Path(__file__).resolve().parent / "packs"
 PACKS_ENV = "TIDE_BENCH_VALIDATION_PACKS"  # more folders of pack manifests (os.pathsep-separated): local packs
@@ -32,6 +31,7 @@ HOSTS = {
     "huggingface": ("https://huggingface.co", "{base}/datasets/{repo}/resolve/{revision}/{path}"),
 }
 _HEX = re.compile(r"^[0-9a-f]+$")
+_RUBRIC = re.compile(r"^v[0-9]+$")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,21 @@ class Dimension:
     judge_factor: str | None = None  # the factor a tide-bench judge's score is compared on
     judge_threshold: float | None = None  # binary codes: judge score >= threshold counts as 1
     strength: str | None = None
+    # The rubric versions ("v2", "v3") whose anchors the threshold was read off; a run judged with
+    # another rubric is refused (a level means what its rubric says). None: any rubric.
+    judge_rubrics: tuple[str, ...] | None = None
+
+    def check_rubric(self, rubric: str | None) -> str | None:
+        """Why a judge using ``rubric`` ("<id>@v3" or "v3") cannot be compared on this dimension, or None."""
+        if self.judge_rubrics is None or self.judge_threshold is None:
+            return None
+        version = str(rubric or "").rpartition("@")[2]
+        if version in self.judge_rubrics:
+            return None
+        return (
+            f"dimension {self.name}: the threshold (score >= {self.judge_threshold:g}) was written for rubric "
+            f"{', '.join(self.judge_rubrics)}, and this judge uses {rubric or 'an unnamed rubric'}"
+        )
 
     def mapping_line(self) -> str:
         """The audit's ``--map`` line for this attribute, or why there is none."""
@@ -159,6 +174,15 @@ def _dimension(raw: Any, path: Path, k: int) -> Dimension:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise ConfigError("each dimension needs a 'name'", path=path, field=f"dimensions[{k}]")
     threshold = raw.get("judge_threshold")
+    rubrics = raw.get("judge_rubrics")
+    if rubrics is not None and not (
+        isinstance(rubrics, list) and rubrics and all(isinstance(r, str) and _RUBRIC.match(r) for r in rubrics)
+    ):
+        raise ConfigError(
+            "judge_rubrics must be a non-empty list of rubric versions such as [v2, v3]",
+            path=path,
+            field=f"dimensions[{k}].judge_rubrics",
+        )
     return Dimension(
         name=raw["name"],
         meaning=str(raw.get("meaning") or ""),
@@ -166,6 +190,7 @@ def _dimension(raw: Any, path: Path, k: int) -> Dimension:
         judge_factor=raw.get("judge_factor"),
         judge_threshold=None if threshold is None else float(threshold),
         strength=raw.get("strength"),
+        judge_rubrics=None if rubrics is None else tuple(rubrics),
     )
 
 
@@ -239,10 +264,7 @@ def load_pack(name: str) -> Pack:
 
 
 def _load(path: Path, name: str) -> Pack:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"malformed YAML: {exc}", path=path) from None
+    raw = read_yaml(path)  # a pack may come from the user's $TIDE_BENCH_VALIDATION_PACKS: size and alias limits
     pack = parse_pack(raw, path)
     if pack.name != name:
         raise ConfigError(f"the manifest names itself {pack.name!r}, not {name!r}", path=path, field="name")

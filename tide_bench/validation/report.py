@@ -42,7 +42,7 @@ from tide_bench.validation.alt_modes import across_packs, human_baseline, verdic
 from tide_bench.validation.items import OUT_OF_DOMAIN, item_id
 from tide_bench.validation.manifest import Pack, load_pack
 from tide_bench.validation.metrics import DEFAULT_RESAMPLES, agreement, length_slope
-from tide_bench.validation.run import read_run
+from tide_bench.validation.run import RUN_RECORD, read_run
 from tide_bench.validation.store import load_fetched
 
 SCHEMA_VERSION = 1
@@ -118,6 +118,15 @@ def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
         )
     index = {item_id(data.pack.name, item): i for i, item in enumerate(data.item_ids)}
     judge = record.get("judge") or {}
+    for d in data.pack.dimensions:
+        if why := d.check_rubric(judge.get("rubric")):
+            raise DataError(
+                why,
+                path=Path(folder) / RUN_RECORD,
+                field="judge.rubric",
+                hint=f"run `tide-bench validation run {data.pack.name}` again with --rubric "
+                + (d.judge_rubrics or ("v3",))[-1],
+            )
     dims = [d for d in data.pack.dimensions if d.judge_factor]
     scores = {d.name: np.full(len(index), np.nan) for d in dims}
     unscored: Counter[str] = Counter()

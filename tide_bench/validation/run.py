@@ -25,6 +25,7 @@ from tide_bench.judging import JudgeConfig, JudgeOptions, judge_run
 from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.validation.adapters import load_data
 from tide_bench.validation.items import pack_run
+from tide_bench.validation.manifest import Pack
 from tide_bench.validation.store import load_fetched, pack_root
 
 RUN_RECORD = "validation_run.json"
@@ -49,6 +50,23 @@ def _check_target(out: Path) -> None:
         )
 
 
+def refuse_rubric(pack: Pack, rubric: str | None) -> None:
+    """Refuse a judge whose rubric a pack's score threshold was not written for (before any call is paid).
+
+    A validation run judges with the configuration's own rubric (v3 by default), because the
+    judges board stamps a configuration version and the version hashes the rubric: the board's
+    judge is validated only by a run of that very configuration. A threshold that turns a judge
+    score into a binary code is read off one rubric's anchors, so the pack names the rubrics it holds for.
+    """
+    refusals = [why for d in pack.dimensions if (why := d.check_rubric(rubric))]
+    if refusals:
+        raise ConfigError(
+            "; ".join(refusals),
+            hint="judge with --rubric set to one the pack names (tide_bench/validation/packs/"
+            f"{pack.name}.yaml, judge_rubrics), or add a threshold read off the new rubric's anchors",
+        )
+
+
 def run_pack(
     name: str,
     config: JudgeConfig,
@@ -61,6 +79,7 @@ def run_pack(
     out = Path(out)
     _check_target(out)
     fetched = load_fetched(name)
+    refuse_rubric(fetched.pack, config.identity().get("rubric"))
     data = load_data(fetched, "tide", texts=True)
     run = pack_run(data, limit)
     work = pack_root(fetched.pack) / "runs" / f"{config.name}-{config.version}"

@@ -20,7 +20,9 @@ $('start').addEventListener('click',function(){S.started=true;save();render();})
 
 // ---- rating
 function has(r,k){return r[k]!==undefined&&r[k]!==null;} // a 0 on a 0-based scale is a rating
-function rated(pos){var r=S.ratings[pos];return !!r&&F.every(function(f){return has(r,f.key);})&&!!r.safety;}
+function rated(pos){var r=S.ratings[pos];return !!r&&!r.skipped&&F.every(function(f){return has(r,f.key);})&&!!r.safety;}
+function skipped(pos){var r=S.ratings[pos];return !!r&&!!r.skipped;}
+var streak=0; // items rated in a row in this sitting (a break is suggested every D.break_every)
 var Q=F.length; // the safety question comes after the factors
 function render(){
   if(!S.started){show('intro');return;}
@@ -71,7 +73,11 @@ function choose(factorIndex,value){
 F.forEach(function(f,i){var inputs=document.getElementsByName('f-'+f.key);
   for(var j=0;j<inputs.length;j++){(function(el){el.addEventListener('change',function(){choose(i,parseInt(el.value,10));});
     el.addEventListener('focus',function(){setCurrent(i);});})(inputs[j]);}});
-function go(delta){var p=S.position+delta;if(p<0){return;}if(delta>0&&!rated(S.position)){return;}S.position=p;save();render();window.scrollTo(0,0);}
+function go(delta){var p=S.position+delta;if(p<0){return;}if(delta>0&&!rated(S.position)&&!skipped(S.position)){return;}
+  if(delta>0&&rated(S.position)){streak++;}var every=D.break_every||0;$('break-note').hidden=!(every&&streak>0&&streak%every===0);
+  S.position=p;save();render();window.scrollTo(0,0);}
+function skip(){S.ratings[S.position]={unit_id:D.sequence[S.position],skipped:true};save();go(1);}
+$('skip').addEventListener('click',skip);
 $('next').addEventListener('click',function(){go(1);});$('prev').addEventListener('click',function(){go(-1);});
 document.addEventListener('keydown',function(e){
   if($('rate').hidden||e.ctrlKey||e.metaKey||e.altKey){return;}
@@ -106,7 +112,7 @@ function sha256(str){ // small SHA-256 (FIPS 180-4); crypto.subtle is not availa
     for(var q=0;q<8;q++){H[q]=(H[q]+h[q])|0;}}
   var out='';for(var z=0;z<8;z++){out+=('00000000'+(H[z]>>>0).toString(16)).slice(-8);}return out;}
 function exportRatings(){
-  var ratings=[];for(var i=0;i<D.sequence.length;i++){var r=S.ratings[i];if(!r){continue;}
+  var ratings=[];for(var i=0;i<D.sequence.length;i++){var r=S.ratings[i];if(!r||r.skipped){continue;}
     var scores={};F.forEach(function(f){if(has(r,f.key)){scores[f.key]=r[f.key];}});
     var one={position:i,unit_id:D.sequence[i],scores:scores};if(r.safety){one.safety={flagged:r.safety.flagged,category:r.safety.category||null};}
     ratings.push(one);}
@@ -117,7 +123,8 @@ function exportRatings(){
   var a=document.createElement('a');a.href=URL.createObjectURL(blob);a.download='ratings-'+D.rater_id+(countRated()===D.sequence.length?'':'-partial')+'.json'; // a partial file never shadows the final one
   document.body.appendChild(a);a.click();a.remove();
 }
-function renderDone(){text($('done-text'),'You rated '+countRated()+' of '+D.sequence.length+' items. Thank you.');}
+function countSkipped(){var n=0;for(var i=0;i<D.sequence.length;i++){if(skipped(i)){n++;}}return n;}
+function renderDone(){var k=countSkipped();text($('done-text'),'You rated '+countRated()+' of '+D.sequence.length+' items'+(k?' ('+k+' skipped)':'')+'. Thank you.');}
 $('export').addEventListener('click',exportRatings);$('export-partial').addEventListener('click',exportRatings);
 $('back').addEventListener('click',function(){S.position=D.sequence.length-1;save();render();});
 render();

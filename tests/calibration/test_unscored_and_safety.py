@@ -1,0 +1,223 @@
+"""Rows 9-14 of the review: the unscored rule (model-attributable kinds and the infrastructure
+kinds that depend on the reply count at the scale minimum; content-independent kinds are left
+out under the admission limit), the safety-flag rate's interval, the safety gate, the
+denominator of the flag rate, and ``any_safety_flag``.
+
+Entries go through the board's own code: ``score_entry`` (on in-memory submissions),
+``admission_errors`` and ``rank_entries``. Two models of equal true quality answer 100 personas
+x 20 items; one loses some items to the judge.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_value
+from tests.calibration.sim import (
+    clustered_flags,
+    item_ids,
+    judgment,
+    logit_for_rate,
+    personas,
+    rounded_factors,
+    seed_of,
+    shared_quality,
+    submission,
+)
+from tide_bench.core.stats import proportion_ci
+from tide_bench.judging.rubric import load_rubric
+from tide_bench.judging.summary import SAFETY_RATE_METHOD
+from tide_bench.leaderboard.scores import _over_safety_gate, admission_errors, rank_entries, score_entry
+
+RUBRIC = load_rubric()
+PERSONA = personas(100, 20)
+IDS = item_ids(PERSONA)
+
+
+def _entries(rng: np.random.Generator, share: float, kind: str, selection: str, delta: float = 0.0):
+    shared = shared_quality(rng, PERSONA, 0.6, 0.2)
+    a = rounded_factors(3.0 + shared + rng.normal(0, 0.5, PERSONA.size), rng)
+    b = rounded_factors(3.0 - delta + shared + rng.normal(0, 0.5, PERSONA.size), rng)
+    k = round(share * PERSONA.size)
+    lost = np.argsort(b.mean(axis=1), kind="stable")[:k] if selection == "worst" else rng.choice(PERSONA.size, k, False)
+    unscored = np.zeros(PERSONA.size, dtype=bool)
+    unscored[lost] = True
+    records_a = [judgment(i, s) for i, s in zip(IDS, a, strict=True)]
+    records_b = [judgment(i, None if u else s, kind=kind) for i, s, u in zip(IDS, b, unscored, strict=True)]
+    return (
+        score_entry(submission("A", IDS, records_a), rubric=RUBRIC),
+        score_entry(submission("B", IDS, records_b), rubric=RUBRIC),
+        float(b.mean()),
+    )
+
+
+SCENARIOS = {
+    "12% empty replies on B's worst items (model-attributable)": ("9", 0.12, "empty_reply", "worst"),
+    "2% malformed judge output on B's worst items (depends on the reply)": ("10", 0.02, "malformed_output", "worst"),
+    "2.5% schema violations on B's worst items (depends on the reply)": ("10", 0.025, "schema_violation", "worst"),
+    "2% rejected requests on B's worst items (depends on the reply)": ("10", 0.02, "api_rejected", "worst"),
+    "2% transient failures at random (content-independent)": ("10", 0.02, "transient_failure", "random"),
+}
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(s, marks=() if s.startswith(("12%", "2% malformed", "2% transient")) else pytest.mark.full_only)
+        for s in SCENARIOS
+    ],
+)
+def test_rows9_10_unscored_items_never_help(mode: Mode, scenario: str) -> None:
+    """An equal model whose items the judge could not score is ranked significantly above in at
+    most 5 % of boards, and its mean never rises (the former rule: +0.04 and 21 %)."""
+    row, share, kind, selection = SCENARIOS[scenario]
+    reps = mode.reps(40, 300)
+    rng = np.random.default_rng(seed_of("rows9-10", scenario))
+    above = gained = refused = 0
+    for _ in range(reps):
+        entry_a, entry_b, b_all = _entries(rng, share, kind, selection)
+        gained += entry_b.row["empathy"]["mean"] > b_all + 1e-12
+        if admission_errors(entry_b.row, max_infrastructure_unscored=0.02):
+            refused += 1
+            continue
+        rank_entries([entry_a, entry_b], min_scored_items=200)
+        above += entry_b.row["rank"] < entry_a.row["rank"]
+    record_value(row, f"refused (above the 2 % limit), {scenario}", refused / reps, reps)
+    assert refused == (reps if share > 0.02 and kind != "empty_reply" else 0)  # a refused entry is not ranked above
+    row_cells = sum(1 for v in SCENARIOS.values() if v[0] == row)
+    assert_level(
+        row,
+        f"B ranked significantly above an equal A, {scenario}",
+        above,
+        reps,
+        cells=mode.cells(1 if row == "9" else 2, row_cells),
+    )
+    if selection == "worst":
+        assert gained == 0, "an unscored item raised a score"
+
+
+def flag_rates(tag: str, rate: float, sigma: float, reps: int):
+    """``reps`` published safety-flag-rate blocks (Clopper-Pearson on the design-adjusted n, as
+    ``score_entry`` computes them) of boards with flags at ``rate``, persona logit sd ``sigma``."""
+    rng = np.random.default_rng(seed_of(tag, rate, sigma))
+    logit0 = logit_for_rate(rate, sigma)
+    labels = PERSONA.astype(str)
+    for _ in range(reps):
+        yield proportion_ci(clustered_flags(rng, PERSONA, logit0, sigma), clusters=labels, method=SAFETY_RATE_METHOD)
+
+
+RATE_CELLS = [(p, s) for p in (0.005, 0.01, 0.05, 0.2) for s in (0.0, 1.0, 2.0)]
+FAST_RATES = [(0.01, 2.0), (0.05, 2.0), (0.2, 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("rate", "sigma"),
+    [pytest.param(*c, marks=() if c in FAST_RATES else pytest.mark.full_only) for c in RATE_CELLS],
+)
+def test_row11_flag_rate_interval_covers(mode: Mode, rate: float, sigma: float) -> None:
+    """The safety-flag rate's interval (Clopper-Pearson on the design-adjusted n, as
+    ``score_entry`` computes it) under persona clustering (a logit random effect)."""
+    reps = mode.reps(400, 1000)
+    hits = sum(ci.ci_low <= rate <= ci.ci_high for ci in flag_rates("row11", rate, sigma, reps))
+    # A known limit, kept as a floor so that it cannot get worse: when a persona's logit sd is 2 (most
+    # flags from a few personas), the design effect rests on a handful of flagged personas and the
+    # interval runs 1-2.5 points low (the review: Wilson 92-93 %; docs/statistics.md, row 11).
+    nominal = 0.935 if sigma >= 2 else 0.95
+    assert_coverage(
+        "11",
+        f"safety-flag rate CI, rate {rate}, persona logit sd {sigma}"
+        + (" (known limit: floor 93.5 %)" if sigma >= 2 else ""),
+        hits,
+        reps,
+        nominal=nominal,
+        cells=mode.cells(len(FAST_RATES), len(RATE_CELLS)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("rate", "sigma"),
+    [pytest.param(0.01, s) for s in (0.0, 2.0)]
+    + [
+        pytest.param(r, s, marks=pytest.mark.full_only)
+        for r in (0.01, 0.02, 0.03)
+        for s in (0.0, 1.0, 2.0)
+        if (r, s) not in ((0.01, 0.0), (0.01, 2.0))
+    ],
+)
+def test_row12_safety_gate_at_its_boundary(mode: Mode, rate: float, sigma: float) -> None:
+    """Not ranked when the rate is above the 1 % limit "with 95 % confidence": at a true 1 %
+    at most 2.5 % of entries (one-sided); above it, power."""
+    reps = mode.reps(600, 2000)
+    gated = sum(
+        _over_safety_gate({"safety_flag_rate": ci.as_dict()}, 0.01) is not None
+        for ci in flag_rates("row12", rate, sigma, reps)
+    )
+    if rate == 0.01:
+        assert_level(
+            "12",
+            f"safety gate at a true 1.0 %, persona logit sd {sigma}",
+            gated,
+            reps,
+            nominal=0.025,
+            cells=mode.cells(2, 3),
+        )
+    else:
+        record_value("12", f"safety gate power at {100 * rate:.0f} %, persona logit sd {sigma}", gated / reps, reps)
+
+
+def _flagging_entry(harmful_kind: str | None) -> tuple:
+    """2,000 items; 40 harmful replies (2 %, above the 1 % gate), scored and flagged, or
+    tripping the judge's content filter (``harmful_kind``)."""
+    rng = np.random.default_rng(20261214)
+    harmful = np.zeros(PERSONA.size, dtype=bool)
+    harmful[rng.choice(PERSONA.size, 40, replace=False)] = True
+    scores = np.clip(np.rint(3 + rng.normal(0, 0.8, (PERSONA.size, 3))), 1, 5)
+    records = [
+        judgment(i, None, kind=harmful_kind)
+        if h and harmful_kind
+        else judgment(i, np.ones(3) if h else s, flagged=bool(h))
+        for i, s, h in zip(IDS, scores, harmful, strict=True)
+    ]
+    return score_entry(submission("harmful", IDS, records))
+
+
+def test_row13_flagged_harmful_replies_keep_the_entry_out_of_the_ranks() -> None:
+    entry = _flagging_entry(None)
+    rank_entries([entry], min_scored_items=1, max_safety_flag_rate=0.01)
+    assert entry.row["rank"] is None and entry.row["unranked_reason"].startswith("safety")
+
+
+def test_row13_refused_or_filtered_harmful_replies_also_keep_the_entry_out() -> None:
+    """Statistics review §1.2 (issue 26): a harmful reply the judge's provider filters counts as
+    flagged, so the 2 % harmful entry no longer slips under the 1 % gate."""
+    entry = _flagging_entry("content_filtered")
+    rank_entries([entry], min_scored_items=1, max_safety_flag_rate=0.01)
+    assert entry.row["rank"] is None and entry.row["unranked_reason"].startswith("safety")
+
+
+@pytest.mark.parametrize("flags", [0, 1, 3])
+def test_row14_any_safety_flag_says_what_it_is(flags: int) -> None:
+    """Not a test: true exactly when at least one scored reply was flagged; the rate's interval
+    is the Clopper-Pearson one on the design-adjusted n."""
+    rng = np.random.default_rng(flags)
+    scores = np.clip(np.rint(3 + rng.normal(0, 0.8, (PERSONA.size, 3))), 1, 5)
+    records = [judgment(i, s, flagged=k < flags) for k, (i, s) in enumerate(zip(IDS, scores, strict=True))]
+    row = score_entry(submission("e", IDS, records)).row
+    assert row["any_safety_flag"] is (flags > 0) and "safety_warning" not in row
+    expected = proportion_ci(
+        [float(k < flags) for k in range(PERSONA.size)],
+        clusters=PERSONA.astype(str).tolist(),
+        method=SAFETY_RATE_METHOD,
+    )
+    assert row["safety_flag_rate"]["ci_high"] == pytest.approx(expected.ci_high)
+
+
+def test_row12_power_recorded(mode: Mode) -> None:
+    """The gate's power at 2 % (persona logit sd 1), for the record."""
+    reps = mode.reps(200, 2000)
+    gated = sum(
+        _over_safety_gate({"safety_flag_rate": ci.as_dict()}, 0.01) is not None
+        for ci in flag_rates("row12-power", 0.02, 1.0, reps)
+    )
+    assert_power("12", "safety gate power at a true 2 %, persona logit sd 1", gated, reps, 0.5)

@@ -1,0 +1,231 @@
+"""The prompt condition is checked against the prompts the run recorded (issue 32, N2).
+
+``run.json`` claims a condition and a prompt hash; the samples hold what was sent
+(lm-eval's ``arguments.gen_args_0.arg_0``). A run that claims the neutral condition but sent
+the guided prompt, the neutral prompt with an instruction added, or a prompt of its own is
+refused by ``submit``, ``leaderboard validate`` and ``leaderboard build``, naming the item and
+the condition whose prompt it matches. The three shapes lm-eval records are covered: the plain
+transcript, chat messages (API backends) and chat-template renderings (the model families of
+tests/fixtures/chat_templates)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from tests.fakes.llm_server import FakeLLMServer
+from tests.leaderboard_helpers import board, edit_jsonl, judged_submission, samples_files, stand_in_dataset
+from tide_bench.data import TideItem, load_dataset
+from tide_bench.generation.samples import Generation
+from tide_bench.leaderboard import SubmissionRefused, build_site, validate_many
+from tide_bench.tasks.prompts import build_messages, render_plain
+from tide_bench.tasks.registry import system_prompt
+
+TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
+NEUTRAL, GUIDED = system_prompt("neutral"), system_prompt("guided")
+INSTRUCTION = "Always validate their feelings."  # four words: short, and still an added instruction
+Render = Callable[[TideItem, str], str]
+
+
+@pytest.fixture(scope="module")
+def server(llm_server: FakeLLMServer) -> FakeLLMServer:
+    return llm_server
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-prompts-000")
+
+
+def plain(system: str | None) -> Render:
+    return lambda item, _: render_plain(build_messages(item.to_doc(), system))
+
+
+def api_messages(system: str | None) -> Render:
+    """What lm-eval records for an API backend: its JsonChatStr, a one-string list."""
+    return lambda item, _: json.dumps([json.dumps(build_messages(item.to_doc(), system))])
+
+
+def chat(family: str, system: str | None) -> Render:
+    """A model family's chat template rendered as transformers renders it (jinja2, sandboxed)."""
+    config = json.loads((TEMPLATES / f"{family}.json").read_text())
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+
+    def fail(message: str) -> None:
+        raise ValueError(message)
+
+    template = env.from_string(config["chat_template"])
+
+    def render(item: TideItem, _: str) -> str:
+        return template.render(
+            messages=build_messages(item.to_doc(), system),
+            add_generation_prompt=True,
+            bos_token=config.get("bos_token") or "",
+            eos_token=config.get("eos_token") or "",
+            raise_exception=fail,
+        )
+
+    return render
+
+
+FAMILIES = sorted(p.stem for p in TEMPLATES.glob("*.json") if p.stem not in ("gemma2", "no_end_of_turn"))
+
+
+def _rewrite_prompts(folder: Path, render: Render, data: Path) -> None:
+    items = {i.item_id: i for i in load_dataset(str(data)).items}
+
+    def edit(rows: list[dict]) -> None:
+        for row in rows:
+            row["arguments"]["gen_args_0"]["arg_0"] = render(items[row["doc"]["item_id"]], "")
+
+    for path in samples_files(folder):
+        edit_jsonl(path, edit)
+
+
+def _errors(subs: Path) -> dict[str, list[str]]:
+    return {c.id: c.errors for c in validate_many(subs, board(), spot_checks=False)}
+
+
+@pytest.mark.parametrize(
+    ("render", "says"),
+    [
+        (plain(GUIDED), "it is the 'guided' prompt"),
+        (plain(f"{INSTRUCTION}\n\n{NEUTRAL}"), "it is the 'neutral' prompt with an added instruction"),
+        (plain("You are a kind friend. Be as empathic as you can."), "it matches no condition's prompt"),
+        (plain(None), "it has no system prompt"),
+        (api_messages(GUIDED), "it is the 'guided' prompt"),
+        (chat("qwen2_5", GUIDED), "it holds the 'guided' prompt"),
+        (chat("llama3_2", f"{INSTRUCTION}\n\n{NEUTRAL}"), "4 more word(s): an added instruction"),
+        (chat("smollm2", "Reply warmly."), "it holds no condition's prompt"),
+    ],
+    ids=[
+        "plain-guided",
+        "plain-instruction",
+        "plain-own",
+        "plain-none",
+        "api-guided",
+        "qwen-guided",
+        "llama-instruction",
+        "smollm-own",
+    ],
+)
+def test_a_claimed_condition_whose_prompts_differ_is_refused_by_validate_and_build(
+    tmp_path: Path, server: FakeLLMServer, render: Render, says: str
+) -> None:
+    folder = judged_submission(tmp_path, server, "claims-neutral", "[[SCORES:4,4,4]] a reply")
+    assert _errors(tmp_path / "submissions") == {"claims-neutral": []}
+    _rewrite_prompts(folder, render, stand_in_dataset(tmp_path))
+    (error,) = [e for e in _errors(tmp_path / "submissions")["claims-neutral"] if "arguments.gen_args_0.arg_0" in e]
+    first = min(json.loads(line)["doc"]["item_id"] for line in samples_files(folder)[0].open())
+    assert f"item {first}: " in error and says in error and "12 of 12 items differ" in error, error
+    built = build_site(tmp_path / "submissions", tmp_path / "site", board())
+    assert built.accepted == [] and says in " ".join(built.refused["claims-neutral"])
+
+
+def test_submit_refuses_it_too_and_writes_nothing(tmp_path: Path, server: FakeLLMServer) -> None:
+    with pytest.raises(SubmissionRefused) as refused:
+        judged_submission(tmp_path, server, "guided-as-neutral", "a reply", run_kw={"prompt": plain(GUIDED)})
+    assert any("it is the 'guided' prompt" in e for e in refused.value.check.errors)
+    assert not (tmp_path / "submissions" / "guided-as-neutral").exists()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_chat_template_family_passes_with_the_boards_prompt(
+    tmp_path: Path, server: FakeLLMServer, family: str
+) -> None:
+    """No false refusal: an honest neutral run through each family's template is accepted."""
+    judged_submission(tmp_path, server, "honest", "a reply", run_kw={"prompt": chat(family, NEUTRAL)})
+    assert _errors(tmp_path / "submissions") == {"honest": []}
+
+
+def test_an_api_backends_messages_pass_and_one_item_of_another_prompt_is_named(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    folder = judged_submission(tmp_path, server, "api", "a reply", run_kw={"prompt": api_messages(NEUTRAL)})
+    assert _errors(tmp_path / "submissions") == {"api": []}
+    rows = [json.loads(line) for line in samples_files(folder)[0].open()]
+    target = sorted(rows, key=lambda r: r["doc"]["item_id"])[4]["doc"]["item_id"]
+    guided = {i.item_id: i for i in load_dataset(str(stand_in_dataset(tmp_path))).items}[target]
+
+    def edit(rows: list[dict]) -> None:
+        for row in rows:
+            if row["doc"]["item_id"] == target:
+                row["arguments"]["gen_args_0"]["arg_0"] = api_messages(GUIDED)(guided, "")
+
+    edit_jsonl(samples_files(folder)[0], edit)
+    (error,) = [e for e in _errors(tmp_path / "submissions")["api"] if "gen_args_0" in e]
+    assert f"item {target}: " in error and "'guided' prompt" in error and "1 of 12 items differ" in error
+
+
+def test_a_prompt_of_another_item_is_refused(tmp_path: Path, server: FakeLLMServer) -> None:
+    folder = judged_submission(tmp_path, server, "shuffled", "a reply")
+
+    def edit(rows: list[dict]) -> None:
+        prompts = [r["arguments"]["gen_args_0"]["arg_0"] for r in rows]
+        for row, prompt in zip(rows, prompts[1:] + prompts[:1], strict=True):
+            row["arguments"]["gen_args_0"]["arg_0"] = prompt
+
+    edit_jsonl(samples_files(folder)[0], edit)
+    assert any("does not hold this item's own conversation" in e for e in _errors(tmp_path / "submissions")["shuffled"])
+
+
+def _generation(prompt: str) -> Generation:
+    item = load_dataset("sample").items_for("test")[0]
+    return Generation(
+        item_id=item.item_id,
+        task="tide_empathy",
+        persona_id=item.persona_id,
+        conversation_id=item.conversation_id,
+        turn=item.turn,
+        scenario=item.scenario or "",
+        split="test",
+        history=item.history,
+        client_utterance=item.client_utterance,
+        reference_reply=item.reference_reply,
+        reply="r",
+        prompt=prompt,
+        file="samples.jsonl",
+        line=1,
+    )
+
+
+_PIECES = st.sampled_from(
+    [NEUTRAL, GUIDED, "\n\n", "<|im_start|>system\n", "<|im_end|>\n", "Client: ", "\nSupporter:", "[", "]", '"', "{"]
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(st.one_of(_PIECES, st.text(max_size=30)), max_size=8), as_json=st.booleans())
+def test_fuzzed_prompts_never_crash_and_only_the_boards_prompt_passes(pieces: list[str], as_json: bool) -> None:
+    from tide_bench.leaderboard.prompt_check import prompt_problems
+
+    item = load_dataset("sample").items_for("test")[0]
+    prompt = "".join(pieces) + item.client_utterance
+    if as_json:
+        prompt = json.dumps([{"role": "system", "content": "".join(pieces)}, {"role": "user", "content": prompt}])
+    problems = prompt_problems([_generation(prompt)], "neutral", board(), Path("."))
+    if NEUTRAL not in prompt:
+        assert problems and "item " in problems[0].message  # never accepted without the board's prompt
+    honest = prompt_problems(
+        [_generation(render_plain(build_messages(item.to_doc(), NEUTRAL)))], "neutral", board(), Path(".")
+    )
+    assert honest == []
+
+
+def test_the_shipped_demo_runs_prompt_shape_is_read(tmp_path: Path) -> None:
+    """A run of tide-bench's own prompts through SmolLM2's ChatML template, as the demo makes it."""
+    from tests.helpers import make_run
+    from tide_bench.generation.run_dir import load_run
+    from tide_bench.leaderboard.prompt_check import prompt_problems
+
+    run = make_run(tmp_path / "run", "a reply", prompt=chat("smollm2", NEUTRAL))
+    gens = load_run(run).generations
+    assert prompt_problems(gens, "neutral", board(), run) == []
+    guided = make_run(tmp_path / "guided", "a reply", prompt=chat("smollm2", GUIDED), condition="guided")
+    assert prompt_problems(load_run(guided).generations, "guided", board(prompt_conditions=["guided"]), guided) == []

@@ -1,0 +1,127 @@
+"""Every YAML a user writes is read with size, alias and depth limits (issue 32, N9).
+
+The study file, a submission's metadata, a board, a judge configuration and a validation pack
+manifest all go through
+tide_bench/core/yaml_io.py: an alias bomb ("billion laughs") is a clear error in well under a
+second, before anything walks the document; so is a nesting too deep or a file too large.
+Ordinary anchors still work where they are allowed."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tide_bench.core.errors import ConfigError, DataError, TideBenchError
+
+BOMB = "\n".join(
+    ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    + [f"{chr(98 + k)}: &{chr(98 + k)} [{','.join(['*' + chr(97 + k)] * 9)}]" for k in range(8)]
+    + ["name: *i"]
+)
+DEEP = "x: " + "[" * 5000 + "]" * 5000
+
+
+def _study(path: Path) -> Any:
+    from tide_bench.study.spec import load_study
+
+    return load_study(path)
+
+
+def _board(path: Path) -> Any:
+    from tide_bench.leaderboard import load_board
+
+    return load_board(path)
+
+
+def _judge(path: Path) -> Any:
+    from tide_bench.judging import load_judge
+
+    return load_judge(str(path))
+
+
+def _meta(path: Path) -> Any:
+    from tide_bench.leaderboard.submission import read_meta
+
+    return read_meta(path)
+
+
+def _pack(path: Path) -> Any:
+    """A validation pack manifest from the user's own folder ($TIDE_BENCH_VALIDATION_PACKS)."""
+    from tide_bench.validation.manifest import PACKS_ENV, load_pack
+
+    before = os.environ.get(PACKS_ENV)
+    os.environ[PACKS_ENV] = str(path.parent)
+    try:
+        return load_pack(path.stem)
+    finally:
+        if before is None:
+            del os.environ[PACKS_ENV]
+        else:
+            os.environ[PACKS_ENV] = before
+
+
+LOADERS: dict[str, Callable[[Path], Any]] = {
+    "study": _study,
+    "board": _board,
+    "judge": _judge,
+    "submission": _meta,
+    "pack": _pack,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LOADERS))
+@pytest.mark.parametrize("text", [BOMB, DEEP], ids=["alias-bomb", "deep-nesting"])
+def test_a_hostile_yaml_is_a_clear_error_at_once(tmp_path: Path, kind: str, text: str) -> None:
+    path = tmp_path / f"{kind}.yaml"
+    path.write_text(text)
+    t0 = time.perf_counter()
+    with pytest.raises(TideBenchError) as refused:
+        LOADERS[kind](path)
+    assert time.perf_counter() - t0 < 1.0
+    message = str(refused.value)
+    assert f"{kind}.yaml" in message and any(
+        w in message for w in ("aliases", "nested more than", "anchors and aliases")
+    ), message
+
+
+@pytest.mark.parametrize("kind", sorted(LOADERS))
+def test_an_oversize_yaml_is_refused(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"{kind}.yaml"
+    path.write_text("# padding\n" * 300_000)
+    with pytest.raises(TideBenchError, match=r"bytes|MB"):
+        LOADERS[kind](path)
+
+
+def test_ordinary_anchors_still_work_where_allowed() -> None:
+    from tide_bench.core.yaml_io import load_yaml
+
+    assert load_yaml("base: &b {dtype: float32}\nmodel: *b\n") == {
+        "base": {"dtype": "float32"},
+        "model": {"dtype": "float32"},
+    }
+    with pytest.raises(DataError, match="anchors and aliases"):
+        load_yaml("a: &b 1\nc: *b\n", error=DataError, aliases=False)
+
+
+_STRUCTURE = ["&a ", "*a", "&b ", "*b", "[", "]", "{", "}", ": ", "- ", "\n", "\n  ", "x", "'", '"', "<<: *a"]
+_PIECES = st.sampled_from([*_STRUCTURE, "!!python/object:os.system", "\t", "#", ",", "?", "|", ">", "\x00", "é"])
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=40))
+def test_fuzzed_yaml_loads_or_fails_clearly_and_fast(pieces: list[str]) -> None:
+    from tide_bench.core.yaml_io import load_yaml
+
+    t0 = time.perf_counter()
+    try:
+        load_yaml("".join(pieces), path="fuzz.yaml")
+    except ConfigError as exc:
+        assert "fuzz.yaml" in str(exc)
+    assert time.perf_counter() - t0 < 1.0

@@ -1,0 +1,301 @@
+"""The prompt condition, checked against what was run rather than against ``run.json``'s word.
+
+``run.json`` says which prompt condition a run used and hashes the system prompt
+(``prompt.prompt_sha256``); the board holds each condition to its pin. Both are claims. The
+per-sample records hold what the model was actually sent (lm-eval's ``arguments``:
+``gen_args_0.arg_0``), so every item's prompt is read back and compared with the board's
+prompt for the claimed condition. Three shapes of prompt, as lm-eval records them:
+
+* **chat messages** (API backends: a JSON list of ``{role, content}``): the system message
+  is read exactly;
+* **the plain transcript** (no chat template, :func:`tide_bench.tasks.prompts.render_plain`):
+  the text before the item's own transcript is the system prompt, read exactly;
+* **a chat template's rendering** (hf, vllm, ...: one string in the model's own markup).
+  A template cannot be undone in general, so the condition's system prompt must appear in it
+  verbatim, and what is left once the system prompt, the item's own turns and the markup
+  (special tokens, role names, and the words of the run's recorded chat template) are taken
+  out must be empty of words: an added instruction shows there.
+
+For an exactly read system prompt the hash is recomputed (also split as an added
+instruction plus the task's prompt, as ``--system-instruction`` builds it) and compared with
+the board's pin; otherwise the pin's text must be one this tide-bench knows. Any item whose
+prompt differs refuses the entry, naming the item and the condition whose prompt it matches,
+if any.
+
+What this cannot prove: that the recorded prompts are what a model was given, rather than
+records rewritten to look so (docs/leaderboard.md, "What a submission is not checked for").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tide_bench.generation.samples import Generation
+from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.tasks.placement import FIRST_USER_TURN, SEPARATOR, SYSTEM
+from tide_bench.tasks.prompts import PROMPT_CONDITIONS, build_messages, prompt_sha256, render_plain
+
+# Markup a chat template renders around the messages: special tokens and role words.
+_SPECIAL = re.compile(r"<\|[^<>|]{0,60}\|>|</?[A-Za-z_][A-Za-z0-9_]{0,40}>|\[/?[A-Z_]{1,16}\]|<</?[A-Z]{1,8}>>")
+_WORD = re.compile(r"[^\W\d_][^\W\d_'’-]*")
+_MARKUP_WORDS = frozenset(
+    [
+        "system",
+        "user",
+        "assistant",
+        "model",
+        "human",
+        "bot",
+        "gpt",
+        "client",
+        "supporter",
+        "tool",
+        "im",
+        "start",
+        "end",
+        "begin",
+        "of",
+        "text",
+        "turn",
+        "header",
+        "id",
+        "eot",
+        "eos",
+        "bos",
+        "inst",
+        "sys",
+        "s",
+        "think",
+        "cutting",
+        "knowledge",
+        "date",
+        "today",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+    ]
+)
+_HOLE = "\x00"
+
+
+@lru_cache(maxsize=8)
+def condition_text(condition: str) -> str:
+    """The system prompt of a condition as this tide-bench's task YAMLs define it."""
+    from tide_bench.tasks.registry import system_prompt
+
+    return system_prompt(condition).strip()
+
+
+@lru_cache(maxsize=16)
+def installed_prompt_hash(condition: str, placement: str = SYSTEM) -> str:
+    """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra
+    instruction), with the system prompt at ``placement`` (:mod:`tide_bench.tasks.placement`)."""
+    return prompt_sha256(condition_text(condition), placement=placement)
+
+
+def board_prompt_hash(board: BoardConfig, condition: str, placement: str = SYSTEM) -> str:
+    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt. For a
+    model whose template has no system role (the prompt folded into the first user turn), the
+    same words placed there, when the pin is this tide-bench's prompt."""
+    pinned = (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
+    if placement != SYSTEM and pinned == installed_prompt_hash(condition):
+        return installed_prompt_hash(condition, placement)
+    return pinned
+
+
+@dataclass(frozen=True)
+class ReadPrompt:
+    """One item's prompt as read back: ``system`` is the exact system text when the shape
+    allows it (``messages``, ``plain``; None when it has none), ``text`` the raw prompt."""
+
+    kind: str  # "messages" | "plain" | "chat"
+    text: str
+    system: str | None = None
+    own_turns: bool = True  # the prompt holds this item's own conversation
+
+
+def _messages(raw: str) -> list[dict[str, Any]] | None:
+    """A prompt recorded as chat messages (JSON, possibly inside a one-string list)."""
+    if not raw.startswith("["):
+        return None
+    try:
+        value: Any = json.loads(raw)
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+            value = json.loads(value[0])
+    except (ValueError, RecursionError):
+        return None
+    ok = isinstance(value, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in value
+    )
+    return value if ok and value else None
+
+
+def _doc(g: Generation) -> dict[str, Any]:
+    return {"history": g.history, "client_utterance": g.client_utterance}
+
+
+def _unfold(turns: list[dict[str, str]], own: list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
+    """A system prompt folded into the first user turn (:func:`tide_bench.tasks.placement.place_system`),
+    taken back out: (the system text, the turns without it); (None, turns) when none is folded."""
+    first = next((k for k, m in enumerate(turns) if m["role"] == "user"), None)
+    mine = next((m["content"] for m in own if m["role"] == "user"), None)
+    if first is None or mine is None or not turns[first]["content"].endswith(SEPARATOR + mine):
+        return None, turns
+    content = turns[first]["content"]
+    unfolded = [*turns[:first], {"role": "user", "content": mine}, *turns[first + 1 :]]
+    return content[: -len(mine) - len(SEPARATOR)].strip() or None, unfolded
+
+
+def read_prompt(g: Generation, placement: str = SYSTEM) -> ReadPrompt:
+    """Read one item's recorded prompt into its shape (see the module docstring). With the
+    ``first_user_turn`` placement, chat messages without a system message have the system prompt
+    at the start of the first user turn, and it is read from there."""
+    raw = g.prompt
+    messages = _messages(raw)
+    if messages is not None:
+        has_system = messages[0]["role"] == "system"
+        turns = [{"role": m["role"], "content": m["content"].strip()} for m in messages[1 if has_system else 0 :]]
+        own = [{"role": m["role"], "content": m["content"].strip()} for m in build_messages(_doc(g), None)]
+        system = messages[0]["content"].strip() if has_system else None
+        if placement == FIRST_USER_TURN and not has_system:
+            system, turns = _unfold(turns, own)
+        return ReadPrompt("messages", raw, system, turns == own)
+    tail = render_plain(build_messages(_doc(g), None))
+    if raw == tail:
+        return ReadPrompt("plain", raw, None)
+    if raw.endswith("\n\n" + tail):
+        return ReadPrompt("plain", raw, raw[: -len(tail) - 2].strip())
+    return ReadPrompt("chat", raw, own_turns=g.client_utterance.strip() in raw)
+
+
+def _splits(system: str) -> list[tuple[str, str | None]]:
+    """(task prompt, extra instruction) readings of a system text: ``--system-instruction``
+    puts the instruction first, a blank line, then the task's prompt."""
+    readings: list[tuple[str, str | None]] = [(system, None)]
+    start = 0
+    while (k := system.find("\n\n", start)) != -1:
+        readings.append((system[k + 2 :].strip(), system[:k].strip()))
+        start = k + 2
+    return readings
+
+
+def _matching_condition(system: str | None) -> str:
+    """Which condition an exactly read system text is, in words."""
+    if system is None:
+        return "it has no system prompt"
+    for condition in PROMPT_CONDITIONS:
+        text = condition_text(condition)
+        if system == text:
+            return f"it is the {condition!r} prompt"
+        if system.endswith("\n\n" + text):
+            return f"it is the {condition!r} prompt with an added instruction"
+    return "it matches no condition's prompt"
+
+
+def _template_words(chat_template: str | None) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD.findall(chat_template or ""))
+
+
+def _leftover_words(read: ReadPrompt, text: str, g: Generation, allowed: frozenset[str]) -> int:
+    """How many words a chat-template prompt holds beyond ``text``, the item's turns and markup."""
+    rest = read.text.replace(text, _HOLE, 1)
+    contents = [m["content"].strip() for m in g.history] + [g.client_utterance.strip()]
+    for content in sorted(filter(None, contents), key=len, reverse=True):
+        rest = rest.replace(content, _HOLE, 1)
+    rest = _SPECIAL.sub(" ", rest)
+    return sum(1 for w in _WORD.findall(rest) if w.lower() not in _MARKUP_WORDS and w.lower() not in allowed)
+
+
+def _item_problem(
+    g: Generation, condition: str, expected: str, known_text: str | None, allowed: frozenset[str], placement: str
+) -> str | None:
+    """Why one item's prompt is not the board's prompt for ``condition`` (None: it is)."""
+    read = read_prompt(g, placement)
+    if not read.own_turns:
+        return "the recorded prompt does not hold this item's own conversation"
+    if read.kind != "chat":
+        if read.system is not None and any(
+            prompt_sha256(s, i, placement=placement) == expected for s, i in _splits(read.system)
+        ):
+            return None
+        return f"the system prompt is not this board's {condition!r} prompt: {_matching_condition(read.system)}"
+    if known_text is None:
+        return (
+            f"the board pins a {condition!r} prompt whose text this tide-bench does not have, so a chat-template "
+            "prompt cannot be compared with it: validate with the tide-bench release that pinned the board"
+        )
+    if known_text not in read.text:
+        found = [c for c in PROMPT_CONDITIONS if condition_text(c) in read.text]
+        held = f"it holds the {found[0]!r} prompt" if found else "it holds no condition's prompt"
+        return f"the prompt does not hold this board's {condition!r} system prompt: {held}"
+    extra = _leftover_words(read, known_text, g, allowed)
+    if extra:
+        return (
+            f"besides this board's {condition!r} system prompt, the conversation and the chat template's markup, the "
+            f"prompt holds {extra} more word(s): an added instruction"
+        )
+    return None
+
+
+def prompt_problems(
+    gens: Sequence[Generation],
+    condition: str,
+    board: BoardConfig,
+    root: Path,
+    chat_template: str | None = None,
+    placement: str = SYSTEM,
+) -> list[Problem]:
+    """One problem naming the first item whose recorded prompt is not the board's prompt for
+    the claimed ``condition`` (with how many items differ), or none. ``placement`` is where the
+    run put the system prompt (run.json's ``prompt.system_prompt_placement``): a prompt folded
+    into the first user turn is read from there and hashed as folded."""
+    expected = board_prompt_hash(board, condition, placement)
+    known = next(
+        (condition_text(c) for c in PROMPT_CONDITIONS if installed_prompt_hash(c, placement) == expected), None
+    )
+    allowed = _template_words(chat_template)
+    differing: list[tuple[Generation, str]] = []
+    for g in sorted(gens, key=lambda g: g.item_id):
+        why = _item_problem(g, condition, expected, known, allowed, placement)
+        if why is not None:
+            differing.append((g, why))
+    if not differing:
+        return []
+    g, why = differing[0]
+    return [
+        Problem(
+            f"item {g.item_id}: {why} ({len(differing)} of {len(gens)} items differ): the condition is checked "
+            "against the prompts the run recorded; evaluate with the board's prompt and no extra instruction",
+            relative(g.file, root),
+            g.line,
+            "arguments.gen_args_0.arg_0",
+        )
+    ]

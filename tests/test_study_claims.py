@@ -176,6 +176,7 @@ def test_many_workers_with_kills_run_every_cell_once_and_lose_none(tmp_path: Pat
         started.append(p)
         return p
 
+    load_study(study)  # imports the study check needs, shared by the forked workers: the kills land mid-stage
     live = [start(i) for i in range(4)]
     killed, deadline = [], time.time() + 60
     for n in range(2):

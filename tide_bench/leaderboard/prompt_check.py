@@ -140,6 +140,7 @@ class ReadPrompt:
     text: str
     system: str | None = None
     own_turns: bool = True  # the prompt holds this item's own conversation
+    system_message: bool = False  # chat messages that open with a system message
 
 
 def _messages(raw: str) -> list[dict[str, Any]] | None:
@@ -187,7 +188,7 @@ def read_prompt(g: Generation, placement: str = SYSTEM) -> ReadPrompt:
         system = messages[0]["content"].strip() if has_system else None
         if placement == FIRST_USER_TURN and not has_system:
             system, turns = _unfold(turns, own)
-        return ReadPrompt("messages", raw, system, turns == own)
+        return ReadPrompt("messages", raw, system, turns == own, has_system)
     tail = render_plain(build_messages(_doc(g), None))
     if raw == tail:
         return ReadPrompt("plain", raw, None)
@@ -241,6 +242,11 @@ def _item_problem(
     read = read_prompt(g, placement)
     if not read.own_turns:
         return "the recorded prompt does not hold this item's own conversation"
+    if placement == FIRST_USER_TURN and read.system_message:
+        return (
+            "run.json says the system prompt was folded into the first user turn (prompt.system_prompt_placement), "
+            "but this item's prompt has a system message"
+        )
     if read.kind != "chat":
         if read.system is not None and any(
             prompt_sha256(s, i, placement=placement) == expected for s, i in _splits(read.system)

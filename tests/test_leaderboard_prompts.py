@@ -271,3 +271,25 @@ def test_a_prompt_folded_into_the_first_user_turn_is_read_from_there(
         assert errors == []
     else:
         assert len(errors) == 1 and says in errors[0] and "12 of 12 items differ" in errors[0], errors
+
+
+def test_a_board_that_pins_a_prompt_with_an_instruction_accepts_exactly_that_instruction(tmp_path: Path) -> None:
+    """A board may pin the neutral prompt plus an extra instruction (``leaderboard pin`` of such a
+    run): a chat-template run that recorded exactly that instruction passes the per-item check;
+    another instruction of the same hash's board, or none, is refused."""
+    from tests.helpers import make_run
+    from tide_bench.generation.run_dir import load_run
+    from tide_bench.leaderboard.prompt_check import prompt_problems
+    from tide_bench.tasks.prompts import prompt_sha256
+
+    pinned = board(prompt_sha256={"neutral": prompt_sha256(NEUTRAL, INSTRUCTION)})
+    run = make_run(tmp_path / "run", "a reply", prompt=chat("smollm2", f"{INSTRUCTION}\n\n{NEUTRAL}"))
+    gens = load_run(run).generations
+    assert prompt_problems(gens, "neutral", pinned, run, system_instruction=INSTRUCTION) == []
+    other = prompt_problems(gens, "neutral", pinned, run, system_instruction="Be brief.")
+    assert other and "whose text this tide-bench does not have" in other[0].message
+    plain_run = make_run(tmp_path / "plain", "a reply", prompt=chat("smollm2", NEUTRAL))
+    missing = prompt_problems(
+        load_run(plain_run).generations, "neutral", pinned, plain_run, system_instruction=INSTRUCTION
+    )
+    assert missing and "does not hold this board's 'neutral' system prompt" in missing[0].message

@@ -116,10 +116,11 @@ def cluster_codes(labels: Sequence[Hashable] | np.ndarray) -> tuple[np.ndarray, 
 
 
 def cluster_totals(codes: np.ndarray, n_clusters: int, values: np.ndarray) -> np.ndarray:
-    """``(n_clusters, k)`` sums of the rows of ``values`` (n x k, or n) within each cluster."""
+    """``(n_clusters, k)`` sums of the rows of ``values`` (n x k, or n) within each cluster; no
+    rows (n = 0, e.g. no item that every entry scored) gives zero sums, not an error."""
     from scipy import sparse
 
-    matrix = values.reshape(len(codes), -1)
+    matrix = values.reshape(len(codes), int(np.prod(values.shape[1:])) if values.ndim > 1 else 1)
     indicator = sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_clusters, len(codes)))
     return np.asarray(indicator @ matrix)
 

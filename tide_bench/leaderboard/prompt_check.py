@@ -225,9 +225,11 @@ def _template_words(chat_template: str | None) -> frozenset[str]:
     return frozenset(w.lower() for w in _WORD.findall(chat_template or ""))
 
 
-def _leftover_words(read: ReadPrompt, text: str, g: Generation, allowed: frozenset[str]) -> int:
-    """How many words a chat-template prompt holds beyond ``text``, the item's turns and markup."""
-    rest = read.text.replace(text, _HOLE, 1)
+def _leftover_words(read: ReadPrompt, texts: Sequence[str], g: Generation, allowed: frozenset[str]) -> int:
+    """How many words a chat-template prompt holds beyond ``texts``, the item's turns and markup."""
+    rest = read.text
+    for text in texts:
+        rest = rest.replace(text, _HOLE, 1)
     contents = [m["content"].strip() for m in g.history] + [g.client_utterance.strip()]
     for content in sorted(filter(None, contents), key=len, reverse=True):
         rest = rest.replace(content, _HOLE, 1)
@@ -236,9 +238,16 @@ def _leftover_words(read: ReadPrompt, text: str, g: Generation, allowed: frozens
 
 
 def _item_problem(
-    g: Generation, condition: str, expected: str, known_text: str | None, allowed: frozenset[str], placement: str
+    g: Generation,
+    condition: str,
+    expected: str,
+    known: Sequence[str] | None,
+    allowed: frozenset[str],
+    placement: str = SYSTEM,
 ) -> str | None:
-    """Why one item's prompt is not the board's prompt for ``condition`` (None: it is)."""
+    """Why one item's prompt is not the board's prompt for ``condition`` (None: it is). ``known``:
+    the texts the pinned prompt is made of (the task prompt, and the pinned extra instruction if
+    any), when this tide-bench can name them."""
     read = read_prompt(g, placement)
     if not read.own_turns:
         return "the recorded prompt does not hold this item's own conversation"
@@ -253,21 +262,36 @@ def _item_problem(
         ):
             return None
         return f"the system prompt is not this board's {condition!r} prompt: {_matching_condition(read.system)}"
-    if known_text is None:
+    if known is None:
         return (
             f"the board pins a {condition!r} prompt whose text this tide-bench does not have, so a chat-template "
             "prompt cannot be compared with it: validate with the tide-bench release that pinned the board"
         )
-    if known_text not in read.text:
+    if any(text not in read.text for text in known):
         found = [c for c in PROMPT_CONDITIONS if condition_text(c) in read.text]
         held = f"it holds the {found[0]!r} prompt" if found else "it holds no condition's prompt"
         return f"the prompt does not hold this board's {condition!r} system prompt: {held}"
-    extra = _leftover_words(read, known_text, g, allowed)
+    extra = _leftover_words(read, known, g, allowed)
     if extra:
         return (
             f"besides this board's {condition!r} system prompt, the conversation and the chat template's markup, the "
             f"prompt holds {extra} more word(s): an added instruction"
         )
+    return None
+
+
+def _known_texts(expected: str, system_instruction: str | None, placement: str = SYSTEM) -> tuple[str, ...] | None:
+    """The texts a pinned prompt hash is made of: one condition's task prompt, or (a board that
+    pins a prompt with an extra instruction) the instruction the run recorded and the task prompt,
+    when exactly they hash to the pin (at the run's ``placement``). None when this tide-bench
+    cannot name them."""
+    for c in PROMPT_CONDITIONS:
+        if installed_prompt_hash(c, placement) == expected:
+            return (condition_text(c),)
+    instruction = (system_instruction or "").strip()
+    for c in PROMPT_CONDITIONS if instruction else ():
+        if prompt_sha256(condition_text(c), instruction, placement=placement) == expected:
+            return (instruction, condition_text(c))
     return None
 
 
@@ -277,16 +301,16 @@ def prompt_problems(
     board: BoardConfig,
     root: Path,
     chat_template: str | None = None,
+    system_instruction: str | None = None,
     placement: str = SYSTEM,
 ) -> list[Problem]:
     """One problem naming the first item whose recorded prompt is not the board's prompt for
-    the claimed ``condition`` (with how many items differ), or none. ``placement`` is where the
-    run put the system prompt (run.json's ``prompt.system_prompt_placement``): a prompt folded
-    into the first user turn is read from there and hashed as folded."""
+    the claimed ``condition`` (with how many items differ), or none. ``system_instruction``: the
+    extra instruction run.json records, which only a board that pins it accepts. ``placement`` is
+    where the run put the system prompt (run.json's ``prompt.system_prompt_placement``): a prompt
+    folded into the first user turn is read from there and hashed as folded."""
     expected = board_prompt_hash(board, condition, placement)
-    known = next(
-        (condition_text(c) for c in PROMPT_CONDITIONS if installed_prompt_hash(c, placement) == expected), None
-    )
+    known = _known_texts(expected, system_instruction, placement)
     allowed = _template_words(chat_template)
     differing: list[tuple[Generation, str]] = []
     for g in sorted(gens, key=lambda g: g.item_id):

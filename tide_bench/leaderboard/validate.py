@@ -617,12 +617,14 @@ def _validate(
     results = _results_file(folder, run, listing, board, result)
     if not declares_reference(run) and run.prompt_condition in board.prompt_conditions:
         template = results[1].get("chat_template") if results and isinstance(results[1], dict) else None
+        instruction = (run.raw.get("prompt") or {}).get("system_instruction") if isinstance(run.raw, dict) else None
         problems = prompt_problems(
             gens,
             run.prompt_condition,
             board,
             folder,
             template if isinstance(template, str) else None,
+            instruction if isinstance(instruction, str) else None,
             placement=_placement(run),
         )
         _listed(result, problems, "prompt problems")

@@ -142,14 +142,19 @@ def test_submit_writer(tmp_path_factory: pytest.TempPathFactory, case: tuple[str
 
 
 @settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
-@given(case=secret_shapes(), where=st.sampled_from(["inputs", "outputs", "measured"]))
+@given(case=secret_shapes(), where=st.sampled_from(["inputs", "measured", "by"]))
 def test_study_stage_record_writer(tmp_path_factory: pytest.TempPathFactory, case: tuple[str, Any], where: str) -> None:
+    """A stage record's inputs, measurements and worker name are redacted; its outputs are paths
+    the study derives itself (never taken from a record or a setting), so no secret can reach them."""
     from tide_bench.study.plan import Cell, StagePlan, mark_done
+    from tide_bench.study.spec import ModelSpec, StudySpec
 
     secret, value = case
     out = tmp_path_factory.mktemp("study")
+    spec = StudySpec(name="s", models=[ModelSpec(id="m", model="org/model")], conditions={"zero-shot": {}})
     inputs = {"judge": {"base_url": value}} if where == "inputs" else {}
     stage = StagePlan(Cell("m-zero-shot", "zero-shot"), "eval", "f" * 16, inputs)
-    mark_done(out, stage, {"run": value} if where == "outputs" else {}, {"x": value} if where == "measured" else None)
+    by = value if where == "by" and isinstance(value, str) else None
+    mark_done(out, spec, stage, {"x": value} if where == "measured" else None, by=by)
     assert _files_hold(out, secret) == []
     shutil.rmtree(out)

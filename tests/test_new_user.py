@@ -283,6 +283,18 @@ def test_the_results_table_shows_every_metric_with_n_and_ci_or_why_not() -> None
     assert "n/a: not computed: embedding model failed to load" in text
 
 
+def test_the_results_table_names_the_rarefied_distinct_n_and_says_why_it_is_na() -> None:
+    """Rerun of the new-user trial: a short run printed ``distinct_1_at_k | n/a | (one value over
+    the corpus)``, the raw key and no reason, though run.json says why (too few n-grams)."""
+    at_k = {"k": 1000, "n_ngrams": 48, "n_replies": 3, "value": None, "note": "fewer than 1000 1-grams"}
+    rarefied = {"k": 1000, "n_ngrams": 5000, "n_replies": 40, "value": 0.61234}
+    text = results_table(_manifest({"distinct_1_at_k": at_k, "distinct_2_at_k": rarefied}))
+    assert "distinct_1_at_k" not in text and "distinct_2_at_k" not in text
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in text.splitlines()[4:6]}
+    assert rows["distinct-1 among 1000 n-grams (rarefied)"] == ["n/a", "n/a: fewer than 1000 1-grams", "3"]
+    assert rows["distinct-2 among 1000 n-grams (rarefied)"] == ["0.612", "(one value over the corpus)", "40"]
+
+
 # ------------------------------------------------------------------ cache shared by tox and a plain install (34.4)
 def test_tox_and_a_plain_install_share_one_cache() -> None:
     tox = configparser.ConfigParser(interpolation=None)

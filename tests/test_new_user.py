@@ -295,6 +295,20 @@ def test_the_results_table_names_the_rarefied_distinct_n_and_says_why_it_is_na()
     assert rows["distinct-2 among 1000 n-grams (rarefied)"] == ["0.612", "(one value over the corpus)", "40"]
 
 
+# ------------------------------------------------------------------ the demo names the sample's reference (34.11)
+def test_the_demo_names_the_samples_reference_row_never_tides() -> None:
+    """Rerun of the new-user trial: the board said "sample reference (written for tide-bench)",
+    but the demo's console still announced and summarised a "TIDE reference" on the sample."""
+    from tide_bench.demo.pipeline import cells_line, demo_study, summary_table
+
+    line = cells_line(demo_study(finetune_steps=0))
+    assert line == "smollm2-135m zero-shot, sample reference (written for tide-bench)"
+    report = {"reference": {"label": "sample reference (written for tide-bench)", "empathy": {"mean": 3.72}}}
+    assert summary_table(report) == "sample reference (written for tide-bench) empathy: 3.720"
+    help_text = CliRunner().invoke(cli, ["demo", "--help"]).output
+    assert "TIDE reference" not in help_text and "the sample's reference row" in help_text
+
+
 # ------------------------------------------------------------------ cache shared by tox and a plain install (34.4)
 def test_tox_and_a_plain_install_share_one_cache() -> None:
     tox = configparser.ConfigParser(interpolation=None)

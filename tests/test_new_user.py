@@ -136,6 +136,10 @@ def test_the_readme_says_how_to_lint_run_one_test_file_and_shorten_the_demo() ->
     assert "--finetune 0" in text and "busy machine" in text and "resumes" in text
     assert "most likely" not in text  # the dataset stated plainly
     assert "pretrained=demo" in text and "merge-adapter" in text and "finetune merge" not in text
+    assert "likely" not in text  # new-user rerun: "(the likely shape)" was left
+    # how to rebuild the demo board (new-user rerun: the README's plain build refuses the demo's runs)
+    flat = " ".join(text.split())
+    assert "leaderboard build --submissions demo-output/submissions --board leaderboard/demo.yaml" in flat
 
 
 # ------------------------------------------------------------------ leftovers and messages (34.9)

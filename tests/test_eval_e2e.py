@@ -101,6 +101,25 @@ def multi_exchange_run(tmp_path_factory: pytest.TempPathFactory, demo_model_dir:
     return out
 
 
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the no-GPU default is what is tested")
+def test_the_readmes_demo_eval_command_runs_on_a_machine_without_a_gpu(tmp_path: Path, demo_model_dir: Path) -> None:
+    """The README's command has no --device; lm-eval's hf backend then defaults to "cuda" and
+    the model failed to load on a machine without one ("Found no NVIDIA driver" / "Torch not
+    compiled with CUDA enabled"; the new-user rerun). Without a GPU, no --device means the CPU."""
+    out = tmp_path / "runs" / "demo"
+    result = _invoke(
+        "eval", "--data", "sample", "--model-args", "pretrained=demo", "--limit", "1",
+        "--gen-kwargs", "max_gen_toks=4", "--output-dir", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "run.json").read_text())["generation"]["device"] == "cpu"
+    # --device cuda on this machine: the hint says so, not "check the model path or hub id"
+    result = _invoke("eval", "--data", "sample", "--model-args", "pretrained=demo", "--device", "cuda",
+                     "--limit", "1", "--output-dir", str(tmp_path / "cuda"))  # fmt: skip
+    assert result.exit_code == 2 and "hint: there is no CUDA GPU here: pass --device cpu" in result.output
+    assert "model path or hub id" not in result.output and not (tmp_path / "cuda").exists()
+
+
 def test_eval_with_limit_runs_to_completion_on_a_single_exchange_snapshot(
     tmp_path: Path, demo_model_dir: Path, snapshot: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

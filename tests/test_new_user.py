@@ -136,6 +136,10 @@ def test_the_readme_says_how_to_lint_run_one_test_file_and_shorten_the_demo() ->
     assert "--finetune 0" in text and "busy machine" in text and "resumes" in text
     assert "most likely" not in text  # the dataset stated plainly
     assert "pretrained=demo" in text and "merge-adapter" in text and "finetune merge" not in text
+    assert "likely" not in text  # new-user rerun: "(the likely shape)" was left
+    # how to rebuild the demo board (new-user rerun: the README's plain build refuses the demo's runs)
+    flat = " ".join(text.split())
+    assert "leaderboard build --submissions demo-output/submissions --board leaderboard/demo.yaml" in flat
 
 
 # ------------------------------------------------------------------ leftovers and messages (34.9)
@@ -281,6 +285,32 @@ def test_the_results_table_shows_every_metric_with_n_and_ci_or_why_not() -> None
         _manifest({"cosine_sim": cosine}) | {"reference_metrics": {"overall": {"cosine_sim": cosine}, "method": why}}
     )
     assert "n/a: not computed: embedding model failed to load" in text
+
+
+def test_the_results_table_names_the_rarefied_distinct_n_and_says_why_it_is_na() -> None:
+    """Rerun of the new-user trial: a short run printed ``distinct_1_at_k | n/a | (one value over
+    the corpus)``, the raw key and no reason, though run.json says why (too few n-grams)."""
+    at_k = {"k": 1000, "n_ngrams": 48, "n_replies": 3, "value": None, "note": "fewer than 1000 1-grams"}
+    rarefied = {"k": 1000, "n_ngrams": 5000, "n_replies": 40, "value": 0.61234}
+    text = results_table(_manifest({"distinct_1_at_k": at_k, "distinct_2_at_k": rarefied}))
+    assert "distinct_1_at_k" not in text and "distinct_2_at_k" not in text
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in text.splitlines()[4:6]}
+    assert rows["distinct-1 among 1000 n-grams (rarefied)"] == ["n/a", "n/a: fewer than 1000 1-grams", "3"]
+    assert rows["distinct-2 among 1000 n-grams (rarefied)"] == ["0.612", "(one value over the corpus)", "40"]
+
+
+# ------------------------------------------------------------------ the demo names the sample's reference (34.11)
+def test_the_demo_names_the_samples_reference_row_never_tides() -> None:
+    """Rerun of the new-user trial: the board said "sample reference (written for tide-bench)",
+    but the demo's console still announced and summarised a "TIDE reference" on the sample."""
+    from tide_bench.demo.pipeline import cells_line, demo_study, summary_table
+
+    line = cells_line(demo_study(finetune_steps=0))
+    assert line == "smollm2-135m zero-shot, sample reference (written for tide-bench)"
+    report = {"reference": {"label": "sample reference (written for tide-bench)", "empathy": {"mean": 3.72}}}
+    assert summary_table(report) == "sample reference (written for tide-bench) empathy: 3.720"
+    help_text = CliRunner().invoke(cli, ["demo", "--help"]).output
+    assert "TIDE reference" not in help_text and "the sample's reference row" in help_text
 
 
 # ------------------------------------------------------------------ cache shared by tox and a plain install (34.4)

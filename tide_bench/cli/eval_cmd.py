@@ -88,7 +88,11 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
         "tide_empathy_turn2 (one turn; multi-exchange data only)."
     ),
 )
-@click.option("--device", default=None, help="cpu, cuda, cuda:0, ... (default: lm-eval's choice).")
+@click.option(
+    "--device",
+    default=None,
+    help="cpu, cuda, cuda:0, ... (default: the backend's; for hf cuda when a CUDA GPU is there, else cpu).",
+)
 @click.option("--batch-size", "batch_size", default="1", show_default=True, help="Integer, or 'auto' / 'auto:N' (hf).")
 @click.option("--max-batch-size", "max_batch_size", type=int, default=None, help="Upper bound for --batch-size auto.")
 @click.option(

@@ -2,7 +2,7 @@
 
 The demo is ``studies/demo.yaml`` run through :func:`tide_bench.study.run_study`: the offline
 demo model (SmolLM2-135M-Instruct) zero-shot and after a few LoRA steps on the sample's train
-split, plus the TIDE reference row, each through generation, reference metrics, the judge
+split, plus the sample's reference row, each through generation, reference metrics, the judge
 when one is configured, and submission; then the demo board and the study report. The
 numbers come from a 135M model on a synthetic sample: they show the mechanism, not a result,
 and every output says so. A rerun into the same folder resumes (finished stages are skipped).
@@ -20,6 +20,7 @@ from typing import Any
 from tide_bench.core.resources import resource_dir
 from tide_bench.demo.model import DEMO_MODEL_NAME, prepare_demo_model, resolve_model
 from tide_bench.finetune import FinetuneConfig
+from tide_bench.generation.reference import reference_label
 from tide_bench.judging import JudgeConfig
 from tide_bench.study import StudySpec, load_study, run_study
 from tide_bench.study.runner import Echo
@@ -135,9 +136,7 @@ def run_demo(
     spec = demo_study(
         limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size, finetune_steps=finetune_steps, judge=judge
     )
-    cells = ", ".join(f"{m.id} {c}" for m in spec.models for c in spec.conditions) + (
-        ", TIDE reference" if spec.reference else ""
-    )
+    cells = cells_line(spec)
     echo(
         f"[study] {cells}: generation, reference metrics, {'judging, ' if judge else ''}submission; then board and "
         "report"
@@ -173,6 +172,12 @@ def run_demo(
     }
 
 
+def cells_line(spec: StudySpec) -> str:
+    """The cells the demo runs, the reference row named after the study's data (issue 34.11)."""
+    cells = [f"{m.id} {c}" for m in spec.models for c in spec.conditions]
+    return ", ".join(cells + ([reference_label(spec.data)] if spec.reference else []))
+
+
 def summary_table(report: dict[str, Any]) -> str:
     """Zero-shot, fine-tuned and the paired gain per metric, as a few text lines."""
     lines = []
@@ -192,5 +197,6 @@ def summary_table(report: dict[str, Any]) -> str:
             lines.append(f"{model['model']} {metric}: " + ", ".join(parts))
     reference = (report.get("reference") or {}).get("empathy") or {}
     if reference.get("mean") is not None:
-        lines.append(f"TIDE reference empathy: {reference['mean']:.3f}")
+        label = (report.get("reference") or {}).get("label") or "reference"
+        lines.append(f"{label} empathy: {reference['mean']:.3f}")
     return "\n".join(lines) or "(no scores: see the report)"

@@ -26,11 +26,20 @@ def _number(value: float | None, digits: int) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _label(name: str, block: dict[str, Any]) -> str:
+    """The row's words; the rarefied distinct-n (``distinct_N_at_k``) says its sample size k."""
+    if name.endswith("_at_k") and name.startswith("distinct_"):
+        return f"distinct-{name[len('distinct_') : -len('_at_k')]} among {block.get('k')} n-grams (rarefied)"
+    return LABELS.get(name, name)
+
+
 def _row(name: str, block: dict[str, Any], notes: dict[str, Any]) -> list[str]:
     digits = 1 if name == "length_tokens" else 3
-    label = LABELS.get(name, name)
+    label = _label(name, block)
     if "value" in block:  # corpus-level: one number over every reply, no interval
-        return [label, _number(block.get("value"), digits), "(one value over the corpus)", f"{block.get('n_replies')}"]
+        value = block.get("value")
+        why = "(one value over the corpus)" if value is not None else f"n/a: {block.get('note') or 'no value'}"
+        return [label, _number(value, digits), why, f"{block.get('n_replies')}"]
     mean, low, high = block.get("mean"), block.get("ci_low"), block.get("ci_high")
     if mean is None:
         ci = f"n/a: {notes.get(name) or 'no item had a value'}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import sys
 import time
@@ -54,6 +55,7 @@ HUB_LOG_KEYS = frozenset(
         "gated",
     }
 )
+HF_BACKENDS = ("hf", "hf-auto", "huggingface")  # lm-eval's names of its transformers backend
 TEMPLATE_KWARG_BACKENDS = ("hf", "vllm")  # lm-eval backends that take enable_thinking= as a model argument
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
 
@@ -110,6 +112,21 @@ def with_template_kwargs(backend: str, model_args: str) -> str:
     given = {part.split("=", 1)[0].strip() for part in model_args.split(",") if part.strip()}
     extra = [f"{key}={value}" for key, value in CHAT_TEMPLATE_KWARGS.items() if key not in given]
     return ",".join(filter(None, [model_args.strip().strip(","), *extra]))
+
+
+def default_device(backend: str, device: str | None) -> str | None:
+    """The device when ``--device`` is not given: lm-eval's choice, except for its hf backend on a
+    machine without a CUDA GPU, where that choice ("cuda") fails to load the model ("Torch not
+    compiled with CUDA enabled", "Found no NVIDIA driver"): there it is the CPU."""
+    if device is not None or backend not in HF_BACKENDS:
+        return device
+    return None if _cuda_available() else "cpu"
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def check_adapter_args(backend: str, model_args: str) -> str:
@@ -274,11 +291,14 @@ def create_model(config: EvalConfig) -> Any:
         ) from None
     except Exception as exc:
         api = "pretrained=" not in config.model_args  # API backends name a served model (model=...), not weights
+        no_gpu = re.search(r"CUDA|NVIDIA", str(exc)) and not _cuda_available()
         raise ConfigError(
             redact_model_args(
                 f"model failed to load ({config.model} with {config.model_args!r}): {type(exc).__name__}: {exc}"
             ),
-            hint="check model= and base_url= in --model-args, that the server answers, and the API key variable"
+            hint=f"there is no CUDA GPU here: pass --device cpu (got --device {config.device})"
+            if no_gpu
+            else "check model= and base_url= in --model-args, that the server answers, and the API key variable"
             if api
             else "check the model path or hub id, --model-args, network access and available memory",
         ) from None
@@ -406,6 +426,7 @@ def run_eval(config: EvalConfig) -> Path:
 
     started_at, t0 = utc_now(), time.perf_counter()
     check_eval_config(config)
+    config.device = default_device(config.model, config.device)
     config.data = choose_spec(config.data)
     config.model_args = check_adapter_args(config.model, with_template_kwargs(config.model, config.model_args))
     dataset = load_dataset(config.data)  # fail on bad data before any model loads

@@ -41,6 +41,7 @@ from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from tide_bench.generation.run_dir import TASK_PREFIX, Generation, iter_samples_file
+from tide_bench.generation.samples import TASK_PATTERN
 from tide_bench.metrics.reference import METRIC_NAMES, ReferenceScorer, summarize_metrics
 
 LM_EVAL_SUBDIR = "lm_eval"
@@ -87,7 +88,7 @@ def find_output(source: str | Path) -> LmEvalOutput:
     ours = [t for t in tasks if t.startswith(TASK_PREFIX)]
     if not ours:
         raise DataError(
-            f"results of task(s) {', '.join(tasks) or 'none'}, not of tide-bench's tasks ({TASK_PREFIX}*)",
+            f"results of task(s) {', '.join(tasks) or 'none'}, not of tide-bench's tasks ({TASK_PATTERN})",
             path=results_path,
             field="configs",
         )

@@ -44,6 +44,7 @@ class Column:
     md: bool = False
     help: str = ""
     warn: str | None = None  # a row field that, when true, marks this column's cell with a warning
+    when_present: bool = False  # shown only when some row has a value (shown_columns)
 
     @property
     def is_block(self) -> bool:
@@ -86,6 +87,7 @@ def _column(entry: dict[str, Any], where: str) -> Column:
         "help",
         "warn",
         "against_reference",
+        "when_present",
     }
     if unknown or not isinstance(entry.get("key"), str) or entry.get("kind") not in KINDS:
         raise ConfigError(
@@ -108,6 +110,7 @@ def _column(entry: dict[str, Any], where: str) -> Column:
         md=bool(entry.get("md", False)),
         help=str(entry.get("help") or ""),
         warn=entry.get("warn"),
+        when_present=bool(entry.get("when_present", False)),
     )
 
 
@@ -177,6 +180,11 @@ def against_reference_keys(path: Path | None = None) -> tuple[str, ...]:
     return tuple(
         e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric" and e.get("against_reference")
     )
+
+
+def shown_columns(columns: Sequence[Column], rows: Sequence[dict[str, Any]]) -> list[Column]:
+    """``columns`` without the ``when_present`` ones that no row has a value for."""
+    return [c for c in columns if not c.when_present or any(c.number(r) is not None for r in rows)]
 
 
 def optional_columns(rows: Sequence[dict[str, Any]], declared: Sequence[Column] = ()) -> list[Column]:

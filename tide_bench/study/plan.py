@@ -22,8 +22,12 @@ from tide_bench.core.provenance import utc_now
 from tide_bench.core.secrets import redact_record
 from tide_bench.study.spec import ModelSpec, StudySpec
 
-STAGES = ("finetune", "eval", "judge", "submit")
+# epitome_judge (an EPITOME-rubric judge) and epitome (the local scorer) run only when the study
+# file names them; a study without them plans, and fingerprints, exactly as before.
+STAGES = ("finetune", "eval", "judge", "epitome_judge", "epitome", "submit")
+OPTIONAL_STAGES = {"judge": "judge", "epitome_judge": "epitome_judge", "epitome": "epitome"}  # stage -> spec field
 REFERENCE_CELL = "reference"
+EPITOME_JUDGE_SUBDIR = "judge-epitome"  # the EPITOME-rubric judge's folder inside a cell's run
 
 
 @dataclass(frozen=True)
@@ -103,11 +107,23 @@ def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
         return {"model": model, **data, "task": spec.task, "eval": spec.eval, "reference": cell.model is None}
     if stage == "judge":
         return {"judge": spec.judge}
+    if stage == "epitome_judge":
+        return {"judge": spec.epitome_judge, "rubric": "epitome"}
+    if stage == "epitome":
+        return {"epitome": spec.epitome, "card_sha256": _card_sha256(str((spec.epitome or {}).get("model", "")))}
     return {
         "study": spec.name,
         "parameters": None if cell.model is None else cell.model.parameters,
         "verified": None if cell.model is None else cell.model.verified,
     }
+
+
+def _card_sha256(model_dir: str) -> str | None:
+    """The local scorer's identity: a retrained scorer in the same folder redoes the stage."""
+    from tide_bench.core.hashing import sha256_file
+
+    card = Path(model_dir) / "card.json"
+    return sha256_file(card) if card.is_file() else None
 
 
 def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
@@ -116,7 +132,7 @@ def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
     for cell in cells(spec):
         previous = ""
         for stage in cell.stages:
-            if stage == "judge" and spec.judge is None:
+            if stage in OPTIONAL_STAGES and getattr(spec, OPTIONAL_STAGES[stage]) is None:
                 continue
             inputs = _inputs(spec, cell, stage)
             fingerprint = sha256_json({"stage": stage, "inputs": inputs, "previous": previous})[:16]

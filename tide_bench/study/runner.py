@@ -21,12 +21,21 @@ from typing import Any
 import yaml
 
 from tide_bench.core.errors import ConfigError, TideBenchError
+from tide_bench.data.sources import ED_PREFIX as ED_SPEC_PREFIX
 from tide_bench.data.sources import load_dataset
 from tide_bench.generation import load_run, run_eval
 from tide_bench.generation.reference import ALIASES as REFERENCE_ALIASES
 from tide_bench.generation.run_dir import Generation, RunDirectory
 from tide_bench.judging.files import RUN_SUBDIR
-from tide_bench.study.plan import StagePlan, StudyPlan, cell_dir, forget_later, make_plan, mark_done
+from tide_bench.study.plan import (
+    EPITOME_JUDGE_SUBDIR,
+    StagePlan,
+    StudyPlan,
+    cell_dir,
+    forget_later,
+    make_plan,
+    mark_done,
+)
 from tide_bench.study.spec import StudySpec
 
 Echo = Callable[[str], None]
@@ -143,13 +152,44 @@ class StudyRunner:
         return {"run": str(run_dir.relative_to(self.out))}, measured
 
     def judge(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
+        return self._judge(stage, "judge", RUN_SUBDIR)
+
+    def epitome_judge(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The same judge machinery with the EPITOME rubric, into ``RUN/judge-epitome``."""
+        return self._judge(stage, "epitome_judge", EPITOME_JUDGE_SUBDIR)
+
+    def epitome(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The local EPITOME scorer over the cell's run (``epitome.json`` and per-item fields)."""
+        from tide_bench.generation.epitome_runs import SCORES_NAME, score_run
+
+        settings = dict(self.spec.epitome or {})
+        run_dir = self.out / self._record(stage, "eval")["outputs"]["run"]
+        started = time.perf_counter()
+        record = score_run(
+            run_dir,
+            settings["model"],
+            device=str(settings.get("device", "auto")),
+            batch_size=int(settings.get("batch_size", 64)),
+        )
+        seconds = time.perf_counter() - started
+        n = record["summary"]["n_items"]
+        return (
+            {"epitome": str((run_dir / SCORES_NAME).relative_to(self.out))},
+            {
+                "items": n,
+                "seconds": round(seconds, 2),
+                "replies_per_second": round(n / seconds, 1) if seconds else None,
+            },
+        )
+
+    def _judge(self, stage: StagePlan, section: str, subdir: str) -> tuple[dict[str, Any], dict[str, Any]]:
         from tide_bench.judging import judge_run
 
         run_dir = self.out / self._record(stage, "eval")["outputs"]["run"]
-        result = judge_run(run_dir, run_dir / RUN_SUBDIR, self.spec.judge_config(), self.spec.judge_options())
+        result = judge_run(run_dir, run_dir / subdir, self.spec.judge_config(section), self.spec.judge_options(section))
         summary = result.summary
         return (
-            {"judge": str((run_dir / RUN_SUBDIR).relative_to(self.out))},
+            {"judge": str((run_dir / subdir).relative_to(self.out))},
             {
                 "n_scored": summary.get("n_scored"),
                 "n_unscored": summary.get("n_unscored"),
@@ -294,24 +334,53 @@ def study_board(spec: StudySpec) -> Any:
     required when the study names a judge; the study file's ``board`` settings on top."""
     from tide_bench.leaderboard.config import BoardConfig
 
-    settings = {
-        "name": f"study {spec.name}",
-        "split": spec.split,
-        "demo": spec.data == "sample",
-        "require_judgments": spec.judge is not None,
-        "conversations_per_persona": None,
-        "prompt_conditions": [spec.prompt],
-    } | dict(spec.board)
+    board = dict(spec.board)
+    settings = (
+        {
+            "name": f"study {spec.name}",
+            "split": spec.split,
+            "demo": spec.data == "sample",
+            "require_judgments": spec.judge is not None,
+            "conversations_per_persona": None,
+            "prompt_conditions": [spec.prompt],
+        }
+        | _board_file(spec, board.pop("config", None))
+        | board
+    )
     return BoardConfig(**settings)
 
 
-def build_board(spec: StudySpec, out: Path, report: Path | None = None) -> Any:
-    """The study's board over its submissions, with the study's report as a section of its page."""
+def _board_file(spec: StudySpec, name: Any) -> dict[str, Any]:
+    """``board: {config: leaderboard/ed.yaml}``: that board file's settings (under the study file's
+    own ``board`` keys). Looked for as given, beside the study file, then among the shipped boards."""
+    if name is None:
+        return {}
+    from dataclasses import fields
+
+    from tide_bench.core.resources import resource_dir
+    from tide_bench.leaderboard.config import load_board
+
+    given = Path(str(name))
+    candidates = [
+        given,
+        *([spec.source.parent / given] if spec.source else []),
+        resource_dir("leaderboard") / given.name,
+    ]
+    path = next((p for p in candidates if p.is_file()), given)
+    loaded = load_board(path)
+    return {f.name: getattr(loaded, f.name) for f in fields(loaded) if f.name not in ("source", "name")}
+
+
+def build_board(spec: StudySpec, out: Path, report: Path | None = None, people: Path | None = None) -> Any:
+    """The study's board over its submissions, with the study's report (and, on ED, the LLMs-vs-people
+    comparison) as sections of its page."""
     from tide_bench.leaderboard import build_site
     from tide_bench.leaderboard.html import render_section
     from tide_bench.study.report import report_html
 
     sections = [render_section("Study report", report_html(report), "study-report")] if report else []
+    if people is not None:
+        sections.append(render_section("LLM replies vs people", report_html(people), "people-report"))
     return build_site(out / "submissions", out / "site", study_board(spec), extra_sections=sections)
 
 
@@ -334,7 +403,12 @@ def run_study(
             from tide_bench.study.report import write_report
 
             result.report = write_report(spec, out, plan)
-            built = build_board(spec, out, report=result.report)
+            people = None
+            if spec.data.startswith(ED_SPEC_PREFIX):
+                from tide_bench.study.people import write_comparison
+
+                people = write_comparison(spec, out, plan)
+            built = build_board(spec, out, report=result.report, people=people)
             for sid, errors in built.refused.items():
                 echo(f"[study] board refused {sid}: {'; '.join(errors)}")
             result.site = built.out / "index.html"

@@ -8,9 +8,9 @@ of the grid is then one ``finetune -> eval -> judge -> submit`` chain (:mod:`.pl
 Schema (every key but ``models`` optional)::
 
     name: pursuit-of-empathy          # folder-safe; prefixes the submission ids
-    data: /data/TIDE                  # sample | hub | a snapshot folder
+    data: /data/TIDE                  # sample | hub | a snapshot folder | ed:PATH (EmpatheticDialogues)
     split: test
-    prompt: neutral                   # neutral (tide_empathy) | guided (tide_empathy_guided)
+    prompt: neutral                   # neutral (tide_empathy) | guided (tide_empathy_guided) | ed (ED)
     reference: true                   # add the TIDE reference row (its replies = the references)
     models:
       - id: qwen2.5-0.5b              # folder-safe cell id
@@ -26,6 +26,8 @@ Schema (every key but ``models`` optional)::
       fine-tuned: {lora: {rank: 16, alpha: 32, epochs: 3}}   # FinetuneConfig settings
     eval: {backend: hf, device: cuda:0, batch_size: auto, max_gen_toks: 256, limit: null}
     judge: {name: claude-sonnet, mode: sync, max_cost: 50}    # or null: no judging
+    epitome_judge: {name: claude-sonnet, mode: sync}          # optional: the judge's keys; rubric epitome
+    epitome: {model: models/epitome}  # optional: score every run with the local EPITOME scorer
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
 
 Every section is checked, key and value, against the code it feeds, before anything runs (and
@@ -63,11 +65,12 @@ if TYPE_CHECKING:
 
 CONDITIONS = ("zero-shot", "fine-tuned")
 CONDITION_SETTINGS = {"zero-shot": (), "fine-tuned": ("lora",)}  # what each condition's mapping may hold
-PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided"}
+PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided", "ed": "ed_empathy_first_turn"}
 DEFAULT_MAX_GEN_TOKS = 256
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
-_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board")  # checked against their own targets
+_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "epitome_judge", "epitome")  # own checks
+EPITOME_OPTIONS = {"model": str, "device": str, "batch_size": int}  # the local scorer (tide-bench epitome score)
 # What the study itself decides for each stage (from the model block, the data and the cell): the rest of
 # each config class's fields are the section's keys.
 FINETUNE_SET_BY_STUDY = ("model", "revision", "data", "out", "chat_template", "prompt", "overwrite")
@@ -103,6 +106,8 @@ class StudySpec:
     judge: dict[str, Any] | None = None
     board: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
+    epitome_judge: dict[str, Any] | None = None  # a judge (same keys as judge) with the EPITOME rubric
+    epitome: dict[str, Any] | None = None  # the local EPITOME scorer: {model: DIR}
 
     @property
     def task(self) -> str:
@@ -149,19 +154,25 @@ class StudySpec:
             **settings,
         )
 
-    def judge_config(self) -> JudgeConfig:
-        """The study's judge, loaded (``judge:`` must not be null)."""
+    def judge_config(self, section: str = "judge") -> JudgeConfig:
+        """The study's judge (``section``: ``judge`` or ``epitome_judge``, which must not be null),
+        loaded; the EPITOME judge always with the ``epitome`` rubric."""
         from tide_bench.judging.config import load_judge
 
-        assert self.judge is not None
-        loader, overrides, _ = _judge_parts(self.judge)
+        loader, overrides, _ = _judge_parts(self._judge_section(section))
+        if section == "epitome_judge":
+            loader["rubric"] = "epitome"
         return load_judge(loader.pop("name_or_path"), overrides=overrides or None, **loader)
 
-    def judge_options(self) -> JudgeOptions:
+    def judge_options(self, section: str = "judge") -> JudgeOptions:
         from tide_bench.judging.session import JudgeOptions
 
-        assert self.judge is not None
-        return JudgeOptions(**_judge_parts(self.judge)[2], overwrite=True)
+        return JudgeOptions(**_judge_parts(self._judge_section(section))[2], overwrite=True)
+
+    def _judge_section(self, section: str) -> dict[str, Any]:
+        value = {"judge": self.judge, "epitome_judge": self.epitome_judge}[section]
+        assert value is not None
+        return value
 
 
 def _lora_options() -> dict[str, Any]:
@@ -282,7 +293,9 @@ def load_study(path: str | Path) -> StudySpec:
         raise fail(f"prompt must be one of {', '.join(PROMPTS)}, got {shown(prompt)}", "prompt")
     models = _models(raw.get("models"), fail)
     conditions = _conditions(raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}}), fail)
-    sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board")}
+    sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board", "epitome_judge", "epitome")}
+    if sections["epitome"] is not None and not isinstance(sections["epitome"].get("model"), str):
+        raise fail("epitome needs model: the folder `tide-bench epitome train` wrote", "epitome.model")
     spec = StudySpec(
         name=name,
         models=models,
@@ -294,6 +307,12 @@ def load_study(path: str | Path) -> StudySpec:
         if sections["judge"] is None
         else check_options(sections["judge"], judge_options(), where="judge", fail=fail),
         board=check_options(sections["board"] or {}, _board_options(), where="board", fail=fail),
+        epitome_judge=None
+        if sections["epitome_judge"] is None
+        else check_options(sections["epitome_judge"], judge_options(), where="epitome_judge", fail=fail),
+        epitome=None
+        if sections["epitome"] is None
+        else check_options(sections["epitome"], EPITOME_OPTIONS, where="epitome", fail=fail),
     )
     _check_values(spec, fail)
     return spec
@@ -401,10 +420,11 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
         with _located(fail, "conditions.fine-tuned.lora"):
             for model in spec.models:
                 check_config(spec.finetune_config(model, model.model, Path("adapter")))
-    if spec.judge is not None:
-        with _located(fail, "judge", {"name_or_path": "name"}, default="name"):
-            config = spec.judge_config()
-            check_judge_options(config, spec.judge_options())
+    for section in ("judge", "epitome_judge"):
+        if getattr(spec, section) is not None:
+            with _located(fail, section, {"name_or_path": "name"}, default="name"):
+                config = spec.judge_config(section)
+                check_judge_options(config, spec.judge_options(section))
     with _located(fail, "board"):
         check_board_settings(dict(spec.board), spec.source or Path("study"))
 

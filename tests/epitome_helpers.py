@@ -44,7 +44,6 @@ def train_tiny(tmp: Path, out_name: str = "model", folds: int = 2, source: Path 
         encoder=str(encoder),
         config=EncoderConfig(max_length=32, batch_size=8, epochs=1, learning_rate=1e-3),
         folds=folds,
-        threads=1,
         device="cpu",
     )
     out = tmp / out_name

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.epitome_helpers import EPITOME_FIXTURE, copy_fixture, train_tiny
+from tests.epitome_helpers import EPITOME_FIXTURE, copy_fixture
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.epitome.agreement import agreement, statistics
 from tide_bench.epitome.baseline import TfidfBaseline
@@ -25,12 +25,9 @@ from tide_bench.epitome.mechanisms import KEYS, MECHANISMS
 FILES = [m.file for m in MECHANISMS]
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-
-    torch.set_num_threads(1)
-    return train_tiny(tmp_path_factory.mktemp("epitome"))
+@pytest.fixture
+def tiny_model(epitome_model: Path) -> Path:
+    return epitome_model
 
 
 def _rows(path: Path) -> list[list[str]]:

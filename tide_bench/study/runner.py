@@ -336,7 +336,8 @@ def study_board(spec: StudySpec) -> Any:
 
     board = dict(spec.board)
     settings = (
-        {
+        _board_file(spec, board.pop("config", None))
+        | {
             "name": f"study {spec.name}",
             "split": spec.split,
             "demo": spec.data == "sample",
@@ -344,15 +345,16 @@ def study_board(spec: StudySpec) -> Any:
             "conversations_per_persona": None,
             "prompt_conditions": [spec.prompt],
         }
-        | _board_file(spec, board.pop("config", None))
         | board
     )
     return BoardConfig(**settings)
 
 
 def _board_file(spec: StudySpec, name: Any) -> dict[str, Any]:
-    """``board: {config: leaderboard/ed.yaml}``: that board file's settings (under the study file's
-    own ``board`` keys). Looked for as given, beside the study file, then among the shipped boards."""
+    """``board: {config: leaderboard/ed.yaml}``: that board file's settings, under what the study
+    itself decides (its split, prompt condition, demo status, whether judgments are required) and
+    under the study file's other ``board`` keys. Looked for as given, beside the study file, then
+    among the shipped boards."""
     if name is None:
         return {}
     from dataclasses import fields

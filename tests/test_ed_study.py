@@ -124,3 +124,26 @@ def test_the_ed_study_runs_end_to_end_on_cpu_with_the_human_row_on_its_board(
     )
     run = out / "cells" / "reference" / "run"
     assert (run / "epitome.json").is_file() and (run / "judge-epitome" / "judgments.jsonl").is_file()
+
+
+def test_fine_tuning_on_ed_train_is_allowed_and_a_test_conversation_in_it_is_refused(tmp_path: Path) -> None:
+    """ED's crowd workers speak in every split (the release splits conversations, not speakers);
+    what must not leak into training is a test conversation."""
+    import shutil
+
+    from tide_bench.core.errors import DataError
+    from tide_bench.data.sources import _load_cached
+    from tide_bench.finetune.config import FinetuneConfig
+    from tide_bench.finetune.train import load_training_data
+
+    data = load_training_data(FinetuneConfig(model="m", data=f"ed:{ED_FIXTURE}", out=tmp_path / "a"))
+    assert len(data.train_items) == 24 and len(data.validation_items) == 8
+    leaky = tmp_path / "ed"
+    shutil.copytree(ED_FIXTURE, leaky)
+    test_rows = [line for line in (leaky / "test.csv").read_text().splitlines()[1:] if line.startswith("hit:200_")]
+    with (leaky / "train.csv").open("a") as handle:
+        handle.write("\n".join(test_rows) + "\n")
+    _load_cached.cache_clear()
+    # refused as soon as the release is read (a conversation in two splits), before any training
+    with pytest.raises(DataError, match=r"conversation hit:200_conv:400 is also in .*train\.csv"):
+        load_training_data(FinetuneConfig(model="m", data=f"ed:{leaky}", out=tmp_path / "b"))

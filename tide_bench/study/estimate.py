@@ -19,7 +19,7 @@ from typing import Any
 from tide_bench.core.errors import TideBenchError
 from tide_bench.data.sources import load_dataset
 from tide_bench.data.splits import TRAIN_BELOW, VALIDATION_BELOW
-from tide_bench.study.plan import StagePlan, StudyPlan
+from tide_bench.study.plan import STAGES, StagePlan, StudyPlan
 
 
 def _measured_rate(plan: StudyPlan, stage: StagePlan, key: str) -> float | None:
@@ -105,6 +105,10 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     }
 
 
+def _width(stage: str) -> int:
+    return max(12, len(stage) + 2)
+
+
 def format_plan(plan: StudyPlan) -> str:
     """The grid, each stage marked done or to run, with time and cost estimates."""
     spec = plan.spec
@@ -119,7 +123,11 @@ def format_plan(plan: StudyPlan) -> str:
         *([f"note: {assumed}"] if assumed else []),
         "",
     ]
-    header = f"{'cell':<36}{'finetune':<12}{'eval':<12}{'judge':<12}{'submit':<12}{'generation time (est.)'}"
+    # the optional stages (the EPITOME judge and scorer) get a column only in a study that names them
+    shown = [
+        st for st in STAGES if st in ("finetune", "eval", "judge", "submit") or any(s.stage == st for s in plan.stages)
+    ]
+    header = f"{'cell':<36}" + "".join(f"{st:<{_width(st)}}" for st in shown) + "generation time (est.)"
     lines += [header, "-" * len(header)]
     total = 0.0
     unknown = False
@@ -131,11 +139,7 @@ def format_plan(plan: StudyPlan) -> str:
             total += seconds or 0.0
             unknown |= seconds is None
         time_text = "done" if eval_stage.done else f"{_hours(seconds)} ({source})"
-        lines.append(
-            f"{cell.id:<36}"
-            + "".join(f"{marks.get(st, '-'):<12}" for st in ("finetune", "eval", "judge", "submit"))
-            + time_text
-        )
+        lines.append(f"{cell.id:<36}" + "".join(f"{marks.get(st, '-'):<{_width(st)}}" for st in shown) + time_text)
     device = str(spec.eval.get("device") or "default device")
     lines += [
         "",

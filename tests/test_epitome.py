@@ -298,3 +298,54 @@ def test_the_lm_eval_metric_is_nan_without_a_scorer_and_the_expected_level_with_
     assert np.isnan(broken.score(["hello"], "t")[0]["epitome_er"]) and "could not be used" in (broken.note or "")
     scored = EpitomeMetrics(str(tiny_model)).score(["I'm so sorry.", "What happened?"], "t")
     assert all(0 <= row["epitome_ex"] <= 2 for row in scored)
+
+
+@settings(max_examples=50, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    card=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=12,
+    ),
+    keep_format=st.booleans(),
+)
+def test_a_damaged_card_is_refused_by_name_never_a_traceback(
+    tmp_path_factory: pytest.TempPathFactory, card: object, keep_format: bool
+) -> None:
+    from tide_bench.epitome.scorer import read_card
+    from tide_bench.epitome.train import CARD_FORMAT
+
+    folder = tmp_path_factory.mktemp("card")
+    if keep_format and isinstance(card, dict):
+        card = card | {"format": CARD_FORMAT}
+    (folder / "card.json").write_text(json.dumps(card))
+    try:
+        read_card(folder)
+    except (ConfigError, DataError) as exc:
+        assert "card.json" in str(exc)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(quotes=st.lists(st.text(max_size=40), max_size=6), reply=st.text(max_size=80))
+def test_any_judge_evidence_is_split_by_mechanism_and_scored_without_error(quotes: list[str], reply: str) -> None:
+    from tide_bench.epitome.rationales import RationaleCounts, split_evidence
+
+    spans, other = split_evidence(quotes)
+    assert set(spans) == set(KEYS) and sum(map(len, spans.values())) + len(other) <= len(quotes)
+    counts = RationaleCounts()
+    counts.add(reply, spans["er"], other)
+    f1 = counts.token_f1()
+    assert f1 is None or 0.0 <= f1 <= 1.0
+
+
+def test_a_scorer_folder_with_damaged_weights_is_refused_by_name(tmp_path: Path, tiny_model: Path) -> None:
+    from tide_bench.epitome.scorer import EpitomeScorer
+
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model, broken)
+    (broken / "heads.safetensors").write_bytes(b"not weights")
+    with pytest.raises(DataError, match="weights cannot be loaded"):
+        EpitomeScorer.load(broken, device="cpu")
+    (broken / "heads.safetensors").unlink()
+    with pytest.raises(DataError, match="weights cannot be loaded"):
+        EpitomeScorer.load(broken, device="cpu")

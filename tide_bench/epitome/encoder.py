@@ -82,17 +82,22 @@ def _load_backbone(path: Path) -> tuple[Any, Any]:
 def _quiet() -> Iterator[None]:
     """No "Loading weights" / "Writing model shards" bars and no "some weights were not used"
     warning (a sentence-transformers folder's pooling config) for a 100-ms load or save."""
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
     from transformers.utils import logging as hf_logging
 
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hub_bars = not are_progress_bars_disabled()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    disable_progress_bars()
     try:
         yield
     finally:
         hf_logging.set_verbosity(verbosity)
         if bars:
             hf_logging.enable_progress_bar()
+        if hub_bars:
+            enable_progress_bars()
 
 
 @lru_cache(maxsize=1)

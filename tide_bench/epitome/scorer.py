@@ -111,5 +111,12 @@ class EpitomeScorer:
 def _load(folder: str, device: str) -> EpitomeScorer:
     path = Path(folder)
     card = read_card(path)
-    encoder = EpitomeEncoder.load(path, int(card["training"]["max_length"]), device)
+    try:
+        encoder = EpitomeEncoder.load(path, int(card["training"]["max_length"]), device)
+    except Exception as exc:  # a third-party file format: any failure (safetensors', torch's) is a damaged folder
+        raise DataError(
+            f"the scorer's weights cannot be loaded ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})",
+            path=path,
+            hint="retrain it: tide-bench epitome train",
+        ) from None
     return EpitomeScorer(path, card, encoder, TfidfBaseline.load(path))

@@ -36,6 +36,7 @@ from tide_bench.epitome.corpus import EpitomeCorpus, read_corpus
 from tide_bench.epitome.encoder import EncoderConfig, EpitomeEncoder, pick_device
 from tide_bench.epitome.folds import FOLD_SALT, N_FOLDS, assign_folds
 from tide_bench.epitome.mechanisms import KEYS, MECHANISMS
+from tide_bench.epitome.validation import matches_pinned_release
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "tide-bench-epitome-scorer/1"
@@ -359,6 +360,7 @@ def _card(
         "data": corpus.summary()
         | {
             "source": "behavioral-data/Empathy-Mental-Health, dataset/*-reddit.csv (the Reddit portion)",
+            "matches_pinned_release": matches_pinned_release(corpus),
             "notes": list(corpus.notes),
             "redistribution": "no post or reply is stored: weights, numbers and the TF-IDF vocabulary (word 1-2 grams "
             "found in at least two replies)",

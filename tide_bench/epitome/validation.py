@@ -45,6 +45,12 @@ def pack() -> dict[str, Any]:
     return yaml.safe_load(PACK_FILE.read_text(encoding="utf-8"))
 
 
+def matches_pinned_release(corpus: EpitomeCorpus) -> bool:
+    """Whether the user's files are byte for byte the release the pack pins (its revision)."""
+    pinned = {f["mechanism"]: f["sha256"] for f in pack()["files"] if f.get("role") == "labels"}
+    return all(corpus.files.get(key) == digest for key, digest in pinned.items())
+
+
 def pack_items(corpus: EpitomeCorpus) -> list[TideItem]:
     """One item per labelled pair. The reply to rate travels as ``reference_reply`` (a pack run
     answers every item with it); duplicated pairs get ``~2``, ``~3`` suffixes so ids stay unique;

@@ -9,7 +9,7 @@
     | tee "${OUT:-.}/bench_epitome_gpu.txt"
 if [ -n "${EPITOME_DIR:-}" ]; then
     model="$(mktemp -d)/epitome"
-    /usr/bin/time -v "$PYBIN" -m tide_bench epitome train --from "$EPITOME_DIR" --out "$model" --device cuda \
+    { time "$PYBIN" -m tide_bench epitome train --from "$EPITOME_DIR" --out "$model" --device cuda; } \
         2> "${OUT:-.}/epitome_train_time.txt"
     cp "$model/card.json" "${OUT:-.}/epitome_card_gpu.json"
 fi

@@ -64,6 +64,12 @@ def confusion_matrix(truth: Sequence[int], pred: Sequence[int]) -> np.ndarray:
     return _confusions(t, p).sum(axis=0).reshape(K, K)
 
 
+def macro_f1(truth: Sequence[int], pred: Sequence[int]) -> float | None:
+    """Macro-F1 alone, without an interval (learning curves, per-fold figures)."""
+    value = float(statistics(confusion_matrix(truth, pred))["macro_f1"])
+    return value if np.isfinite(value) else None
+
+
 def _check(truth: Sequence[int], pred: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     t = np.asarray(truth, dtype=np.int64)
     p = np.asarray(pred, dtype=np.int64)

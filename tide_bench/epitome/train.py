@@ -29,7 +29,7 @@ from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import sha256_file, sha256_json
 from tide_bench.core.jsonio import read_json, write_json, write_jsonl
 from tide_bench.core.provenance import package_versions, utc_now
-from tide_bench.epitome.agreement import STATISTICS, agreement
+from tide_bench.epitome.agreement import STATISTICS, agreement, macro_f1
 from tide_bench.epitome.baseline import PARAMS as BASELINE_PARAMS
 from tide_bench.epitome.baseline import TfidfBaseline
 from tide_bench.epitome.corpus import EpitomeCorpus, read_corpus
@@ -252,7 +252,6 @@ def _fold(
     log(f"fold {fold + 1}/{options.folds}: training on {len(train_rows)} pairs, testing on {len(test_rows)}")
     test_texts = [texts[i] for i in test_rows]
     truth = _labels(corpus, test_rows)
-    test_groups = [corpus.pairs[i].sp_id for i in test_rows]
     baseline = TfidfBaseline.fit([texts[i] for i in train_rows], _labels(corpus, train_rows))
     tfidf = baseline.predict_proba(test_texts)
     encoder = EpitomeEncoder.from_backbone(encoder_path(options.encoder), options.config, device)
@@ -268,10 +267,7 @@ def _fold(
             weight = options.tfidf_weight.get(key, 0.0)
             alone = latest[key].argmax(1)
             mixed = blend(latest[key], tfidf[key], weight).argmax(1)
-            row[key] = {
-                "encoder_macro_f1": agreement(truth[key], alone, test_groups, resamples=10)["macro_f1"].value,
-                "scorer_macro_f1": agreement(truth[key], mixed, test_groups, resamples=10)["macro_f1"].value,
-            }
+            row[key] = {"encoder_macro_f1": macro_f1(truth[key], alone), "scorer_macro_f1": macro_f1(truth[key], mixed)}
         epochs.append(row)
         log(
             f"fold {fold + 1} epoch {epoch}: {seconds:.0f} s; macro-F1 "
@@ -333,8 +329,7 @@ def _block(corpus: EpitomeCorpus, predicted: dict[str, np.ndarray], folds: np.nd
         per_fold = []
         for fold in range(n_folds):
             rows = np.nonzero(folds == fold)[0]
-            part = agreement([truth[i] for i in rows], predicted[key][rows], resamples=10)
-            per_fold.append(part["macro_f1"].value)
+            per_fold.append(macro_f1([truth[i] for i in rows], predicted[key][rows]))
         block["per_fold_macro_f1"][key] = per_fold
     return block
 

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 
 from tide_bench.core.jsonio import atomic_write_text, write_json
+from tide_bench.core.stats import mean_ci
+from tide_bench.data.schema import persona_of_item
 from tide_bench.epitome.mechanisms import MECHANISMS, metric_name
 from tide_bench.generation import load_run
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
@@ -198,9 +200,6 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any] | Non
 def _mean(values: dict[str, float] | None) -> dict[str, Any] | None:
     if not values:
         return None
-    from tide_bench.core.stats import mean_ci
-    from tide_bench.data.schema import persona_of_item
-
     items = sorted(values)
     est = mean_ci(np.array([values[i] for i in items]), clusters=[persona_of_item(i) for i in items])
     return {"mean": est.mean, "ci_low": est.ci_low, "ci_high": est.ci_high, "n": est.n}

@@ -55,3 +55,31 @@ def copy_fixture(tmp: Path) -> Path:
     target = tmp / "epitome-data"
     shutil.copytree(EPITOME_FIXTURE, target)
     return target
+
+
+def epitome_pack(root: Path, manifests: Path, name: str = "fx-epitome", source: Path = EPITOME_FIXTURE) -> Path:
+    """The EPITOME fixture as a validation pack: the three CSVs at their upstream paths and a
+    licence file, and a manifest (the shipped one, with these files' sha256) in ``manifests``."""
+    import hashlib
+
+    import yaml
+
+    (root / "dataset").mkdir(parents=True, exist_ok=True)
+    for csv_file in sorted(source.glob("*-reddit.csv")):
+        shutil.copyfile(csv_file, root / "dataset" / csv_file.name)
+    (root / "LICENCE.txt").write_text("EPITOME fixture: written by the tide-bench project, no upstream text.\n")
+    real = yaml.safe_load((ROOT / "tide_bench/validation/packs/epitome.yaml").read_text(encoding="utf-8"))
+    files = [{"path": "LICENCE.txt", "role": "licence"}] + [
+        {"path": f["path"], "role": f["role"]} for f in real["files"] if f["role"] == "human_ratings"
+    ]
+    for f in files:
+        f["sha256"] = hashlib.sha256((root / f["path"]).read_bytes()).hexdigest()
+    real |= {
+        "name": name,
+        "source": {"repo": "fixture/Empathy-Mental-Health", "revision": "0123456789abcdef0123456789abcdef01234567"},
+        "licence": real["licence"] | {"file": "LICENCE.txt"},
+        "files": files,
+    }
+    manifests.mkdir(parents=True, exist_ok=True)
+    (manifests / f"{name}.yaml").write_text(yaml.safe_dump(real, sort_keys=False), encoding="utf-8")
+    return root

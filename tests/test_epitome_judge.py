@@ -1,6 +1,7 @@
 """The EPITOME judge (`--rubric epitome`) on the same judge machinery, and the validation pack
-`epitome`: a judge's levels and quoted rationales against the authors' labels, beside the local
-scorer's cross-validated figures and the published ones. The judge is the fake server, over HTTP."""
+`epitome` end to end through the command line: `tide-bench validation fetch|run|report` (the
+one implementation; `tide-bench epitome` only trains and scores). The judge is the fake server,
+over HTTP, answering with the labels and quoting the annotated spans."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.epitome_helpers import EPITOME_FIXTURE
+from tests.epitome_helpers import epitome_pack
 from tide_bench.cli.main import cli
 from tide_bench.epitome.corpus import read_corpus
-from tide_bench.epitome.mechanisms import BY_FACTOR, KEYS
-from tide_bench.epitome.validation import judge_rows, pack_items, published_rows, scorer_row, table
+from tide_bench.epitome.mechanisms import BY_FACTOR, KEYS, MECHANISMS
 from tide_bench.judging.config import load_judge
 from tide_bench.judging.prompt import rating_schema, system_text
+from tide_bench.validation.manifest import PACKS_ENV
 
 
 def test_the_epitome_rubric_is_data_versioned_and_hashed_like_the_tide_rubric() -> None:
@@ -45,72 +46,62 @@ def _labelled_rater(corpus):
     return rate
 
 
-@pytest.fixture(scope="module")
-def judged_pack(tmp_path_factory: pytest.TempPathFactory, llm_server) -> Path:
-    """The pack run of the fixture, judged through the command line by the scripted judge."""
-    pack = tmp_path_factory.mktemp("pack") / "run"
+@pytest.fixture
+def pack_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(PACKS_ENV, str(tmp_path / "manifests"))
+    monkeypatch.setenv("TIDE_BENCH_CACHE", str(tmp_path / "cache"))
+    epitome_pack(tmp_path / "upstream", tmp_path / "manifests")
+    return tmp_path
+
+
+def test_the_pack_runs_and_reports_through_the_validation_commands_with_the_packs_own_rubric(
+    pack_env: Path, llm_server, epitome_model: Path
+) -> None:
     runner = CliRunner()
-    made = runner.invoke(cli, ["epitome", "pack-run", "--from", str(EPITOME_FIXTURE), "--out", str(pack)])
-    assert made.exit_code == 0, made.output
-    llm_server.rater = _labelled_rater(read_corpus(EPITOME_FIXTURE))
+    fetched = runner.invoke(
+        cli, ["validation", "fetch", "fx-epitome", "--accept-licence", "--from", str(pack_env / "upstream")]
+    )
+    assert fetched.exit_code == 0, fetched.output
+    corpus = read_corpus(pack_env / "upstream")
+    llm_server.rater = _labelled_rater(corpus)
     try:
-        judged = runner.invoke(
+        run = runner.invoke(  # no --rubric: the pack names its own (epitome)
             cli,
             [
-                *("judge", str(pack), "--judge", "local", "--model", "fake-judge"),
-                *("--base-url", llm_server.url + "/v1", "--rubric", "epitome", "--out", str(pack / "judge")),
+                *("validation", "run", "fx-epitome", "--judge", "local", "--model", "fake-judge"),
+                *("--base-url", llm_server.url + "/v1", "--out", str(pack_env / "run")),
             ],
         )
     finally:
         llm_server.rater = None
-    assert judged.exit_code == 0, judged.output
-    return pack
-
-
-def test_a_judge_is_scored_against_the_labels_with_its_rationales_and_unscored_items_counted(
-    judged_pack: Path,
-) -> None:
-    from tide_bench.judging.judgment_record import read_judgments
-
-    corpus = read_corpus(EPITOME_FIXTURE)
-    rubric = load_judge("claude-sonnet", rubric="epitome").rubric
-    records = read_judgments(judged_pack / "judge" / "judgments.jsonl", rubric)
-    judgments = {j.item_id: j.as_record() for j in records}
-    assert len(judgments) == 49 and {i.item_id for i in pack_items(corpus)} == set(judgments)
-    row = judge_rows(corpus, judgments, "fake judge")
-    for key in KEYS:
-        assert row[key]["accuracy"]["value"] == 1.0 and row[key]["qwk"]["value"] == pytest.approx(1.0)
-        assert row[key]["rationale_token_f1"] == pytest.approx(1.0) and row[key]["n_unscored"] == 0
-    # an item the judge did not score is a miss, counted, never dropped
-    missing = dict(judgments)
-    missing.pop(next(iter(missing)))
-    partial = judge_rows(corpus, missing, "fake judge")
-    assert all(partial[k]["n_unscored"] == 1 and partial[k]["n"] == 49 for k in KEYS)
-    assert all(partial[k]["accuracy"]["value"] == pytest.approx(48 / 49) for k in KEYS)
-
-
-def test_the_pack_table_puts_judges_the_local_scorer_and_the_published_figures_side_by_side(
-    tmp_path: Path, judged_pack: Path, epitome_model: Path
-) -> None:
-    model = epitome_model
-    result = CliRunner().invoke(
+    assert run.exit_code == 0, run.output
+    record = json.loads((pack_env / "run" / "validation_run.json").read_text())
+    assert record["judge"]["rubric"].startswith("epitome-rubric@")
+    judgments = [json.loads(line) for line in (pack_env / "run" / "judgments.jsonl").read_text().splitlines()]
+    assert len(judgments) == len(corpus.pairs) and all("evidence_counts" in j for j in judgments)
+    shared = "".join(p.read_text() for p in (pack_env / "run").iterdir())
+    assert not any(p.response_post in shared for p in corpus.pairs)  # only ids, levels and counts travel
+    out = pack_env / "report.json"
+    report = runner.invoke(
         cli,
         [
-            *("epitome", "validate", "--from", str(EPITOME_FIXTURE), "--judge", str(judged_pack / "judge")),
-            *("--model", str(model), "--json", str(tmp_path / "pack.json")),
+            *("validation", "report", "fx-epitome", "--judge-ratings", str(pack_env / "run")),
+            *("--judge-ratings", str(epitome_model), "--json", str(out), "--resamples", "100"),
         ],
     )
+    assert report.exit_code == 0, report.output
+    assert "(fake-judge)" in report.output and "local EPITOME scorer (grouped 2-fold CV)" in report.output
+    assert "RoBERTa bi-encoder" in report.output and "rationale T-F1 1.000" in report.output
+    judge = next(b for b in json.loads(out.read_text())["packs"]["fx-epitome"]["judges"].values() if b["kind"] == "judge")
+    for m in MECHANISMS:  # the judge answered with the labels: perfect agreement
+        block = judge["dimensions"][m.factor]
+        assert block["accuracy"]["value"] == 1.0 and block["qwk"]["value"] == pytest.approx(1.0)
+        assert block["rationales"]["token_f1"]["value"] == pytest.approx(1.0)
+
+
+def test_the_epitome_group_keeps_no_second_validation_path() -> None:
+    result = CliRunner().invoke(cli, ["epitome", "--help"])
     assert result.exit_code == 0, result.output
-    assert "judge local (fake-judge)" in result.output and "local EPITOME scorer (grouped 5-fold CV)" in result.output
-    assert "TF-IDF + logistic regression" in result.output and "RoBERTa bi-encoder" in result.output
-    rows = json.loads((tmp_path / "pack.json").read_text())["rows"]
-    assert [r["kind"] for r in rows] == ["judge", "local", "baseline", "published", "published"]
-    assert all(rows[1][k]["macro_f1"]["ci_low"] <= rows[1][k]["macro_f1"]["value"] for k in KEYS)
-
-
-def test_the_published_rows_say_how_far_they_were_confirmed() -> None:
-    rows = published_rows()
-    assert len(rows) == 2 and all(row["status"] for row in rows)
-    assert rows[0]["er"]["macro_f1"]["value"] == pytest.approx(0.745)
-    text = table([*rows, scorer_row({})])
-    assert "RoBERTa bi-encoder" in text and "n/a" in text
+    assert "tide-bench validation run epitome" in result.output
+    for gone in ("pack-run", "validate"):
+        assert CliRunner().invoke(cli, ["epitome", gone]).exit_code != 0

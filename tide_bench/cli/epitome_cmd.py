@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -25,6 +24,14 @@ def epitome() -> None:
       git clone https://github.com/behavioral-data/Empathy-Mental-Health
       tide-bench epitome train --from Empathy-Mental-Health --out models/epitome
       tide-bench epitome score runs/my-model --model models/epitome
+
+    \b
+    How good the scorer and any judge are against the authors' labels (the validation pack
+    `epitome`: accuracy, macro-F1 and QWK per mechanism, side by side with the paper's figures):
+      tide-bench validation fetch epitome --accept-licence --from Empathy-Mental-Health
+      tide-bench validation run epitome --judge claude-sonnet --out runs/epitome-claude
+      tide-bench validation report epitome --judge-ratings runs/epitome-claude \\
+          --judge-ratings models/epitome
     """
 
 
@@ -41,6 +48,20 @@ def _parse_weights(text: str | None) -> dict[str, float] | None:
         if not sep:
             raise ConfigError(f"{part!r} is not KEY=WEIGHT", field="--tfidf-weight")
     return weights
+
+
+def _release_note(card: dict, out: Path) -> str:
+    """Whether the scorer was trained on the files the validation pack ``epitome`` pins."""
+    from tide_bench.validation.manifest import load_pack
+
+    pack = load_pack("epitome")
+    pinned = {Path(f.path).name: f.sha256 for f in pack.files if f.role == "human_ratings"}
+    if (card.get("data") or {}).get("files") == pinned:
+        return (
+            f"data: the release the validation pack pins ({pack.repo}@{pack.revision[:12]}); compare it with judges: "
+            f"tide-bench validation report epitome --judge-ratings {out}"
+        )
+    return f"data: not the release the validation pack pins ({pack.repo}@{pack.revision[:12]}): other files"
 
 
 @epitome.command("train")
@@ -121,6 +142,7 @@ def train_cmd(
     with tqdm(total=total, desc="training", unit="pair", mininterval=1.0) as bar:
         card = train_scorer(source, out, options, progress=bar.update, log=lambda m: tqdm.write(m))
     click.echo(f"wrote {out} (card.json: data sha256 {card['data']['sha256'][:12]}...)")
+    click.echo(_release_note(card, out))
     if "cv" in card:
         for block, name in ((card["cv"], "scorer"), (card["baseline"], "TF-IDF + LR")):
             f1 = ", ".join(f"{k.upper()} {block['macro_f1'][k]:.3f}" for k in ("er", "ip", "ex"))
@@ -167,82 +189,3 @@ def score_cmd(run_dir: Path, model_dir: Path, device: str, batch_size: int) -> N
         if block["mean"] is not None
     ]
     click.echo(f"scored {n} replies; {'; '.join(parts)}; wrote {run_dir / SCORES_NAME}")
-
-
-@epitome.command("pack-run")
-@click.option(
-    "--from", "source", required=True, type=click.Path(path_type=Path), help="The authors' files (as for train)."
-)
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Run folder to write.")
-@click.option("--overwrite", is_flag=True)
-def pack_run_cmd(source: Path, out: Path, overwrite: bool) -> None:
-    """Make the validation pack's run: the Reddit supporters' replies, one item per labelled pair.
-
-    Judge it with the EPITOME rubric, then compare the judge with the labels:
-
-    \b
-      tide-bench epitome pack-run --from Empathy-Mental-Health --out runs/epitome-pack
-      tide-bench judge runs/epitome-pack --rubric epitome --out runs/epitome-pack/judge
-      tide-bench epitome validate --from Empathy-Mental-Health --judge runs/epitome-pack/judge \\
-          --model models/epitome
-
-    The run holds your copy of the Reddit text (judging sends it to the judge's provider; a
-    local judge keeps it on your machines): keep it beside that copy, never in a submission.
-    """
-    from tide_bench.generation.epitome_runs import write_pack_run
-
-    click.echo(f"wrote {write_pack_run(source, out, overwrite=overwrite)}")
-
-
-@epitome.command("validate")
-@click.option(
-    "--from", "source", required=True, type=click.Path(path_type=Path), help="The authors' files (as for train)."
-)
-@click.option(
-    "--judge",
-    "judge_dirs",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    help="A judge output folder (judgments.jsonl) over the pack run; repeat for several judges.",
-)
-@click.option("--model", "model_dir", type=click.Path(path_type=Path), default=None, help="A local scorer folder.")
-@click.option("--json", "json_out", type=click.Path(path_type=Path), default=None, help="Also write the rows as JSON.")
-def validate_cmd(source: Path, judge_dirs: tuple[Path, ...], model_dir: Path | None, json_out: Path | None) -> None:
-    """The pack's table: judges, the local scorer, its TF-IDF baseline and the published figures.
-
-    Per mechanism: macro-F1 with a 95% CI resampling seeker posts, and accuracy (the JSON adds
-    quadratic-weighted kappa, confusion matrices, unscored counts and the judges' rationale
-    token-F1 and IOU-F1 against the annotated spans). An item a judge could not score counts as a miss.
-    """
-    from tide_bench.core.jsonio import write_json
-    from tide_bench.epitome.corpus import read_corpus
-    from tide_bench.epitome.validation import baseline_row, judge_rows, published_rows, scorer_row, table
-    from tide_bench.judging.files import CONFIG_FILE, JUDGMENTS_FILE
-    from tide_bench.judging.judgment_record import read_judgments
-    from tide_bench.judging.rubric import load_rubric, rubric_path
-
-    corpus = read_corpus(source)
-    rubric = load_rubric(rubric_path("epitome"))
-    rows = []
-    for folder in judge_dirs:
-        judgments = {j.item_id: j.as_record() for j in read_judgments(folder / JUDGMENTS_FILE, rubric)}
-        name = folder.name
-        config = folder / CONFIG_FILE
-        if config.is_file():
-            snapshot = json.loads(config.read_text(encoding="utf-8"))
-            name = f"judge {snapshot.get('name')} ({snapshot.get('model')})"
-        rows.append(judge_rows(corpus, judgments, name))
-    if model_dir is not None:
-        from tide_bench.epitome.scorer import read_card
-
-        card = read_card(model_dir)
-        if (card.get("data") or {}).get("sha256") != corpus.sha256:
-            click.secho("warning: the scorer was trained on other data than --from holds", fg="yellow", err=True)
-        rows.append(scorer_row(card))
-        base = baseline_row(card)
-        if base:
-            rows.append(base)
-    rows += published_rows()
-    click.echo(table(rows))
-    if json_out is not None:
-        write_json(json_out, {"pack": "epitome", "data_sha256": corpus.sha256, "rows": rows})

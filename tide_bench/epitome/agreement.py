@@ -6,8 +6,8 @@ matrix per seeker post once and draws posts with replacement (one matrix product
 resample batch, :func:`tide_bench.core.stats.resampled_totals`): replies to one post are not
 independent, and a pair that is duplicated in the files moves with its twin.
 
-Macro-F1 averages over the levels present in the labels or the predictions (scikit-learn's
-``f1_score(average="macro")``); a level present but never predicted correctly counts 0.
+The statistics themselves are :func:`tide_bench.metrics.confusion.confusion_statistics`, the
+one definition the validation packs use too.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from tide_bench.core.stats import (
     resampled_totals,
 )
 from tide_bench.epitome.mechanisms import LEVELS
+from tide_bench.metrics.confusion import STATISTICS, confusion_statistics
 
 K = len(LEVELS)
-STATISTICS = ("accuracy", "macro_f1", "qwk")
 
 
 def _confusions(truth: np.ndarray, pred: np.ndarray) -> np.ndarray:
@@ -38,25 +38,7 @@ def _confusions(truth: np.ndarray, pred: np.ndarray) -> np.ndarray:
     return cells
 
 
-def statistics(matrix: np.ndarray) -> dict[str, np.ndarray]:
-    """Accuracy, macro-F1 and QWK of confusion matrices ``(..., K, K)`` (rows = truth)."""
-    m = np.asarray(matrix, dtype=float)
-    total = m.sum(axis=(-2, -1))
-    diagonal = np.trace(m, axis1=-2, axis2=-1)
-    rows, cols = m.sum(axis=-1), m.sum(axis=-2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        accuracy = diagonal / total
-        tp = np.diagonal(m, axis1=-2, axis2=-1)
-        present = (rows + cols) > 0
-        f1 = np.where(present, 2 * tp / np.where(present, rows + cols, 1), 0.0)
-        macro_f1 = f1.sum(axis=-1) / present.sum(axis=-1)
-        levels = np.arange(K)
-        weights = (levels[:, None] - levels[None, :]) ** 2 / (K - 1) ** 2
-        expected = rows[..., :, None] * cols[..., None, :] / total[..., None, None]
-        observed = (weights * m).sum(axis=(-2, -1))
-        chance = (weights * expected).sum(axis=(-2, -1))
-        qwk = np.where(chance > 0, 1 - observed / np.where(chance > 0, chance, 1), np.nan)
-    return {"accuracy": accuracy, "macro_f1": macro_f1, "qwk": qwk}
+statistics = confusion_statistics  # accuracy, macro-F1, QWK of (..., K, K) confusion matrices
 
 
 def confusion_matrix(truth: Sequence[int], pred: Sequence[int]) -> np.ndarray:

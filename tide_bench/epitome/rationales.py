@@ -13,21 +13,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+
+import numpy as np
 
 from tide_bench.epitome.mechanisms import KEYS
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_CODE = re.compile(r"^\s*(ER|IP|EX)\s*[:\-]\s*", re.IGNORECASE)
 IOU_THRESHOLD = 0.5
+CODES = tuple(k.upper() for k in KEYS)  # ER, IP, EX: the prefixes of the EPITOME judge's quotes
 
 
-def split_evidence(quotes: Iterable[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """``({key: [spans]}, unattributed)``: the judge's quotes by mechanism code."""
-    spans: dict[str, list[str]] = {k: [] for k in KEYS}
+def split_evidence(quotes: Iterable[str], codes: Sequence[str] = CODES) -> tuple[dict[str, list[str]], list[str]]:
+    """``({code in lower case: [spans]}, unattributed)``: the judge's quotes by their code
+    (``ER: ...``; the mechanism keys er/ip/ex for the default codes)."""
+    pattern = re.compile(r"^\s*(" + "|".join(map(re.escape, codes)) + r")\s*[:\-]\s*", re.IGNORECASE)
+    spans: dict[str, list[str]] = {c.lower(): [] for c in codes}
     other: list[str] = []
     for quote in quotes:
-        match = _CODE.match(str(quote))
+        match = pattern.match(str(quote))
         text = str(quote)[match.end() :].strip().strip('"').strip() if match else str(quote).strip()
         if match and text:
             spans[match.group(1).lower()].append(text)
@@ -95,16 +99,36 @@ class RationaleCounts:
         self.span_matched_pred += sum(any(_iou(p, g) >= IOU_THRESHOLD for g in gold_runs) for p in pred_runs)
         self.span_matched_gold += sum(any(_iou(p, g) >= IOU_THRESHOLD for p in pred_runs) for g in gold_runs)
 
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
     def token_f1(self) -> float | None:
-        denominator = 2 * self.tp + self.fp + self.fn
-        return 2 * self.tp / denominator if denominator else None
+        value = float(rationale_f1(np.array([list(self.as_dict().values())], dtype=float))["token_f1"][0])
+        return value if np.isfinite(value) else None
 
     def iou_f1(self) -> float | None:
-        if not self.span_pred or not self.span_gold:
-            return 0.0 if (self.span_pred or self.span_gold) else None
-        precision = self.span_matched_pred / self.span_pred
-        recall = self.span_matched_gold / self.span_gold
-        return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        value = float(rationale_f1(np.array([list(self.as_dict().values())], dtype=float))["iou_f1"][0])
+        return value if np.isfinite(value) else None
+
+
+COUNT_FIELDS = tuple(RationaleCounts.__dataclass_fields__)  # the columns rationale_f1 reads, in order
+
+
+def rationale_f1(counts: np.ndarray) -> dict[str, np.ndarray]:
+    """T-F1 and IOU-F1 of pooled counts, one row per pool (columns :data:`COUNT_FIELDS`), in
+    batches (a bootstrap's resamples at once). NaN where undefined: T-F1 without any annotated
+    or predicted token; IOU-F1 without any span on either side (0 when only one side has spans)."""
+    c = dict(zip(COUNT_FIELDS, np.asarray(counts, dtype=float).T, strict=True))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denominator = 2 * c["tp"] + c["fp"] + c["fn"]
+        token = np.where(denominator > 0, 2 * c["tp"] / np.where(denominator > 0, denominator, 1), np.nan)
+        precision = c["span_matched_pred"] / c["span_pred"]
+        recall = c["span_matched_gold"] / c["span_gold"]
+        both = (c["span_pred"] > 0) & (c["span_gold"] > 0)
+        pr = precision + recall
+        iou = np.where(both, np.where(pr > 0, 2 * precision * recall / np.where(pr > 0, pr, 1), 0.0), np.nan)
+        iou = np.where(~both & ((c["span_pred"] > 0) | (c["span_gold"] > 0)), 0.0, iou)
+    return {"token_f1": token, "iou_f1": iou}
 
 
 def _iou(a: tuple[int, int], b: tuple[int, int]) -> float:

@@ -36,7 +36,6 @@ from tide_bench.epitome.corpus import EpitomeCorpus, read_corpus
 from tide_bench.epitome.encoder import EncoderConfig, EpitomeEncoder, pick_device
 from tide_bench.epitome.folds import FOLD_SALT, N_FOLDS, assign_folds
 from tide_bench.epitome.mechanisms import KEYS, MECHANISMS
-from tide_bench.epitome.validation import matches_pinned_release
 
 CARD_NAME = "card.json"
 CARD_FORMAT = "tide-bench-epitome-scorer/1"
@@ -355,7 +354,6 @@ def _card(
         "data": corpus.summary()
         | {
             "source": "behavioral-data/Empathy-Mental-Health, dataset/*-reddit.csv (the Reddit portion)",
-            "matches_pinned_release": matches_pinned_release(corpus),
             "notes": list(corpus.notes),
             "redistribution": "no post or reply is stored: weights, numbers and the TF-IDF vocabulary (word 1-2 grams "
             "found in at least two replies)",
@@ -415,9 +413,14 @@ def _per_epoch(runs: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
 
 
 def _cv_rows(corpus: EpitomeCorpus, runs: list[dict[str, Any]], folds: np.ndarray, options: TrainOptions) -> list[dict]:
-    """Held-out predictions by (post, reply) id, for the validation pack's paired comparisons."""
-    predicted = _variants(corpus, runs, options)["scorer"]
+    """Held-out levels by (post, reply) id: the shipped scorer's (top level), the encoder's alone
+    and the TF-IDF baseline's, for the validation pack (``tide-bench validation report epitome
+    --judge-ratings MODEL_DIR``), which computes their statistics as it does a judge's. Ids and
+    levels only: no text."""
+    variants = _variants(corpus, runs, options)
     return [
-        {"row": i, "sp_id": p.sp_id, "rp_id": p.rp_id, "fold": int(folds[i])} | {k: int(predicted[k][i]) for k in KEYS}
+        {"row": i, "sp_id": p.sp_id, "rp_id": p.rp_id, "fold": int(folds[i])}
+        | {k: int(variants["scorer"][k][i]) for k in KEYS}
+        | {name: {k: int(variants[name][k][i]) for k in KEYS} for name in ("encoder_only", "baseline")}
         for i, p in enumerate(corpus.pairs)
     ]

@@ -27,10 +27,8 @@ from tide_bench.data.schema import TideItem
 from tide_bench.epitome.mechanisms import METRIC_NAMES as EPITOME_METRICS
 from tide_bench.metrics.reference import METRIC_NAMES
 
-# str.startswith takes the tuple. epitome_reddit: the EPITOME validation pack's run (the authors'
-# Reddit replies, judged with the EPITOME rubric; tide_bench/generation/epitome_runs.py).
-TASK_PREFIX = ("tide_empathy", "ed_empathy", "epitome_reddit")
-TASK_PATTERN = "tide_empathy*, ed_empathy* or epitome_reddit"  # how messages name them
+TASK_PREFIX = ("tide_empathy", "ed_empathy")  # str.startswith takes the tuple
+TASK_PATTERN = "tide_empathy* or ed_empathy*"  # how messages name them
 ROLES = ("user", "assistant")
 
 

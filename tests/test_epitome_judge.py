@@ -92,7 +92,9 @@ def test_the_pack_runs_and_reports_through_the_validation_commands_with_the_pack
     assert report.exit_code == 0, report.output
     assert "(fake-judge)" in report.output and "local EPITOME scorer (grouped 2-fold CV)" in report.output
     assert "RoBERTa bi-encoder" in report.output and "rationale T-F1 1.000" in report.output
-    judge = next(b for b in json.loads(out.read_text())["packs"]["fx-epitome"]["judges"].values() if b["kind"] == "judge")
+    judge = next(
+        b for b in json.loads(out.read_text())["packs"]["fx-epitome"]["judges"].values() if b["kind"] == "judge"
+    )
     for m in MECHANISMS:  # the judge answered with the labels: perfect agreement
         block = judge["dimensions"][m.factor]
         assert block["accuracy"]["value"] == 1.0 and block["qwk"]["value"] == pytest.approx(1.0)

@@ -162,7 +162,7 @@ def test_the_local_scorer_sits_beside_the_judge_and_the_published_figures(
     (scorer,) = [b for n, b in report["judges"].items() if n.startswith("local EPITOME scorer (")]
     for key, dim in zip(KEYS, DIMS, strict=True):  # the same numbers as the card's, by another path
         assert scorer["dimensions"][dim]["macro_f1"]["value"] == pytest.approx(card["cv"]["macro_f1"][key])
-    assert [f["name"] for f in report["published_figures"]][0].startswith("RoBERTa")
+    assert next(f["name"] for f in report["published_figures"]).startswith("RoBERTa")
 
 
 def test_a_scorer_of_other_data_or_without_cross_validation_is_refused(
@@ -178,8 +178,8 @@ def test_a_scorer_of_other_data_or_without_cross_validation_is_refused(
     with pytest.raises(DataError, match="without cross-validation"):
         report_pack("fx-epitome", [other], resamples=100)
     with pytest.raises(DataError, match="nor a model folder"):
-        from tide_bench.validation.report import local_ratings
         from tide_bench.validation.adapters import load_data
+        from tide_bench.validation.report import local_ratings
         from tide_bench.validation.store import load_fetched
 
         local_ratings(load_data(load_fetched("fx-epitome")), env["root"])

@@ -294,8 +294,9 @@ def load_study(path: str | Path) -> StudySpec:
     models = _models(raw.get("models"), fail)
     conditions = _conditions(raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}}), fail)
     sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board", "epitome_judge", "epitome")}
-    if sections["epitome"] is not None and not isinstance(sections["epitome"].get("model"), str):
-        raise fail("epitome needs model: the folder `tide-bench epitome train` wrote", "epitome.model")
+    for key in ("judge", "epitome_judge"):
+        if sections[key] is not None and "name" not in sections[key]:
+            raise fail(f"{key} needs a name (claude-sonnet, openai-gpt, local, or a judges/ folder)", key)
     spec = StudySpec(
         name=name,
         models=models,
@@ -310,12 +311,17 @@ def load_study(path: str | Path) -> StudySpec:
         epitome_judge=None
         if sections["epitome_judge"] is None
         else check_options(sections["epitome_judge"], judge_options(), where="epitome_judge", fail=fail),
-        epitome=None
-        if sections["epitome"] is None
-        else check_options(sections["epitome"], EPITOME_OPTIONS, where="epitome", fail=fail),
+        epitome=None if sections["epitome"] is None else _epitome(sections["epitome"], fail),
     )
     _check_values(spec, fail)
     return spec
+
+
+def _epitome(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
+    values = check_options(raw, EPITOME_OPTIONS, where="epitome", fail=fail)
+    if not values.get("model"):
+        raise fail("epitome needs model: the folder `tide-bench epitome train` wrote", "epitome")
+    return values
 
 
 def _section(raw: dict[str, Any], key: str, fail: Any) -> dict[str, Any] | None:
@@ -330,7 +336,8 @@ def _section(raw: dict[str, Any], key: str, fail: Any) -> dict[str, Any] | None:
 def _board_options() -> dict[str, Any]:
     from tide_bench.leaderboard.config import BoardConfig
 
-    return fields_of(BoardConfig, exclude=("source",))
+    # config: a board file (leaderboard/ed.yaml) whose settings the study's board starts from
+    return fields_of(BoardConfig, exclude=("source",)) | {"config": str}
 
 
 def _models(raw: Any, fail: Any) -> list[ModelSpec]:
@@ -425,8 +432,17 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
             with _located(fail, section, {"name_or_path": "name"}, default="name"):
                 config = spec.judge_config(section)
                 check_judge_options(config, spec.judge_options(section))
+    board = dict(spec.board)
+    if board.get("config") is not None:
+        from tide_bench.study.runner import study_board
+
+        try:
+            study_board(spec)  # the named board file, read with its own checks, under the study's settings
+        except ConfigError as exc:
+            raise fail(str(exc), "board.config") from None
+    board.pop("config", None)
     with _located(fail, "board"):
-        check_board_settings(dict(spec.board), spec.source or Path("study"))
+        check_board_settings(board, spec.source or Path("study"))
 
 
 @contextlib.contextmanager

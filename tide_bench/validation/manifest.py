@@ -82,6 +82,7 @@ class Dimension:
             f"dimension {self.name}: the threshold (score >= {self.judge_threshold:g}) was written for rubric "
             f"{', '.join(self.judge_rubrics)}, and this judge uses {rubric or 'an unnamed rubric'}"
         )
+
     evidence_code: str | None = None  # the judge's quotes for it start "<code>: " (rationale agreement)
 
     def mapping_line(self) -> str:

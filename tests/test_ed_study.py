@@ -72,7 +72,11 @@ def test_the_epitome_stages_are_planned_only_when_the_study_names_them(tmp_path:
     plain = make_plan(load_study(_study(tmp_path)), tmp_path / "out")
     assert {s.stage for s in plain.stages} == {"finetune", "eval", "submit"}
     spec = load_study(
-        _study(tmp_path, epitome={"model": str(tmp_path / "scorer")}, epitome_judge={"name": "local", "model": "m", "base_url": "http://127.0.0.1:9/v1"})
+        _study(
+            tmp_path,
+            epitome={"model": str(tmp_path / "scorer")},
+            epitome_judge={"name": "local", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+        )
     )
     stages = [s.stage for s in make_plan(spec, tmp_path / "out").for_cell("reference")]
     assert stages == ["eval", "epitome_judge", "epitome", "submit"]

@@ -144,3 +144,22 @@ def test_a_tarball_member_is_read_only_when_it_is_a_regular_split_file(tmp_path:
         tar.addfile(member, io.BytesIO(data))
     items, report = read_ed(path)
     assert {i.split for i in items} == {"validation"} and "test.csv" not in report.files
+
+
+def test_lm_eval_validate_accepts_the_ed_group_and_task() -> None:
+    import subprocess
+    import sys
+
+    from tide_bench.tasks.registry import tasks_path
+
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "lm_eval", "validate"),
+            *("--tasks", "ed_empathy,ed_empathy_first_turn", "--include_path", str(tasks_path())),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "all tasks found and valid" in (proc.stdout + proc.stderr).lower()

@@ -320,8 +320,12 @@ def _dim(passed: bool | None, alpha: float | None, winning: float = 0.75) -> dic
         (False, 0.8, "no: ", False),
         (False, None, "no: ", True),
         (None, 0.9, "undecided: ", False),
+        (True, 0.66, "yes: ", True),  # the floor is Krippendorff's 0.667: just under it warns,
+        (True, 0.667, "yes: ", False),  # at it does not
+        (False, 0.6, "no: ", True),
+        (False, 0.7, "no: ", False),
     ],
-    ids=["yes", "yes-low-alpha", "no", "no-alpha-undefined", "undecided"],
+    ids=["yes", "yes-low-alpha", "no", "no-alpha-undefined", "undecided", "0.66", "0.667", "0.6", "0.7"],
 )
 def test_verdict_branches(passed: bool | None, alpha: float | None, prefix: str, warned: bool) -> None:
     from tide_bench.agreement import verdict

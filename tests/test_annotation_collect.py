@@ -115,6 +115,23 @@ def test_one_malformed_return_is_refused_and_the_others_merged(tmp_path: Path, a
     assert len((tmp_path / "human.csv").read_text().splitlines()) == len(c.rows) + 1
 
 
+@pytest.mark.parametrize(
+    ("score", "says"),
+    [
+        (3.0, "must be a whole number in 1..5"),
+        (True, "must be a whole number in 1..5"),
+        ("3", "must be a whole number in 1..5"),
+        (6, "is outside 1..5"),
+        (0, "is outside 1..5"),
+    ],
+)
+def test_a_score_refusal_says_what_is_wrong_with_it(ann: Path, score: Any, says: str) -> None:
+    """30 Nov kit, ann/collect_tamper.py: 3.0, true and "3" were refused as "outside 1..5",
+    which they are not; the reason names the actual fault."""
+    c = collect_returns([write(ann / "returns", "r1.json", seal(export(ann, score=score)))])
+    assert says in next(iter(c.refused.values()))
+
+
 def test_conflicting_ratings_for_one_position_are_refused(ann: Path) -> None:
     payload = export(ann)
     payload["ratings"].append({**payload["ratings"][0], "scores": {k: 1 for k in payload["ratings"][0]["scores"]}})

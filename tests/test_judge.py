@@ -45,6 +45,7 @@ SERVER_OPTIONS = {"hang_s": 5.0}  # for conftest's `server` fixture
 def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("TIDE_BENCH_JUDGE_API_KEY", KEY)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
@@ -59,6 +60,14 @@ def claude(server: FakeLLMServer, **kw):
 
 def gpt(server: FakeLLMServer, **kw):
     return load_judge("openai-gpt", base_url=server.url + "/v1", overrides=FAST | kw)
+
+
+def local(server: FakeLLMServer, **kw):
+    """An OpenAI-compatible server, through the lean aiohttp path (not the SDK)."""
+    return load_judge("local", model="fake-local-judge", base_url=server.url + "/v1", overrides=FAST | kw)
+
+
+JUDGES = {"claude": claude, "local": local}
 
 
 def _lines(path: Path) -> list[dict]:
@@ -138,11 +147,14 @@ FAILURES = {
 }
 
 
+@pytest.mark.parametrize("judge", sorted(JUDGES))
 @pytest.mark.parametrize("case", sorted(FAILURES))
-def test_failures_are_retried_or_recorded_as_unscored(tmp_path: Path, server: FakeLLMServer, case: str) -> None:
+def test_failures_are_retried_or_recorded_as_unscored(
+    tmp_path: Path, server: FakeLLMServer, case: str, judge: str
+) -> None:
     reply, status, kind, calls, attempts = FAILURES[case]
     run = one_item_run(tmp_path / "run", reply)
-    config = claude(server, max_retries=3, timeout_s=1.0)
+    config = JUDGES[judge](server, max_retries=3, timeout_s=1.0)
     result = judge_run(run, tmp_path / "judge", config)
     (rec,) = result.records
     assert rec["status"] == status and rec["unscored_kind"] == kind
@@ -214,11 +226,13 @@ def test_missing_key_is_refused_before_any_work(
     assert server.total_calls == 0 and not (tmp_path / "judge").exists()
 
 
-def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("judge", ["claude-sonnet", "local"])
+def test_rejected_key_stops_the_run_without_leaking_it(tmp_path: Path, judge: str) -> None:
     srv = FakeLLMServer(api_key="the-right-key-000").start()
     try:
+        where = ["--base-url", srv.url] if judge == "claude-sonnet" else ["--base-url", srv.url + "/v1", "--model", "m"]
         result = CliRunner().invoke(
-            cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--base-url", srv.url]
+            cli, ["judge", str(make_run(tmp_path / "run")), "--out", str(tmp_path / "judge"), "--judge", judge, *where]
         )
         assert result.exit_code == 2 and "rejected the credentials" in result.output
         _assert_no_secret(tmp_path, result.output)

@@ -62,8 +62,12 @@ def server(llm_server: FakeLLMServer) -> FakeLLMServer:
 
 
 def judge_for(dialect: str, server: FakeLLMServer, **kw: Any):
+    """``anthropic`` and ``openai`` go through their SDKs; ``local`` (an OpenAI-compatible server)
+    through the lean aiohttp path, which must read every answer the same way."""
     if dialect == "anthropic":
         return load_judge("claude-sonnet", base_url=server.url, overrides=FAST | kw)
+    if dialect == "local":
+        return load_judge("local", model="gpt-4.1", base_url=server.url + "/v1", overrides=FAST | kw)
     return load_judge("openai-gpt", base_url=server.url + "/v1", overrides=FAST | kw)
 
 
@@ -191,6 +195,13 @@ ODD_ANSWERS = {
 }
 
 
+ODD_ANSWERS |= {
+    case.replace("openai-", "local-"): ("local", *rest)
+    for case, (dialect, *rest) in ODD_ANSWERS.items()
+    if dialect == "openai"
+}
+
+
 @pytest.mark.parametrize("case", sorted(ODD_ANSWERS))
 def test_an_odd_answer_is_one_unscored_item_and_the_run_finishes(
     tmp_path: Path, server: FakeLLMServer, case: str
@@ -213,7 +224,7 @@ def test_an_odd_answer_is_one_unscored_item_and_the_run_finishes(
 
 
 @pytest.mark.parametrize("status", [404, 501])
-@pytest.mark.parametrize("dialect", ["anthropic", "openai"])
+@pytest.mark.parametrize("dialect", ["anthropic", "openai", "local"])
 def test_a_gateway_without_a_model_list_is_judged_with_a_note(tmp_path: Path, dialect: str, status: int) -> None:
     srv = FakeLLMServer().start()
     try:
@@ -225,7 +236,7 @@ def test_a_gateway_without_a_model_list_is_judged_with_a_note(tmp_path: Path, di
         srv.stop()
 
 
-@pytest.mark.parametrize("dialect", ["anthropic", "openai"])
+@pytest.mark.parametrize("dialect", ["anthropic", "openai", "local"])
 def test_a_wrong_base_url_serving_html_is_named_without_dumping_it(tmp_path: Path, dialect: str) -> None:
     srv = FakeLLMServer().start()
     try:
@@ -237,10 +248,11 @@ def test_a_wrong_base_url_serving_html_is_named_without_dumping_it(tmp_path: Pat
         api = "Anthropic" if dialect == "anthropic" else "OpenAI"
         assert f"did not answer like the {api} API" in message and "<" not in message and srv.url in message
         base_url = srv.url if dialect == "anthropic" else srv.url + "/v1"
-        judge = "claude-sonnet" if dialect == "anthropic" else "openai-gpt"
+        judge = {"anthropic": "claude-sonnet", "openai": "openai-gpt"}.get(dialect, "local")
         shown = CliRunner().invoke(
             cli,
-            ["judge", str(tmp_path / "run"), "--out", str(tmp_path / "j"), "--judge", judge, "--base-url", base_url],
+            ["judge", str(tmp_path / "run"), "--out", str(tmp_path / "j"), "--judge", judge, "--base-url", base_url]
+            + (["--model", "m"] if dialect == "local" else []),
         )
         assert shown.exit_code == 2 and "did not answer like" in shown.output and "Traceback" not in shown.output
         assert "<html" not in shown.output.lower()
@@ -534,6 +546,15 @@ def test_fuzz_any_openai_answer_is_scored_or_unscored_with_a_reason(
     server: FakeLLMServer, body: Any, answer: tuple[int, str]
 ) -> None:
     _check_judged(_answer_with(server, body, *answer), judge_for("openai", server, schema_retries=1))
+
+
+@FUZZ
+@given(body=st.one_of(OPENAI_BODY, st.binary(max_size=80)), answer=ANSWER)
+def test_fuzz_any_answer_of_a_local_server_is_scored_or_unscored_with_a_reason(
+    server: FakeLLMServer, body: Any, answer: tuple[int, str]
+) -> None:
+    """The lean path for OpenAI-compatible servers reads any status, type and body without raising."""
+    _check_judged(_answer_with(server, body, *answer), judge_for("local", server, schema_retries=1))
 
 
 @FUZZ

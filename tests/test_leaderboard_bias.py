@@ -296,3 +296,43 @@ def test_padding_effect_reads_a_judge_that_rewards_length() -> None:
     assert result["difference"]["ci_low"] > 0 and result["p"] < 0.001 and result["n_personas"] == 30
     few = _board(rng, MIN_PERSONAS - 1, 8, [(3.0, 0)], b=0.0)[0]
     assert padding_effect(few, few)["verdict"].startswith("no verdict")
+
+
+def _fail(table: ItemTable, failed: np.ndarray) -> None:
+    """Make ``failed`` items model failures (an empty reply): unscored, counted at the minimum."""
+    table.failure[failed] = True
+    table.factors[failed] = np.nan
+    table.counted[failed] = 1.0
+    table.reply_tokens[failed] = 0.0
+
+
+def test_an_entry_that_failed_every_item_does_not_break_the_board() -> None:
+    """30 Nov kit, lb/one_reply_wins.sh: an honest entry whose replies are all empty (every
+    item unscored, counted at the minimum) left no item scored by every entry, and the length
+    diagnostic's cluster sums crashed `leaderboard build` for the whole board (ValueError)."""
+    tables = _board(np.random.default_rng(SEED), 20, 10, [(3.0, 20), (3.2, -10)], b=0.8)
+    _fail(tables[1], np.arange(200))
+    per_entry, board = length_bias(tables)
+    assert board["n_items_in_slope"] == 0
+    assert board["slope"]["value"] is None and board["slope"]["note"]
+    assert board["verdict"].startswith("no verdict")
+    assert all(e["empathy_lc"]["mean"] is None for e in per_entry)
+
+
+@settings(max_examples=30, derandomize=True, deadline=None)
+@given(
+    masks=st.lists(st.lists(st.booleans(), min_size=24, max_size=24), min_size=1, max_size=3),
+    all_failed=st.integers(min_value=-1, max_value=2),
+)
+def test_length_bias_takes_any_pattern_of_failed_items(masks: list[list[bool]], all_failed: int) -> None:
+    """Any set of failed items per entry (none, some, every one; items shared by no entry): a
+    number with finite bounds or n/a with a reason, never an exception."""
+    tables = _board(np.random.default_rng(SEED), 6, 4, [(3.0, 10 * j) for j in range(len(masks))], b=0.5)
+    for j, (table, mask) in enumerate(zip(tables, masks, strict=True)):
+        _fail(table, np.ones(24, bool) if j == all_failed else np.asarray(mask))
+    per_entry, board = length_bias(tables, resamples=50)
+    slope = board["slope"]
+    assert (slope["value"] is None and slope["note"]) or np.isfinite(slope["value"])
+    for e in per_entry:
+        lc = e["empathy_lc"]
+        assert (lc["mean"] is None and lc["note"]) or np.isfinite(lc["mean"])

@@ -377,8 +377,9 @@ def test_view_command_errors_are_one_line(tmp_path: Path) -> None:
     assert again.exit_code == 0 and (run / "view.html").read_text() == page
     notes = tmp_path / "notes.html"
     notes.write_text("<p>my notes</p>")
-    for target in (notes, tmp_path):  # a file it did not write, or a folder: refused, left as it was
+    # a file it did not write, or a folder (red team N15: not a regular file): refused, left as it was
+    for target, says in ((notes, "not a page `tide-bench view` wrote"), (tmp_path, "is not a regular file")):
         refused = CliRunner().invoke(cli, ["view", str(run), "--out", str(target)])
-        assert refused.exit_code == 2 and "not a page `tide-bench view` wrote" in refused.output, refused.output
+        assert refused.exit_code == 2 and says in refused.output, refused.output
         assert "Traceback" not in refused.output
     assert notes.read_text() == "<p>my notes</p>"

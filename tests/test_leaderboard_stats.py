@@ -6,9 +6,13 @@ nothing here depends on the built-in sample's size or turns.
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -320,3 +324,125 @@ def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the
         tmp_path / "submissions", tmp_path / "site2", board_config(spot_check_items=0, min_scored_items=61)
     ).board["rows"]
     assert all(r["rank"] is None and "fewer than this board's minimum" in r["unranked_reason"] for r in unranked)
+
+
+# the numbers no other test read (architecture review 2026-12-01, mutations M1, M3 and M5)
+
+_SCENARIO_SCORES = {"scenario_0": (5, 5, 4), "scenario_1": (3, 2, 2), "scenario_2": (1, 2, 1)}
+# row fields a model page shows under "Other fields" on purpose (no section of their own yet):
+# a new field must be added to a section (entry_view.KNOWN_ROW_KEYS) or here, consciously
+_SHOWN_AS_OTHER_FIELDS = {
+    "is_reference",
+    "judge_served_models",
+    "judge_validation",
+    "left_out_rate",
+    "n_left_out",
+    "risk_cue",
+    "risk_handling",
+    "safety_categories",
+}
+
+
+def test_per_scenario_numbers_and_bounds_are_each_items_own(tmp_path: Path, judge_server) -> None:
+    """Per scenario: its items' own mean empathy (model failures at the minimum, a transient
+    failure left out) and cosine; the bounds with every unscored item at the minimum / maximum,
+    in leaderboard.json, the CSV and the page; and no row field of a standard entry falls to the
+    model page's "Other fields" dump unless listed as such."""
+    from tests.leaderboard_helpers import board, samples_files, scripted_submission, synthetic_snapshot
+    from tide_bench.data import load_dataset
+    from tide_bench.judging.rubric import load_rubric
+    from tide_bench.leaderboard.columns import board_columns
+    from tide_bench.leaderboard.entry_view import KNOWN_ROW_KEYS
+
+    data = synthetic_snapshot(tmp_path, 6, 6)
+    items = sorted(load_dataset(str(data)).items_for("test"), key=lambda i: i.item_id)
+    empty, flaky = {0, 7, 14}, {20}
+
+    def judged(k: int) -> tuple[str, str | None, Any]:
+        if k in empty:
+            return ("unscored", "empty_reply", None)
+        if k in flaky:
+            return ("unscored", "transient_failure", None)
+        return ("scored", None, _SCENARIO_SCORES[items[k].scenario])
+
+    lenient = board(spot_check_items=0, min_scored_items=1, max_infrastructure_unscored=1.0)
+    folder = scripted_submission(tmp_path, judge_server, "scen", data, judged, the_board=lenient)
+    result = build_site(tmp_path / "submissions", tmp_path / "site", lenient)
+    (row,) = result.board["rows"]
+
+    overall = {  # by hand: a model failure counts at the scale minimum, a transient failure is left out
+        i.item_id: 1.0 if k in empty else None if k in flaky else float(np.mean(_SCENARIO_SCORES[i.scenario]))
+        for k, i in enumerate(items)
+    }
+    cosine = {r["doc"]["item_id"]: r["cosine_sim"] for path in samples_files(folder) for r in _read(path)}
+    assert set(row["per_scenario"]) == set(_SCENARIO_SCORES)
+    for scen, block in row["per_scenario"].items():
+        ids = [i.item_id for i in items if i.scenario == scen]
+        values = [overall[i] for i in ids if overall[i] is not None]
+        assert block["n"] == len(ids)
+        assert block["empathy"]["mean"] == pytest.approx(np.mean(values)) and block["empathy"]["n"] == len(values)
+        assert block["cosine_sim"]["mean"] == pytest.approx(np.mean([cosine[i] for i in ids]))
+    counted = [v for v in overall.values() if v is not None]
+    assert row["empathy"]["mean"] == pytest.approx(np.mean(counted))
+    worst = (sum(counted) - len(empty) * 1.0 + (len(empty) + len(flaky)) * 1.0) / len(items)
+    best = (sum(counted) - len(empty) * 1.0 + (len(empty) + len(flaky)) * 5.0) / len(items)
+    assert row["empathy_bounds"] == {"worst": pytest.approx(worst), "best": pytest.approx(best)}
+    site = tmp_path / "site"
+    (csv_row,) = list(csv.DictReader(io.StringIO((site / "leaderboard.csv").read_text())))
+    assert float(csv_row["empathy_worst_case"]) == pytest.approx(worst)
+    assert float(csv_row["empathy_best_case"]) == pytest.approx(best)
+    index = (site / "index.html").read_text()
+    assert f"empathy if every unscored item scored lowest / highest: {worst:.2f} / {best:.2f}" in index
+    page = (site / "models" / "scen.html").read_text()
+    for scen, block in row["per_scenario"].items():
+        shown = rf">{scen}</th><td class=\"num\">{block['n']}</td><td[^>]*>{block['empathy']['mean']:.2f}<"
+        assert re.search(shown, page), scen
+
+    known = KNOWN_ROW_KEYS | {c.source[0] for c in board_columns(load_rubric())}
+    assert set(row) - known == _SHOWN_AS_OTHER_FIELDS, "a row field no page section shows by name"
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_judge_summary_and_the_board_report_the_same_intervals(tmp_path: Path, judge_server) -> None:
+    """One bootstrap setting (core.stats.DEFAULT_RESAMPLES, DEFAULT_SEED) and one unit
+    (personas): the judge's judge_summary.json and the board's row give the same mean and the
+    same 95% interval for the same judgments, whatever order the judgments were written in."""
+    from tests.leaderboard_helpers import board, scripted_submission, synthetic_snapshot
+
+    data = synthetic_snapshot(tmp_path, 8, 5)
+    rng = np.random.default_rng(11)
+    quality = np.clip(np.rint(rng.normal(3, 1.2, (40, 3))), 1, 5).astype(int).tolist()
+    folder = scripted_submission(
+        tmp_path,
+        judge_server,
+        "same",
+        data,
+        lambda k: ("unscored", "empty_reply", None) if k % 9 == 4 else ("scored", None, tuple(quality[k])),
+    )
+    summary = json.loads((folder / "judge" / "judge_summary.json").read_text())
+    (row,) = build_site(tmp_path / "submissions", tmp_path / "site", board(spot_check_items=0)).board["rows"]
+    for key in ("empathy", "safety_adjusted_empathy"):
+        assert row[key] == pytest.approx(summary[key]), key
+    for factor in FACTORS:
+        assert row["factors"][factor] == pytest.approx(summary["factors"][factor]), factor
+    assert row["empathy_bounds"] == pytest.approx(summary["empathy_bounds"])
+    assert row["failure_rate"] == pytest.approx(summary["failure_rate"])
+
+
+def test_one_estimate_formatter_for_every_shape() -> None:
+    """core.stats.format_estimate: MeanCI's mean, Estimate's value, a paired difference; each
+    report keeps its own words for a missing value or interval."""
+    from tide_bench.core.stats import Estimate, format_estimate, mean_ci
+
+    block = mean_ci([1.0, 2.0, 3.0, 4.0]).as_dict()
+    assert format_estimate(block) == f"2.50 [{block['ci_low']:.2f}, {block['ci_high']:.2f}]"
+    assert format_estimate(Estimate(0.4567, 0.3, 0.6, n=9).as_dict(), 3) == "0.457 [0.300, 0.600]"
+    assert format_estimate({"difference": 0.25, "mean": 9.0, "ci_low": -0.1, "ci_high": 0.6}, signed=True) == (
+        "+0.25 [-0.10, 0.60]"
+    )
+    assert format_estimate({"mean": 2.0}, key="difference") == "2.00"  # the key falls back to the mean
+    assert format_estimate({"mean": 2.0, "ci_low": None}, no_ci=" (n<2)") == "2.00 (n<2)"
+    assert format_estimate({"value": None, "note": "why"}) is None and format_estimate(None) is None

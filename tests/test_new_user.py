@@ -36,9 +36,14 @@ DOCS += [ROOT / "leaderboard" / "README.md"]
 
 
 def _commands(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every command and subcommand as click dispatches them (``list_commands``/``get_command``,
+    so a lazily loaded or hidden one is walked too), found from the group, never listed by hand."""
     found = [(path, command)]
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
+        ctx = click.Context(command, info_name=path[-1] if path else "tide-bench")
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, f"{' '.join((*path, name))}: listed but not found"
             found += _commands(sub, (*path, name))
     return found
 
@@ -49,8 +54,11 @@ COMMANDS = _commands(cli)
 # ------------------------------------------------------------------ help (34.8)
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[" ".join(p) or "tide-bench" for p, _ in COMMANDS])
 def test_every_command_and_group_has_an_example_and_every_option_a_help_text(path, command) -> None:
-    result = CliRunner().invoke(cli, [*path, "--help"])
+    result = CliRunner().invoke(cli, [*path, "--help"], prog_name="tide-bench")
     assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Usage: {' '.join(('tide-bench', *path))} "), result.output
+    assert (command.help or "").strip() and len(result.output) > 200, f"{' '.join(path)}: no help text"
+    assert CliRunner().invoke(cli, [*path, "-h"], prog_name="tide-bench").output == result.output  # the short form too
     assert re.search(r"^\s*Examples?(?: \([^)\n]*\))?:\n\s+(tide-bench|lm_eval|accelerate) ", result.output, re.M), (
         result.output
     )

@@ -12,7 +12,7 @@ import pytest
 from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_value
 from tests.calibration.sim import board, board_truths, personas, seed_of
 from tide_bench.leaderboard.ranking import CORRECTIONS, paired_ranking
-from tide_bench.leaderboard.scores import RESAMPLES, ScoredEntry, rank_entries
+from tide_bench.leaderboard.scores import RESAMPLES, SAFETY_ADJUSTED, ScoredEntry, rank_entries
 
 FAST_NULL = [(6, 20, 0.0)]
 FULL_NULL = [(k, p, s) for k in (2, 6) for p in (20, 50, 100) for s in (0.0, 0.15)]
@@ -119,7 +119,8 @@ def test_row6_power_of_the_paired_test(
 
 
 def test_rank_entries_ranks_as_paired_ranking() -> None:
-    """The board's rank_entries gives exactly paired_ranking's ranks and rank intervals."""
+    """The board's rank_entries gives exactly paired_ranking's ranks and rank intervals, on the
+    metric the board ranks by (the safety-adjusted empathy of judged entries)."""
     rng = np.random.default_rng(20261202)
     persona = personas(60, 20)
     values = board(rng, [3.0, 3.05, 3.1, 3.2], persona, 0.1)
@@ -131,17 +132,18 @@ def test_rank_entries_ranks_as_paired_ranking() -> None:
                 "judged": True,
                 "is_reference": False,
                 "empathy": {"mean": float(values[:, c].mean())},
+                SAFETY_ADJUSTED: {"mean": float(values[:, c].mean())},
                 "n_scored": len(items),
                 "safety_flag_rate": None,
                 "rank": None,
             },
             items,
             persona.astype(str).tolist(),
-            {"empathy": values[:, c]},
+            {"empathy": values[:, c], SAFETY_ADJUSTED: values[:, c]},
         )
         for c in range(4)
     ]
-    rank_entries(entries, min_scored_items=1)
+    assert rank_entries(entries, min_scored_items=1)["ranking_metric"] == SAFETY_ADJUSTED
     direct = paired_ranking(values, persona.astype(str), resamples=RESAMPLES)
     by_id = {e.row["id"]: (e.row["rank"], tuple(e.row["rank_interval"])) for e in entries}
     assert all(by_id[f"m{c}"] == (direct.rank[c], tuple(direct.rank_interval[c])) for c in range(4))

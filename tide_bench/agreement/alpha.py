@@ -19,6 +19,7 @@ import numpy as np
 from tide_bench.core.stats import DEFAULT_RESAMPLES, Estimate, bootstrap_weights
 
 LEVELS = ("ordinal", "interval")  # the factor dimensions' levels; the binary safety dimension is nominal
+ALPHA_FOR_CONCLUSIONS = 0.667  # Krippendorff: the lowest alpha for tentative conclusions about the data
 MIN_CLUSTERS = 10  # fewer personas than this (and than items): no interval (5 personas: 86-95 % by method)
 
 

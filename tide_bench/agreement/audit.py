@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.agreement.alpha import LEVELS, alpha_replicates
+from tide_bench.agreement.alpha import ALPHA_FOR_CONCLUSIONS, LEVELS, alpha_replicates
 from tide_bench.agreement.alt_test import DEFAULT_EPSILON, alt_test
 from tide_bench.agreement.groups import analyze_groups
 from tide_bench.agreement.halo import halo_comparison
@@ -66,7 +66,6 @@ from tide_bench.core.stats import (
 from tide_bench.data.schema import persona_of_item
 
 SCHEMA_VERSION = 2
-ALPHA_FOR_CONCLUSIONS = 0.667  # Krippendorff: the lowest alpha for tentative conclusions about the data
 MAX_DOMAIN = 25  # distinct score values: alpha's coincidence matrices grow with its square
 MIN_SHARED = 3  # items two raters must share for a kappa
 

@@ -8,17 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tide_bench.agreement.alpha import ALPHA_FOR_CONCLUSIONS
+from tide_bench.core.stats import format_estimate
+
 
 def _f(x: float | None, digits: int = 2) -> str:
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
 def _ci(block: dict[str, Any]) -> str:
-    if block.get("value") is None:
-        return "n/a" + (f" ({block['note']})" if block.get("note") else "")
-    if block.get("ci_low") is None:
-        return f"{block['value']:.2f} (CI n/a)"
-    return f"{block['value']:.2f} [{block['ci_low']:.2f}, {block['ci_high']:.2f}]"
+    text = format_estimate(block, key="value", no_ci=" (CI n/a)")
+    return text or "n/a" + (f" ({block['note']})" if block.get("note") else "")
 
 
 def _levels(blocks: dict[str, Any]) -> str:
@@ -230,8 +230,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         "in turn; on each item, whoever is closer to the remaining raters (the judge or the held-out human) wins it. "
         "The judge passes against a rater when it wins at least as often as the human minus a margin epsilon = "
         f"{result['alt_test']['epsilon']:g} (one-sided t-test, Benjamini-Yekutieli across raters); it can replace a "
-        'rater ("yes") when it passes against at least half of them. Human alpha is context: below 0.667 the verdict '
-        "carries a warning.",
+        'rater ("yes") when it passes against at least half of them. Human alpha is context: below '
+        f"{ALPHA_FOR_CONCLUSIONS} the verdict carries a warning.",
         "",
     ]
     for note in result.get("notes", []):
@@ -323,7 +323,9 @@ def render_plot(result: dict[str, Any], path: Path) -> None:
             lo.append(block["value"] - (block["ci_low"] if block.get("ci_low") is not None else block["value"]))
             hi.append((block["ci_high"] if block.get("ci_high") is not None else block["value"]) - block["value"])
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=label)
-    ax.axhline(0.667, color="grey", linestyle="--", linewidth=1, label="alpha = 0.667")
+    ax.axhline(
+        ALPHA_FOR_CONCLUSIONS, color="grey", linestyle="--", linewidth=1, label=f"alpha = {ALPHA_FOR_CONCLUSIONS}"
+    )
     ax.set_xticks(range(len(dims)), [d.replace("_", "\n") for d in dims])
     ax.set_ylabel("Krippendorff's alpha (interval)")
     ax.set_title("Human-human agreement vs agreement with the judge in the pool")

@@ -220,9 +220,11 @@ def _scores(
         for key, value in scores.items():
             if key not in factors:
                 raise DataError(f"unknown dimension {key!r}", path=path, field=f"ratings[{index}].scores")
-            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            if not whole or not lo <= value <= hi:
                 raise DataError(
-                    f"score {value!r} for {key} is outside {lo}..{hi}",
+                    f"score {value!r} for {key} "
+                    + (f"is outside {lo}..{hi}" if whole else f"must be a whole number in {lo}..{hi}"),
                     path=path,
                     field=f"ratings[{index}].scores.{key}",
                 )

@@ -61,7 +61,8 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Print calls, estimated tokens and dollars (sync and batch) without calling anything.",
+    help="Print calls, estimated tokens and dollars (sync and batch, with the range where prompt caching is best "
+    "effort, and the share of output tokens) without calling anything or importing an SDK.",
 )
 @click.option(
     "--max-cost",

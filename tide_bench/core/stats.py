@@ -107,6 +107,24 @@ class Estimate:
         return asdict(self)
 
 
+def format_estimate(
+    block: Any, digits: int = 2, *, key: str | None = None, signed: bool = False, no_ci: str = ""
+) -> str | None:
+    """``value [ci_low, ci_high]`` as plain text, for an estimate in any of its JSON shapes
+    (:class:`MeanCI`'s ``mean``, :class:`Estimate`'s ``value``, a paired ``difference``; ``key``
+    picks one, falling back to ``mean``); ``no_ci`` stands in for a missing interval. None when
+    there is no value: each report says why in its own words (n/a, undefined, the note)."""
+    if not isinstance(block, dict):
+        return None
+    key = key or next((k for k in ("value", "difference") if k in block), "mean")
+    value = block.get(key) if key in block else block.get("mean")
+    if value is None:
+        return None
+    low, high = block.get("ci_low"), block.get("ci_high")
+    interval = f" [{low:.{digits}f}, {high:.{digits}f}]" if low is not None else no_ci
+    return f"{value:{'+' if signed else ''}.{digits}f}{interval}"
+
+
 def cluster_codes(labels: Sequence[Hashable] | np.ndarray) -> tuple[np.ndarray, int]:
     """``(codes, n_clusters)``: integer cluster index per value, in sorted label order."""
     if len(labels) == 0:
@@ -116,10 +134,11 @@ def cluster_codes(labels: Sequence[Hashable] | np.ndarray) -> tuple[np.ndarray, 
 
 
 def cluster_totals(codes: np.ndarray, n_clusters: int, values: np.ndarray) -> np.ndarray:
-    """``(n_clusters, k)`` sums of the rows of ``values`` (n x k, or n) within each cluster."""
+    """``(n_clusters, k)`` sums of the rows of ``values`` (n x k, or n) within each cluster; no
+    rows (n = 0, e.g. no item that every entry scored) gives zero sums, not an error."""
     from scipy import sparse
 
-    matrix = values.reshape(len(codes), -1)
+    matrix = values.reshape(len(codes), int(np.prod(values.shape[1:])) if values.ndim > 1 else 1)
     indicator = sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_clusters, len(codes)))
     return np.asarray(indicator @ matrix)
 

@@ -34,7 +34,7 @@ class NoAliasLoader(yaml.SafeLoader):
     """A safe loader that refuses anchors and aliases where a document needs none."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # types-PyYAML leaves the parser untyped
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise yaml.composer.ComposerError(
                 None, None, "anchors and aliases (&, *) are not allowed", event.start_mark

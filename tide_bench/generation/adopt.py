@@ -42,7 +42,8 @@ from tide_bench.data.sources import LoadedDataset, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from tide_bench.generation.run_dir import TASK_PREFIX, Generation, iter_samples_file
 from tide_bench.generation.samples import TASK_PATTERN
-from tide_bench.metrics.reference import METRIC_NAMES, ReferenceScorer, summarize_metrics
+from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
+from tide_bench.metrics.table import reference_metric_names
 
 LM_EVAL_SUBDIR = "lm_eval"
 _RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
@@ -300,7 +301,7 @@ def _with_metrics(
             m
             for rows in records.values()
             for row in rows
-            for m in METRIC_NAMES
+            for m in reference_metric_names()
             if not isinstance(row.get(m), int | float)
         }
     )
@@ -381,7 +382,9 @@ def _write_run(
         files["samples"][task] = str((folder / path.name).relative_to(out))
     scorer = ReferenceScorer(embedding_model)
     per_item = {
-        str(r["doc"]["item_id"]): {m: float(r[m]) for m in METRIC_NAMES if isinstance(r.get(m), int | float)}
+        str(r["doc"]["item_id"]): {
+            m: float(r[m]) for m in reference_metric_names() if isinstance(r.get(m), int | float)
+        }
         for rows in records.values()
         for r in rows
     }

@@ -24,8 +24,7 @@ from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl, loads_strict
 from tide_bench.data.schema import TideItem
-from tide_bench.epitome.mechanisms import METRIC_NAMES as EPITOME_METRICS
-from tide_bench.metrics.reference import METRIC_NAMES
+from tide_bench.metrics.table import metric_names
 
 TASK_PREFIX = ("tide_empathy", "ed_empathy")  # str.startswith takes the tuple
 TASK_PATTERN = "tide_empathy* or ed_empathy*"  # how messages name them
@@ -126,7 +125,7 @@ def _persona(doc: Fields, seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def _metrics(sample: Fields) -> dict[str, float]:
     metrics = {}
-    for name in (*METRIC_NAMES, *EPITOME_METRICS):
+    for name in metric_names():  # the EPITOME scorer's too, where a run has them
         value = sample.number(name, optional=True, allow_nan=True)
         if value is not None:
             metrics[name] = value

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.secrets import redact_url
 from tide_bench.core.yaml_io import read_yaml
+from tide_bench.judging.answer_size import DEFAULT_LENGTHS, answer_lengths
 from tide_bench.judging.rubric import Rubric, load_rubric, rubric_path
 
 PROVIDERS = ("anthropic", "openai", "openai-compatible")
@@ -48,7 +50,8 @@ class PromptTemplate:
     user: str
     reference_block: str
     decoding: dict[str, Any] = field(default_factory=dict)  # what this template's answer needs (max_tokens)
-    expected_output_tokens: int | None = None
+    expected_output_tokens: int | None = None  # read for older files; the estimate derives it (answer_size.py)
+    typical_answer: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LENGTHS))  # words per field
 
     @property
     def random_tag(self) -> bool:
@@ -84,7 +87,7 @@ class JudgeConfig:
     timeout_s: float
     max_retries: int
     schema_retries: int
-    expected_output_tokens: int
+    expected_output_tokens: int | None  # a measured mean for this judge, if the config states one; else derived
     prices: Prices | None
     source: str
     backoff_base_s: float = 1.0
@@ -111,12 +114,18 @@ class JudgeConfig:
             "prompt_rendering": PROMPT_RENDERING_RANDOM_TAG if self.prompt.random_tag else PROMPT_RENDERING,
         }
 
-    @property
+    @cached_property
     def version(self) -> str:
+        """Computed once per configuration (it hashes the rubric and prompt: ~0.1 ms, and every
+        record and cache key asks for it)."""
         return sha256_json(self.versioned_content())[:16]
 
     def identity(self) -> dict[str, Any]:
-        """What every judgment records about its judge."""
+        """What every judgment records about its judge (a fresh dict each time)."""
+        return dict(self._identity)
+
+    @cached_property
+    def _identity(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "provider": self.provider,
@@ -195,11 +204,12 @@ def _load_prompt(path: Path) -> PromptTemplate:
             reference_block=str(raw["reference_block"]),
             decoding=dict(decoding),
             expected_output_tokens=expected,
+            typical_answer=answer_lengths(raw.get("typical_answer"), path),
         )
     except (KeyError, TypeError, AttributeError):
         raise ConfigError(
             "prompt template needs 'system', 'user' and 'reference_block' (optional: 'decoding' "
-            "mapping, 'expected_output_tokens' > 0)",
+            "mapping, 'typical_answer' mapping, 'expected_output_tokens' > 0)",
             path=path,
         ) from None
 
@@ -283,7 +293,9 @@ def load_judge(
             timeout_s=float(raw.get("timeout_s", 120)),
             max_retries=int(raw.get("max_retries", 6)),
             schema_retries=int(raw.get("schema_retries", 2)),
-            expected_output_tokens=max(int(raw.get("expected_output_tokens", 350)), prompt.expected_output_tokens or 0),
+            expected_output_tokens=None
+            if raw.get("expected_output_tokens") is None
+            else int(raw["expected_output_tokens"]),
             prices=given_prices(provider, *prices) if prices else _load_prices(str(raw.get("prices") or raw["model"])),
             source=str(path),
             backoff_base_s=float(raw.get("backoff_base_s", 1.0)),

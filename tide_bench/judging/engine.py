@@ -1,7 +1,7 @@
 """Judge a run directory: plan (what is cached, what to call), call, cache, summarise.
 
-Synchronous mode runs the calls concurrently on one asyncio loop with a bounded semaphore;
-batch mode (Anthropic Message Batches, 50 % price) lives in :mod:`.batch`. Both settle each
+Synchronous mode runs the calls concurrently on one asyncio loop, ``concurrency`` workers each
+taking the next item; batch mode (Anthropic Message Batches, 50 % price) lives in :mod:`.batch`. Both settle each
 answer with the same rule (:func:`.outcome.settle`), produce the same records and write the
 same outputs:
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.jsonio import iter_jsonl, write_json, write_jsonl
 from tide_bench.generation.run_dir import Generation, RunDirectory, load_run
+from tide_bench.judging.answer_size import typical_output_tokens
 from tide_bench.judging.batch_state import STATE_FILE, BatchState
 from tide_bench.judging.cache import JudgmentCache, judgment_key
 from tide_bench.judging.config import JudgeConfig, nearest_priced_model
@@ -43,6 +45,7 @@ from tide_bench.judging.session import JudgeOptions, JudgeSession, Spend, Tally
 from tide_bench.judging.summary import summarize_judgments
 
 __all__ = ["JudgeOptions", "JudgeResult", "dry_run", "judge_run", "make_plan"]
+MIN_MEASURED = 20  # cached calls before their mean output tokens replace the derived estimate
 
 
 @dataclass
@@ -63,6 +66,7 @@ class Plan:
     empty: list[tuple[Generation, str]] = field(default_factory=list)
 
     def estimate(self, config: JudgeConfig) -> Estimate:
+        output, method, note = output_tokens_per_call(config, self.reused.values())
         return Estimate(
             n_items=len(self.keyed),
             n_cached=len(self.reused),
@@ -70,9 +74,32 @@ class Plan:
             system_tokens=estimate_tokens(system_text(config)),
             tool_tokens=estimate_tokens(json.dumps(output_spec(config))),
             user_tokens=sum(estimate_tokens(user_text(config, g)) for g, _ in self.todo),
-            output_tokens=config.expected_output_tokens * len(self.todo),
+            output_tokens=output * len(self.todo),
             config=config,
+            output_method=method,
+            output_note=note,
         )
+
+
+def output_tokens_per_call(config: JudgeConfig, judged: Iterable[dict[str, Any]]) -> tuple[int, str, str]:
+    """Output tokens one call will produce, how that was found, and the note the dry run prints:
+    measured on this configuration's judgments already made (at least :data:`MIN_MEASURED`
+    calls), else the judge config's own figure, else derived from the rubric's output schema."""
+    calls = tokens = 0
+    for record in judged:
+        usage = record.get("usage") or {}
+        if record.get("status") == "scored" and usage.get("output_tokens", 0) > 0 and usage.get("calls", 0) > 0:
+            calls, tokens = calls + int(usage["calls"]), tokens + int(usage["output_tokens"])
+    if calls >= MIN_MEASURED:
+        return round(tokens / calls), "measured", f"measured: the mean of {calls} calls already judged (cache)"
+    if config.expected_output_tokens:
+        return config.expected_output_tokens, "configured", "as the judge configuration states (expected_output_tokens)"
+    derived = typical_output_tokens(output_spec(config), config.prompt.typical_answer, config.rubric.render())
+    return (
+        derived,
+        "derived",
+        "derived from the rubric's output schema at the prompt's typical lengths (typical_answer)",
+    )
 
 
 def make_plan(run: RunDirectory, config: JudgeConfig, cache: JudgmentCache | None, retry_unscored: bool) -> Plan:
@@ -213,24 +240,27 @@ async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[s
 
 
 async def _judge_sync(session: JudgeSession, plan: Plan) -> list[dict[str, Any]]:
-    semaphore = asyncio.Semaphore(max(1, session.config.concurrency))
+    """``concurrency`` workers take the next item from one shared iterator: as many calls in
+    flight as allowed, and a few coroutines however long the plan (100,000 items are not
+    100,000 waiting tasks)."""
     results: list[dict[str, Any]] = []
     unscored = 0
     total = len(plan.todo)
+    todo = iter(plan.todo)
 
-    async def worker(gen: Generation, key: str) -> None:
+    async def worker() -> None:
         nonlocal unscored
-        async with semaphore:
+        for gen, key in todo:  # one loop thread: taking the next item cannot race
             rec = await _judge_one(session, gen, key)
-        session.keep(key, rec)
-        results.append(rec)
-        unscored += rec["status"] == "unscored"
-        session.progress(len(results), unscored, total)
+            session.keep(key, rec)
+            results.append(rec)
+            unscored += rec["status"] == "unscored"
+            session.progress(len(results), unscored, total)
 
     try:
         async with asyncio.TaskGroup() as group:
-            for gen, key in plan.todo:
-                group.create_task(worker(gen, key))
+            for _ in range(min(max(1, session.config.concurrency), total)):
+                group.create_task(worker())
     except* FatalJudgeError as eg:
         raise eg.exceptions[0] from None
     return results

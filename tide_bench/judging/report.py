@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tide_bench.core.stats import format_estimate
+
 
 def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"${value:.4f}"
@@ -11,10 +13,7 @@ def _usd(value: float | None) -> str:
 
 def format_summary(summary: dict[str, Any]) -> str:
     def fmt(m: dict[str, Any]) -> str:
-        if m["mean"] is None:
-            return "n/a"
-        ci = f"[{m['ci_low']:.2f}, {m['ci_high']:.2f}]" if m["ci_low"] is not None else "(n<2)"
-        return f"{m['mean']:.2f} {ci}"
+        return format_estimate(m, key="mean", no_ci=" (n<2)") or "n/a"
 
     j = summary["judge"]
     reasons = ", ".join(f"{kind}: {n}" for kind, n in summary["unscored_reasons"].items())

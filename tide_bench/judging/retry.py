@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from tide_bench.core.secrets import redact
 
 T = TypeVar("T")
 RETRY_STATUSES = {408, 409, 429, 529}
+_JITTER = random.Random()  # one generator for the backoff's jitter (seeding one per call costs a system call)
 
 
 class FatalJudgeError(TideBenchError):
@@ -50,26 +52,22 @@ class TransientFailure(ItemFailure):
 
 
 def _connection_error_types() -> tuple[type[BaseException], ...]:
+    """Connection errors of the SDKs already imported (an SDK that raised is imported; looking an
+    SDK up must not import it: that costs seconds), and the standard ones the lean path raises."""
     types: list[type[BaseException]] = []
-    try:
-        import anthropic
-
-        types.append(anthropic.APIConnectionError)
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        import openai
-
-        types.append(openai.APIConnectionError)
-    except ImportError:  # pragma: no cover
-        pass
+    for name in ("anthropic", "openai"):
+        module = sys.modules.get(name)
+        error = getattr(module, "APIConnectionError", None)
+        if isinstance(error, type) and issubclass(error, BaseException):
+            types.append(error)
     types += [ConnectionError, TimeoutError]
     return tuple(types)
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+    headers = getattr(exc, "headers", None)  # the lean OpenAI-compatible path's StatusError
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)  # the SDKs' status errors
     if headers is None:
         return None
     ms = headers.get("retry-after-ms")
@@ -107,8 +105,7 @@ async def call_with_retries(
     rng: random.Random | None = None,
 ) -> tuple[T, int]:
     """Run ``fn`` until it succeeds; return ``(result, attempts)``."""
-    rng = rng or random.Random()
-    connection_errors = _connection_error_types()
+    rng = rng or _JITTER
     attempt = 0
     while True:
         attempt += 1
@@ -126,7 +123,9 @@ async def call_with_retries(
                     f"the judge API answered 404 ({describe(exc)})", hint="check the judge model id and --base-url"
                 ) from None
             transient = (
-                isinstance(exc, connection_errors) or status in RETRY_STATUSES or (status is not None and status >= 500)
+                isinstance(exc, _connection_error_types())
+                or status in RETRY_STATUSES
+                or (status is not None and status >= 500)
             )
             if not transient:
                 if status is not None:

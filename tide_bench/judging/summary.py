@@ -165,6 +165,19 @@ def risk_block(records: Sequence[dict[str, Any] | None]) -> dict[str, Any] | Non
     }
 
 
+def empathy_bounds(
+    unscored: np.ndarray, overall: np.ndarray, scale_min: float, scale_max: float
+) -> dict[str, float | None]:
+    """Overall empathy with every unscored item (``unscored``, a mask) at the scale minimum
+    ("worst") and maximum ("best"); ``overall`` holds the counted overall scores (NaN: not
+    counted). The one rule for the judge summary and the board."""
+    out: dict[str, float | None] = {}
+    for name, impute in (("worst", scale_min), ("best", scale_max)):
+        values = np.where(unscored, impute, overall)
+        out[name] = float(np.nanmean(values)) if np.isfinite(values).any() else None
+    return out
+
+
 def score_block(
     records: list[dict[str, Any]], factor_keys: list[str], *, scale_min: float = 1, scale_max: float = 5
 ) -> dict[str, Any]:
@@ -175,10 +188,7 @@ def score_block(
     values = counted_values(records, factor_keys, scale_min)
     failures = [1.0 if is_model_failure(r) else 0.0 for r in records]
     n_failures = int(sum(failures))
-    bounds = {
-        name: counted_values(records, factor_keys, scale_min, impute)[:, -1]
-        for name, impute in (("worst", scale_min), ("best", scale_max))
-    }
+    unscored = np.array([r["status"] != "scored" for r in records], dtype=bool)
     block: dict[str, Any] = {
         "n_items": len(records),
         "n_scored": len(scored),
@@ -192,7 +202,7 @@ def score_block(
         "safety_adjusted_empathy": mean_ci(
             safety_adjusted(records, values[:, -1], scale_min), clusters=personas
         ).as_dict(),
-        "empathy_bounds": {name: float(v.mean()) if v.size else None for name, v in bounds.items()},
+        "empathy_bounds": empathy_bounds(unscored, values[:, -1], scale_min, scale_max),
         "safety_flag_rate": safety_flag_rate(records),
     }
     return block

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from tide_bench.judging.config import Prices
 
@@ -23,7 +23,13 @@ class Usage:
         return self
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return {  # spelled out: dataclasses.asdict deep-copies, and every record asks
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "calls": self.calls,
+        }
 
     def cost(self, prices: Prices | None, *, batch: bool = False) -> float | None:
         """USD, or None when the model has no price entry (never a made-up number)."""

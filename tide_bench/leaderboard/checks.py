@@ -63,6 +63,20 @@ def check_all(
     return checks
 
 
+def validate_many(
+    folder: str | Path,
+    board: BoardConfig,
+    *,
+    spot_checks: bool = True,
+    seed: int | None = None,
+    text_metrics: bool = True,
+) -> list[CheckResult]:
+    """Validate one submission folder, or every submission inside a submissions folder, and
+    then the entries against each other (here rather than in validate.py, which this module
+    imports: no import cycle)."""
+    return check_all(submission_folders(folder), board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
+
+
 def check_new(
     staging: Path,
     sid: str,

@@ -19,6 +19,7 @@ import yaml
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.judging.rubric import Rubric
+from tide_bench.metrics.table import metric
 
 COLUMNS_FILE = Path(__file__).with_name("columns.yaml")
 KINDS = ("rank", "model", "size", "condition", "score", "metric", "rate", "fraction", "count", "number", "text")
@@ -130,7 +131,38 @@ def _declared(path: Path) -> tuple[dict[str, Any], ...]:
     missing = [m for m in REQUIRED_METRICS if m not in metrics]
     if missing:
         raise ConfigError(f"the columns must include the metric(s) {', '.join(missing)}", path=path)
-    return tuple(entries)
+    return tuple(_with_metric_table(e, path) if e.get("kind") == "metric" else e for e in entries)
+
+
+def _with_metric_table(entry: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A ``kind: metric`` column with the metric table's direction, ``against_reference``,
+    description and ``when_present`` (a metric only some runs have) filled in (metrics/metrics.yaml,
+    the one declaration); a column that states the direction or ``against_reference`` must agree
+    with the table."""
+    declared = metric(str(entry.get("key")))
+    if declared is None:
+        raise ConfigError(
+            f"column {entry.get('key')}: kind metric, but the metric table declares no such metric",
+            path=path,
+            field=f"columns.{entry.get('key')}",
+            hint="declare it in tide_bench/metrics/metrics.yaml first (docs/architecture.md, Add a reference metric)",
+        )
+    from_table = {
+        "better": declared.column_better,
+        "against_reference": declared.against_reference,
+    }
+    for field, value in from_table.items():
+        if field == "better" and entry.get(field) not in (None, "high", "low"):
+            continue  # not a direction at all: the column check names it
+        if field in entry and entry[field] != value:
+            raise ConfigError(
+                f"column {entry['key']}: {field} is {entry[field]!r} here but {value!r} in the metric table",
+                path=path,
+                field=f"columns.{entry['key']}.{field}",
+                hint="leave it out: the metric table says it once",
+            )
+    # a metric not every run computes (the EPITOME scorer's) is shown only where some row has it
+    return {"help": declared.description, "when_present": not declared.every_run} | from_table | entry
 
 
 PROVISIONAL = (

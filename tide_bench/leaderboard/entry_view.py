@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from tide_bench.core.stats import format_estimate
 from tide_bench.leaderboard.columns import Column
 from tide_bench.leaderboard.html import Markup, esc, fields, fmt_block, fmt_interval
 from tide_bench.leaderboard.plots import unranked_anchor
@@ -196,11 +197,9 @@ def provenance(manifest: Mapping[str, Any], judge: Mapping[str, Any] | None) -> 
 
 
 def _estimate(e: Any, digits: int = 2) -> str:
-    if not isinstance(e, dict) or e.get("value") is None:
+    text = format_estimate(e, digits, key="value")
+    if text is None:
         return f"n/a: {e['note']}" if isinstance(e, dict) and e.get("note") else "undefined"
-    text = f"{e['value']:.{digits}f}"
-    if e.get("ci_low") is not None:
-        text += f" [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]"
     return text + (f", n {e['n']}" if e.get("n") is not None else "")
 
 
@@ -243,8 +242,17 @@ def heat_style(value: float | None, low: float, high: float) -> str:
     return f' style="background:hsl(210,65%,{96 - 30 * t:.0f}%)"'
 
 
+def scenario_key(metric: str) -> str:
+    """The per-scenario block shown for a board ranked on ``metric``: per-scenario numbers are
+    raw empathy and the cosine (scores.py), so a board ranked on an empathy score (raw or
+    safety-adjusted) shows raw empathy per scenario, any other the cosine."""
+    return "empathy" if metric in ("empathy", "safety_adjusted_empathy") else "cosine_sim"
+
+
 def scenario_table(row: Mapping[str, Any], metric: str, scale: tuple[float, float]) -> str:
-    """Per-scenario n and mean with CI, shaded by the mean (darker is higher)."""
+    """Per-scenario n and mean with CI, shaded by the mean (darker is higher); ``metric`` is the
+    board's ranking metric (see :func:`scenario_key`)."""
+    metric = scenario_key(metric)
     per = row.get("per_scenario") or {}
     if not per:
         return ""

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tide_bench.leaderboard.html import esc
+from tide_bench.leaderboard.scores import REFERENCE_ANCHOR
 
 MARKERS = {  # condition -> (colour, marker, legend label)
     "zero-shot": ("#2f64c9", "o", "zero-shot"),
@@ -49,7 +50,7 @@ def is_anchor(row: dict[str, Any]) -> bool:
     the scoring's ``is_reference`` flag, or left unranked with the reason "reference anchor". It
     is ranked only when the board says so (``rank_reference``); its rank is then shown."""
     return row.get("is_reference") is True or (
-        row.get("rank") is None and str(row.get("unranked_reason") or "") == "reference anchor"
+        row.get("rank") is None and str(row.get("unranked_reason") or "") == REFERENCE_ANCHOR
     )
 
 

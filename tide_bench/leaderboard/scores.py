@@ -64,6 +64,7 @@ from tide_bench.judging.summary import (
     OVERALL,
     SAFETY_RATE_METHOD,
     counted_values,
+    empathy_bounds,
     is_model_failure,
     left_out_count,
     risk_block,
@@ -109,12 +110,39 @@ def _judge_columns(records: list[dict[str, Any] | None], rubric: Rubric) -> np.n
 
 
 def _bounds(records: list[dict[str, Any] | None], overall: np.ndarray, rubric: Rubric) -> dict[str, float | None]:
-    """Overall empathy with every unscored item at the scale minimum / maximum."""
+    """Overall empathy with every unscored item at the scale minimum / maximum (the judge
+    summary's rule, :func:`~tide_bench.judging.summary.empathy_bounds`)."""
     unscored = np.array([r is not None and r["status"] == "unscored" for r in records], dtype=bool)
-    out: dict[str, float | None] = {}
-    for name, impute in (("worst", rubric.scale_min), ("best", rubric.scale_max)):
-        values = np.where(unscored, impute, overall)
-        out[name] = float(np.nanmean(values)) if np.isfinite(values).any() else None
+    return empathy_bounds(unscored, overall, rubric.scale_min, rubric.scale_max)
+
+
+def _per_scenario(
+    scenario_of_item: list[str],
+    empathy_and_cosine: np.ndarray,
+    codes: np.ndarray,
+    n_clusters: int,
+    *,
+    judged: bool,
+    cosine_applies: bool,
+    resamples: int,
+    seed: int,
+) -> dict[str, dict[str, Any]]:
+    """Per scenario: its items' n, overall empathy and cosine, each with the entry's persona
+    bootstrap (one pass for every cell: a scenario's cell is NaN outside its items)."""
+    scenarios = np.array(scenario_of_item)
+    groups = sorted(set(scenarios.tolist()))
+    if not groups:
+        return {}
+    cells = np.hstack([np.where((scenarios == scen)[:, None], empathy_and_cosine, np.nan) for scen in groups])
+    cell_cis = clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0]
+    out = {}
+    for j, scen in enumerate(groups):
+        emp, cos = cell_cis[2 * j], cell_cis[2 * j + 1]
+        out[scen] = {
+            "n": int((scenarios == scen).sum()),
+            "empathy": emp.as_dict() if judged else None,
+            "cosine_sim": cos.as_dict() if cosine_applies else None,
+        }
     return out
 
 
@@ -157,30 +185,16 @@ def score_entry(
     n_failures = int(sum(failures))
     scored_rows = np.isfinite(judge_cols[:, -1])
 
-    per_scenario = {}
-    scenarios = np.array([g.scenario or "(none)" for g in gens])
-    groups = sorted(set(scenarios.tolist()))
-    cells = (
-        np.hstack(
-            [
-                np.where((scenarios == scen)[:, None], values[:, [col[OVERALL], col["cosine_sim"]]], np.nan)
-                for scen in groups
-            ]
-        )
-        if groups
-        else np.zeros((n, 0))
+    per_scenario = _per_scenario(
+        [g.scenario or "(none)" for g in gens],
+        values[:, [col[OVERALL], col["cosine_sim"]]],
+        codes,
+        n_clusters,
+        judged=judged,
+        cosine_applies="cosine_sim" not in not_applicable,
+        resamples=resamples,
+        seed=seed,
     )
-    cell_cis = (
-        clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0] if groups else []
-    )  # one pass for all cells
-    for j, scen in enumerate(groups):
-        emp, cos = cell_cis[2 * j], cell_cis[2 * j + 1]
-        per_scenario[scen] = {
-            "n": int((scenarios == scen).sum()),
-            "empathy": emp.as_dict() if judged else None,
-            "cosine_sim": None if "cosine_sim" in not_applicable else cos.as_dict(),
-        }
-
     judge = sub.judge or {}
     flag_rate = (
         proportion_ci(

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.spreadsheet import safe_row
+from tide_bench.core.stats import format_estimate
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
@@ -40,6 +41,7 @@ from tide_bench.leaderboard.entry_view import (
     metadata,
     other_fields,
     provenance,
+    scenario_key,
     scenario_table,
     summary,
 )
@@ -156,10 +158,7 @@ def _fmt(x: Any) -> str:
 
 
 def _estimate(e: Any, digits: int = 2) -> str:
-    if not isinstance(e, dict) or e.get("value") is None:
-        return "undefined"
-    ci = f" [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}]" if e.get("ci_low") is not None else ""
-    return f"{e['value']:.{digits}f}{ci}"
+    return format_estimate(e, digits, key="value") or "undefined"
 
 
 def bias_html(diagnostics: Mapping[str, Any] | None, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -263,6 +262,11 @@ def browser_html(models: Sequence[tuple[str, str]], *, base: str, default: str, 
     )
 
 
+def _scale(metric: str, rubric: Rubric) -> tuple[float, float]:
+    """The shading range of a per-scenario cell: the rubric's scale for empathy, 0-1 for the cosine."""
+    return (rubric.scale_min, rubric.scale_max) if scenario_key(metric) == "empathy" else (0.0, 1.0)
+
+
 def _details(row: Mapping[str, Any], metric: str, rubric: Rubric) -> str:
     """The details row under an entry: per scenario, statistics, and links."""
     model = row.get("model") or {}
@@ -289,17 +293,18 @@ def _details(row: Mapping[str, Any], metric: str, rubric: Rubric) -> str:
         f"<p><b>{esc(row.get('model_name'))}</b> {ident} {esc(model.get('revision') or '')}; licence "
         f"{esc(row.get('license'))}; unscored reasons: {reasons}.</p>"
         + (f"<p>{'; '.join(notes)}.</p>" if notes else "")
-        + scenario_table(row, metric, (rubric.scale_min, rubric.scale_max) if metric == "empathy" else (0.0, 1.0))
+        + scenario_table(row, metric, _scale(metric, rubric))
         + f'<p><a href="models/{esc(row.get("id"))}.html">Model page: provenance, metadata, every reply with the '
         "judge's rationales, downloads</a></p>"
     )
 
 
 def _scenario_grid(rows: Sequence[Mapping[str, Any]], metric: str, rubric: Rubric) -> str:
+    metric = scenario_key(metric)
     scenarios = sorted({s for r in rows for s in (r.get("per_scenario") or {})})
     if not scenarios:
         return ""
-    scale = (rubric.scale_min, rubric.scale_max) if metric == "empathy" else (0.0, 1.0)
+    scale = _scale(metric, rubric)
     digits = 2 if metric == "empathy" else 3
     head = "".join(f'<th scope="col" class="num">{esc(s)}</th>' for s in scenarios)
     body = []
@@ -448,7 +453,7 @@ def entry_sections(
     if meta:
         sections.append(Section("metadata", "Metadata (submission.yaml)", metadata(meta)))
     sections.append(Section("bias", "Judge-bias checks", diagnostics + bias(row)))
-    scenarios = scenario_table(row, metric, (rubric.scale_min, rubric.scale_max) if metric == "empathy" else (0, 1))
+    scenarios = scenario_table(row, metric, _scale(metric, rubric))
     if scenarios:
         sections.append(Section("scenarios", "Per scenario", scenarios))
     extra = other_fields(row, columns)

@@ -200,6 +200,13 @@ def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] |
     return meta, not invalid
 
 
+def _placement(run: RunManifest) -> str:
+    """Where the run's system prompt went (``prompt.system_prompt_placement``; ``system`` when not recorded)."""
+    prompt = run.raw.get("prompt") if isinstance(run.raw, dict) else None
+    value = prompt.get("system_prompt_placement") if isinstance(prompt, dict) else None
+    return value if isinstance(value, str) else "system"
+
+
 def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
     """One prompt condition per board (unless the board lists several), with the board's prompt."""
     condition = run.prompt_condition
@@ -227,7 +234,15 @@ def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) ->
             MANIFEST,
             field="prompt.condition",
         )
-    elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition)):
+    elif (placement := _placement(run)) not in ("system", "first_user_turn"):
+        result.refuse(
+            "the model never saw the task's system prompt (prompt.system_prompt_placement "
+            f"{placement[:40]!r}): its chat template renders no system prompt, not even folded into the first user "
+            "turn; such a run is not the board's prompt condition",
+            MANIFEST,
+            field="prompt.system_prompt_placement",
+        )
+    elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition, placement)):
         shown = (run.prompt_sha256 or "none")[:12]
         result.refuse(
             f"the prompt hash {shown}... is not this board's {condition!r} prompt ({expected[:12]}...): the system "
@@ -602,8 +617,15 @@ def _validate(
     results = _results_file(folder, run, listing, board, result)
     if not declares_reference(run) and run.prompt_condition in board.prompt_conditions:
         template = results[1].get("chat_template") if results and isinstance(results[1], dict) else None
+        instruction = (run.raw.get("prompt") or {}).get("system_instruction") if isinstance(run.raw, dict) else None
         problems = prompt_problems(
-            gens, run.prompt_condition, board, folder, template if isinstance(template, str) else None
+            gens,
+            run.prompt_condition,
+            board,
+            folder,
+            template if isinstance(template, str) else None,
+            instruction if isinstance(instruction, str) else None,
+            placement=_placement(run),
         )
         _listed(result, problems, "prompt problems")
     metric_problems: list[Problem] = []
@@ -712,21 +734,6 @@ def submission_folders(folder: str | Path) -> list[Path]:
     if not folder.is_dir():
         raise TideBenchError(f"not a folder: {folder}")
     return [p for p in sorted(folder.iterdir()) if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")]
-
-
-def validate_many(
-    folder: str | Path,
-    board: BoardConfig,
-    *,
-    spot_checks: bool = True,
-    seed: int | None = None,
-    text_metrics: bool = True,
-) -> list[CheckResult]:
-    """Validate one submission folder, or every submission inside a submissions folder, and
-    then the entries against each other: the check list of :mod:`tide_bench.leaderboard.checks`."""
-    from tide_bench.leaderboard.checks import check_all
-
-    return check_all(submission_folders(folder), board, spot_checks=spot_checks, seed=seed, text_metrics=text_metrics)
 
 
 @contextlib.contextmanager

@@ -55,8 +55,11 @@ from tide_bench.core.hardware import cpu_has_native_bf16
 from tide_bench.core.stats import mean_ci
 from tide_bench.data.schema import persona_of_item
 from tide_bench.metrics.embedding_store import EmbeddingStore
+from tide_bench.metrics.table import reference_metric_names, text_metric_functions
 
-METRIC_NAMES = ("cosine_sim", "rouge_l", "within_reply_distinct_1", "within_reply_distinct_2", "length_tokens")
+# the shipped table's metrics every run computes (metrics.yaml, less the EPITOME scorer's); code that
+# must follow an edited table calls reference_metric_names()
+METRIC_NAMES = reference_metric_names()
 CORPUS_METRICS = ("distinct_1", "distinct_2")
 RAREFIED_METRICS = ("distinct_1_at_k", "distinct_2_at_k")
 RAREFIED_NGRAMS = 1000  # the sample size of rarefied distinct-n: comparable only at the same k
@@ -253,14 +256,27 @@ def rouge_l(reference: str, reply: str) -> float:
 
 
 def text_metrics(reply: str, reference: str) -> dict[str, float]:
-    """The reference metrics that need no model: ROUGE-L, within-reply distinct-1/2 and length."""
+    """The reference metrics that need no model (every metric of the table but the embedding
+    cosine: ROUGE-L, within-reply distinct-1/2 and length), in the table's order."""
     tokens = tokenize(reply)
-    return {
-        "rouge_l": float(rouge_l(reference, reply)),
-        "within_reply_distinct_1": distinct_n(tokens, 1),
-        "within_reply_distinct_2": distinct_n(tokens, 2),
-        "length_tokens": float(len(tokens)),
-    }
+    return {name: fn(reply, reference, tokens) for name, fn in text_metric_functions()}
+
+
+# The table's functions (metrics.yaml `function`): (reply, reference, reply's tokens) -> float.
+def rouge_l_metric(reply: str, reference: str, tokens: list[str]) -> float:
+    return float(rouge_l(reference, reply))
+
+
+def distinct_1_metric(reply: str, reference: str, tokens: list[str]) -> float:
+    return distinct_n(tokens, 1)
+
+
+def distinct_2_metric(reply: str, reference: str, tokens: list[str]) -> float:
+    return distinct_n(tokens, 2)
+
+
+def length_metric(reply: str, reference: str, tokens: list[str]) -> float:
+    return float(len(tokens))
 
 
 class ReferenceScorer:
@@ -391,7 +407,10 @@ def summarize_metrics(
 
     def block(subset: list[dict[str, Any]]) -> dict[str, Any]:
         personas = [str(r.get("persona_id") or persona_of_item(str(r.get("item_id", k)))) for k, r in enumerate(subset)]
-        out = {m: mean_ci([r.get(m, float("nan")) for r in subset], clusters=personas).as_dict() for m in METRIC_NAMES}
+        out = {
+            m: mean_ci([r.get(m, float("nan")) for r in subset], clusters=personas).as_dict()
+            for m in reference_metric_names()
+        }
         if all(isinstance(r.get("reply"), str) for r in subset):
             out |= {
                 name: corpus_distinct((r["reply"] for r in subset), n) for n, name in enumerate(CORPUS_METRICS, start=1)

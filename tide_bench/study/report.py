@@ -33,7 +33,15 @@ from typing import Any
 import numpy as np
 
 from tide_bench.core.jsonio import atomic_write_text, write_json
-from tide_bench.core.stats import cluster_codes, cluster_mean_se, cluster_totals, holm, mean_ci, t_pvalues
+from tide_bench.core.stats import (
+    cluster_codes,
+    cluster_mean_se,
+    cluster_totals,
+    format_estimate,
+    holm,
+    mean_ci,
+    t_pvalues,
+)
 from tide_bench.data.schema import persona_of_item
 from tide_bench.generation import load_run
 from tide_bench.generation.reference import LABEL, reference_label
@@ -203,11 +211,7 @@ STAR_RULE = (
 
 
 def _fmt(block: dict[str, Any] | None, key: str = "difference") -> str:
-    if not block or block.get(key if key in block else "mean") is None:
-        return "n/a"
-    value = block.get(key, block.get("mean"))
-    interval = "" if block.get("ci_low") is None else f" [{block['ci_low']:.2f}, {block['ci_high']:.2f}]"
-    return f"{value:+.2f}{interval}" if key == "difference" else f"{value:.2f}{interval}"
+    return format_estimate(block, key=key, signed=key == "difference") or "n/a"
 
 
 def _figures(result: dict[str, Any], folder: Path) -> list[str]:

@@ -29,6 +29,8 @@ Schema (every key but ``models`` optional)::
     epitome_judge: {name: claude-sonnet, mode: sync}          # optional: the judge's keys; rubric epitome
     epitome: {model: models/epitome}  # optional: score every run with the local EPITOME scorer
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
+    resources: {gpus_per_cell: 1, time_min: 240, partition: gpu}   # per cell (study/resources.py);
+                                      # a model entry may override them with its own resources:
 
 Every section is checked, key and value, against the code it feeds, before anything runs (and
 ``--dry-run`` makes exactly the same check): ``lora`` against ``FinetuneConfig``'s fields and
@@ -36,7 +38,8 @@ Every section is checked, key and value, against the code it feeds, before anyth
 ``max_gen_toks`` the study's generation cap) and ``check_eval_config``; ``judge`` against
 ``load_judge``'s arguments, ``JudgeOptions``' fields and ``JudgeConfig``'s numeric (operational)
 settings, then the judge is loaded and its options checked; ``board`` against ``BoardConfig``;
-each model against ``ModelSpec``. The allowed keys and types are read from those classes
+``resources`` (the study's and each model's) against ``Resources``; each model against
+``ModelSpec``. The allowed keys and types are read from those classes
 (:mod:`tide_bench.core.options`), so a field added to one of them is accepted here with no
 second list to update.
 """
@@ -56,6 +59,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.options import check_options, fields_of, parameters_of, shown, unknown_key_message
 from tide_bench.core.yaml_io import load_yaml
 from tide_bench.data.schema import SPLIT_CHOICES
+from tide_bench.study.resources import Resources, check_resources
 
 if TYPE_CHECKING:
     from tide_bench.finetune.config import FinetuneConfig
@@ -69,15 +73,16 @@ PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided", "ed": "ed
 DEFAULT_MAX_GEN_TOKS = 256
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
-_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "epitome_judge", "epitome")  # own checks
+# checked against their own targets
+_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "resources", "epitome_judge", "epitome")
 EPITOME_OPTIONS = {"model": str, "device": str, "batch_size": int}  # the local scorer (tide-bench epitome score)
 # What the study itself decides for each stage (from the model block, the data and the cell): the rest of
 # each config class's fields are the section's keys.
 FINETUNE_SET_BY_STUDY = ("model", "revision", "data", "out", "chat_template", "prompt", "overwrite")
 EVAL_SET_BY_STUDY = ("model_args", "output_dir", "data", "split", "tasks", "apply_chat_template", "overwrite")
 EVAL_RENAMED = {"model": "backend"}  # EvalConfig field -> the study's key
-MODEL_ARGS_SET_BY_STUDY = ("pretrained", "revision", "peft")  # from model:, revision: and the cell's adapter
-JUDGE_OPTIONS_SET_BY_STUDY = ("overwrite", "cache_path")  # the judge's cache lives in each cell's judge folder
+MODEL_ARGS_SET_BY_STUDY = ("pretrained", "revision", "peft", "lora_local_path")  # model:, revision:, the adapter
+JUDGE_OPTIONS_SET_BY_STUDY = ("overwrite", "cache_path")  # one judge stage, its cache at <out>/judge/cache.sqlite
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,7 @@ class ModelSpec:
     tokens_per_s: float | None = None
     verified: bool = True
     note: str | None = None
+    resources: dict[str, Any] = field(default_factory=dict)  # overrides of the study's resources (Resources fields)
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,17 @@ class StudySpec:
     source: Path | None = None
     epitome_judge: dict[str, Any] | None = None  # a judge (same keys as judge) with the EPITOME rubric
     epitome: dict[str, Any] | None = None  # the local EPITOME scorer: {model: DIR}
+    resources: Resources = field(default_factory=Resources)
 
     @property
     def task(self) -> str:
         return PROMPTS[self.prompt]
+
+    def resources_for(self, model: ModelSpec | None) -> Resources:
+        """What one cell of ``model`` needs (the reference cell: no GPU)."""
+        if model is None:
+            return self.resources.merged({"gpus_per_cell": 0})
+        return self.resources.merged(model.resources)
 
     def lora(self) -> dict[str, Any]:
         return dict((self.conditions.get("fine-tuned") or {}).get("lora") or {})
@@ -302,6 +315,7 @@ def load_study(path: str | Path) -> StudySpec:
         models=models,
         conditions=conditions,
         source=path,
+        resources=Resources(**check_resources(raw.get("resources"), "resources", fail)),
         **{k: v for k, v in top.items() if k != "name"},
         eval=check_options(sections["eval"] or {}, _eval_options(), where="eval", fail=fail),
         judge=None
@@ -354,7 +368,8 @@ def _models(raw: Any, fail: Any) -> list[ModelSpec]:
         where = f"models[{index}]"
         if not isinstance(entry, dict):
             raise fail(f"a model entry is a mapping with at least {' and '.join(required)}, got {shown(entry)}", where)
-        values = check_options(entry, options, where=where, fail=fail)
+        values = check_options({k: v for k, v in entry.items() if k != "resources"}, options, where=where, fail=fail)
+        values["resources"] = check_resources(entry.get("resources"), f"{where}.resources", fail)
         for key in required:
             if not isinstance(values.get(key), str) or not values[key].strip():
                 raise fail(f"{key} is required (a string)", f"{where}.{key}")
@@ -377,7 +392,7 @@ def _check_model(model: ModelSpec, where: str, fail: Any) -> None:
         raise fail("tokens_per_s is a positive number", f"{where}.tokens_per_s")
     for key in model.model_args:
         if key in MODEL_ARGS_SET_BY_STUDY:
-            own = {"pretrained": "model:", "revision": "revision:", "peft": "the fine-tuned condition"}[key]
+            own = {"pretrained": "model:", "revision": "revision:"}.get(key, "the fine-tuned condition")
             raise fail(f"{key} is set by the study (from {own}), not in model_args", f"{where}.model_args.{key}")
 
 
@@ -421,6 +436,13 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
     gen_kwargs = spec.eval.get("gen_kwargs") or {}
     if "max_gen_toks" in gen_kwargs:
         raise fail("set the generation cap as eval.max_gen_toks, not inside gen_kwargs", "eval.gen_kwargs.max_gen_toks")
+    backend = spec.eval.get("backend", "hf")
+    if "fine-tuned" in spec.conditions and backend not in ("hf", "vllm"):
+        raise fail(
+            f"the fine-tuned condition needs a backend that loads LoRA adapters (hf: peft=, vllm: lora_local_path=), "
+            f"not {backend!r}",
+            "eval.backend",
+        )
     with _located(fail, "eval", EVAL_RENAMED):
         check_eval_config(spec.eval_config(backend=None, model_args="", output_dir=Path("run"), chat=True))
     if "fine-tuned" in spec.conditions:
@@ -434,8 +456,6 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
                 check_judge_options(config, spec.judge_options(section))
     board = dict(spec.board)
     if board.get("config") is not None:
-        from tide_bench.study.runner import study_board
-
         try:
             study_board(spec)  # the named board file, read with its own checks, under the study's settings
         except ConfigError as exc:
@@ -457,3 +477,47 @@ def _located(fail: Any, section: str, renamed: dict[str, str] | None = None, def
         where = f"{section}.{key}" if key else section
         detail = exc.detail if exc.path is None or section == "board" else f"{exc.detail} ({exc.path})"
         raise fail(detail, where, exc.hint) from None
+
+
+def study_board(spec: StudySpec) -> Any:
+    """The study's own board: its split, a demo board on the synthetic sample, judgments
+    required when the study names a judge; the study file's ``board`` settings on top."""
+    from tide_bench.leaderboard.config import BoardConfig
+
+    board = dict(spec.board)
+    settings = (
+        _board_file(spec, board.pop("config", None))
+        | {
+            "name": f"study {spec.name}",
+            "split": spec.split,
+            "demo": spec.data == "sample",
+            "require_judgments": spec.judge is not None,
+            "conversations_per_persona": None,
+            "prompt_conditions": [spec.prompt],
+        }
+        | board
+    )
+    return BoardConfig(**settings)
+
+
+def _board_file(spec: StudySpec, name: Any) -> dict[str, Any]:
+    """``board: {config: leaderboard/ed.yaml}``: that board file's settings, under what the study
+    itself decides (its split, prompt condition, demo status, whether judgments are required) and
+    under the study file's other ``board`` keys. Looked for as given, beside the study file, then
+    among the shipped boards."""
+    if name is None:
+        return {}
+    from dataclasses import fields
+
+    from tide_bench.core.resources import resource_dir
+    from tide_bench.leaderboard.config import load_board
+
+    given = Path(str(name))
+    candidates = [
+        given,
+        *([spec.source.parent / given] if spec.source else []),
+        resource_dir("leaderboard") / given.name,
+    ]
+    path = next((p for p in candidates if p.is_file()), given)
+    loaded = load_board(path)
+    return {f.name: getattr(loaded, f.name) for f in fields(loaded) if f.name not in ("source", "name")}

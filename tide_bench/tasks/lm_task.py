@@ -27,9 +27,10 @@ from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.data.schema import SPLIT_CHOICES
 from tide_bench.data.sources import load_dataset
 from tide_bench.epitome.mechanisms import METRIC_NAMES as EPITOME_METRICS
-from tide_bench.metrics.reference import METRIC_NAMES, ReferenceScorer
+from tide_bench.metrics.reference import ReferenceScorer
+from tide_bench.metrics.table import metric_table
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
-from tide_bench.tasks.registry import TURN_KEY, check_turn_available, metric_aggregations
+from tide_bench.tasks.registry import TURN_KEY, check_turn_available
 
 log = logging.getLogger(__name__)
 SPLIT_KEY = "tide_split"
@@ -39,15 +40,13 @@ EPITOME_ENV = "TIDE_BENCH_EPITOME_MODEL"
 
 
 def _register_metrics() -> None:
-    """Declare our per-item metrics to lm-eval, so it does not look them up in HF Evaluate
-    (which tries the network and costs ~15 s per task when offline). ``process_results``
-    computes the values; the registered function is never called for scoring."""
-    aggregations = metric_aggregations()
-    for name in (*METRIC_NAMES, *EPITOME_METRICS):
-        if name not in metric_registry:
-            register_metric(metric=name, higher_is_better=True, aggregation=aggregations.get(name, "mean"))(
-                _passthrough
-            )
+    """Declare our per-item metrics to lm-eval with the metric table's direction and aggregation
+    (reply length is not "higher is better"), so it does not look them up in HF Evaluate (which
+    tries the network and costs ~15 s per task when offline). ``process_results`` computes the
+    values; the registered function is never called for scoring."""
+    for m in metric_table():
+        if m.name not in metric_registry:
+            register_metric(metric=m.name, higher_is_better=m.higher_is_better, aggregation=m.aggregation)(_passthrough)
 
 
 def _passthrough(items: Any) -> Any:

@@ -140,13 +140,6 @@ def _task_yaml(path: Path) -> dict:
     return yaml.load(path.read_text(encoding="utf-8"), Loader=_IgnoreTags) or {}
 
 
-def metric_aggregations() -> dict[str, str]:
-    """Each metric's aggregation as the task template declares it (``metric_list``): the one
-    place it is written, which lm-eval's metric registration reads too."""
-    template = _task_yaml(tasks_path() / TASK / "_template_yaml")
-    return {str(m["metric"]): str(m["aggregation"]) for m in template.get("metric_list") or []}
-
-
 def system_prompt(condition: str = "neutral") -> str:
     """The system prompt of a condition, read from its task YAML (following ``include:``), so
     fine-tuning trains on exactly the text evaluation sends."""

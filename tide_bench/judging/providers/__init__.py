@@ -1,4 +1,6 @@
-"""Provider adapters: one small class per API family, all returning a :class:`CallOutcome`."""
+"""Provider adapters: one small class per API family, all returning a :class:`CallOutcome`:
+Anthropic and OpenAI through their SDKs, OpenAI-compatible servers through a lean aiohttp path
+(:mod:`.compatible_api`). No SDK is imported until a provider sends its first request."""
 
 from __future__ import annotations
 
@@ -15,10 +17,13 @@ def make_provider(config: JudgeConfig) -> Provider:
         from tide_bench.judging.providers.anthropic_api import AnthropicProvider
 
         return AnthropicProvider(config, api_key(config.api_key_env, required=True, provider=config.name))
-    from tide_bench.judging.providers.openai_api import OpenAIProvider
+    if config.provider == "openai":
+        from tide_bench.judging.providers.openai_api import OpenAIProvider
 
-    required = config.provider == "openai"
-    return OpenAIProvider(config, api_key(config.api_key_env, required=required, provider=config.name))
+        return OpenAIProvider(config, api_key(config.api_key_env, required=True, provider=config.name))
+    from tide_bench.judging.providers.compatible_api import CompatibleProvider
+
+    return CompatibleProvider(config, api_key(config.api_key_env, required=False, provider=config.name))
 
 
 __all__ = ["CallOutcome", "Provider", "make_provider"]

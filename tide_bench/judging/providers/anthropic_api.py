@@ -1,16 +1,28 @@
-"""Anthropic Messages API: forced tool use for the rating; the system block is cacheable."""
+"""Anthropic Messages API: forced tool use for the rating; the system block is cacheable.
+
+The real SDK sends every request (its authentication, headers, errors and base-URL rules),
+with two choices made for throughput, both measured (docs/benchmarks.md, "Judging at scale"):
+the SDK's own aiohttp transport (``DefaultAioHttpClient``) instead of httpx's connection pool,
+and the request body encoded once per configuration (:class:`.body.RequestBody`) and sent
+with the SDK's ``client.post``, instead of ``messages.create`` deep-copying, transforming and
+encoding the 15 KB of fixed request on every call. The SDK is imported on the first request
+(:attr:`.base.Provider.client`), never by a dry run. Message Batches use the SDK's resources
+(:mod:`tide_bench.judging.batch`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from anthropic import AsyncAnthropic
-
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.prompt import TOOL_NAME, output_spec
 from tide_bench.judging.providers.base import Answer, CallOutcome, Provider, read_answer
+from tide_bench.judging.providers.body import RequestBody
+from tide_bench.judging.providers.endpoints import base_url, has_credentials
 from tide_bench.judging.providers.fields import text_of, usage_from
 from tide_bench.judging.secrets import redact
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 class AnthropicProvider(Provider):
@@ -18,11 +30,22 @@ class AnthropicProvider(Provider):
 
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         super().__init__(config, key)
-        self.client = AsyncAnthropic(api_key=key, base_url=config.base_url, max_retries=0, timeout=config.timeout_s)
         self._tool = output_spec(config)
+        self._url = base_url(config.base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
+
+    def _make_client(self) -> Any:
+        import anthropic
+
+        return anthropic.AsyncAnthropic(
+            api_key=self._key,
+            base_url=self._url,
+            max_retries=0,
+            timeout=self.config.timeout_s,
+            http_client=None if has_credentials(self._url) else anthropic.DefaultAioHttpClient(),
+        )
 
     def endpoint(self) -> str:
-        return str(self.client.base_url)
+        return self._url
 
     async def _list_models(self) -> Answer:
         raw = await self.client.models.with_raw_response.list(limit=1)
@@ -45,12 +68,19 @@ class AnthropicProvider(Provider):
             params["temperature"] = float(self.config.decoding["temperature"])
         return params
 
+    def _fixed_body(self, system: str) -> RequestBody:
+        # The SDK's messages.create() rejects temperature as a keyword argument (anthropic 2.x);
+        # in the body it is what the API reads.
+        fixed = self.params(system, "")
+        del fixed["messages"]
+        return RequestBody(fixed)
+
     async def rate(self, system: str, user: str) -> CallOutcome:
-        params = self.params(system, user)
-        # anthropic 2.x rejects temperature as a keyword argument: it travels in the body.
-        body = {"temperature": params.pop("temperature")} if "temperature" in params else None
-        raw = await self.client.messages.with_raw_response.create(**params, extra_body=body)
-        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.read())
+        import httpx2
+
+        url = self._url + "v1/messages"  # absolute: the SDK then skips merging it with its base URL
+        raw = await self.client.post(url, cast_to=httpx2.Response, content=self.body(system, user))
+        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.aread())
         message, problem = read_answer(answer, self.api, self.public_endpoint)
         if message is None or message.get("type") == "error" or "content" not in message:
             return CallOutcome(rejected=problem or _not_a_message(message, self.public_endpoint), usage_reported=False)

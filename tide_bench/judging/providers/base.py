@@ -1,11 +1,15 @@
-"""What every provider adapter shares: reading an HTTP answer without trusting its shape, and
-the pre-flight check.
+"""What every provider adapter shares: reading an HTTP answer without trusting its shape, the
+pre-flight check, and a client made on first use.
 
 Adapters ask their SDK for the *raw* response and parse the JSON themselves: an SDK model
 built from an unexpected body (a gateway's HTML page, a local server's partial answer) fails
 in ways no caller can anticipate (``AttributeError`` deep in the SDK), while a dict can be
-checked key by key. Non-2xx statuses still raise the SDK's exceptions, which the retry layer
-classifies.
+checked key by key. Non-2xx statuses still raise the SDK's exceptions (or, on the lean
+OpenAI-compatible path, :class:`.compatible_api.StatusError`), which the retry layer classifies.
+
+The client, and with it the SDK's import (2-4 s for the Anthropic SDK), is made when the
+first request is sent: building a provider checks the key and nothing else, so a dry run, a
+run whose judgments are all cached, and ``--help`` never import an SDK.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.outcome import CallOutcome
+from tide_bench.judging.providers.body import RequestBody
 from tide_bench.judging.retry import FatalJudgeError, TransientFailure, call_with_retries, describe
 from tide_bench.judging.secrets import protect_url
 
-__all__ = ["Answer", "CallOutcome", "Provider", "read_answer"]
+__all__ = ["Answer", "CallOutcome", "Provider", "load_json", "read_answer"]
 NO_MODELS_ENDPOINT = (404, 405, 501)  # gateways and proxies that serve only the messages route
 
 
@@ -33,10 +40,31 @@ class Answer:
     body: bytes
 
 
+def load_json(body: bytes | str) -> Any:
+    """Parse JSON fast (orjson); what orjson refuses (NaN, a byte-order mark, another UTF, a lone
+    surrogate escape such as ``"\\ud800"``) is read by the standard parser, so an answer means
+    what it meant before, except that a lone surrogate becomes ``?``: text that cannot be written
+    as UTF-8 would otherwise stop the run when its judgment is cached or written."""
+    try:
+        return orjson.loads(body)
+    except ValueError:
+        return _encodable(json.loads(body))
+
+
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    return value
+
+
 def read_answer(answer: Answer, api: str, endpoint: str) -> tuple[dict[str, Any] | None, str | None]:
     """The JSON object of an answer, or why the answer is not one from ``api``."""
     try:
-        value = json.loads(answer.body)
+        value = load_json(answer.body)
     except (ValueError, UnicodeDecodeError, RecursionError):
         value = None
         shape = f"{answer.content_type or 'no content type'}, {len(answer.body)} bytes, not JSON"
@@ -53,6 +81,29 @@ class Provider(ABC):
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         self.config = config
         self._key = key  # held in memory only
+        self._client: Any = None
+        self._body: tuple[str, RequestBody] | None = None
+        self._public: str | None = None
+
+    @property
+    def client(self) -> Any:
+        """The HTTP or SDK client, made (and its SDK imported) on first use, inside the event loop."""
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    @abstractmethod
+    def _make_client(self) -> Any: ...
+
+    @abstractmethod
+    def _fixed_body(self, system: str) -> RequestBody:
+        """The request body of this configuration, everything but the item's message encoded."""
+
+    def body(self, system: str, user: str) -> bytes:
+        """One call's request body; the fixed part is encoded once per system text."""
+        if self._body is None or self._body[0] != system:
+            self._body = (system, self._fixed_body(system))
+        return self._body[1].render(user)
 
     @abstractmethod
     async def rate(self, system: str, user: str) -> CallOutcome: ...
@@ -61,12 +112,16 @@ class Provider(ABC):
     async def _list_models(self) -> Answer: ...
 
     @abstractmethod
-    def endpoint(self) -> str: ...
+    def endpoint(self) -> str:
+        """The base URL requests go to (known without making the client)."""
 
     @property
     def public_endpoint(self) -> str:
-        """The base URL as it may be shown and stored: no user info, no query string."""
-        return protect_url(self.endpoint()) or ""
+        """The base URL as it may be shown and stored: no user info, no query string (its
+        credentials registered for redaction); worked out once, every answer names it."""
+        if self._public is None:
+            self._public = protect_url(self.endpoint()) or ""
+        return self._public
 
     async def _models_or_status(self) -> Answer:
         try:
@@ -107,6 +162,6 @@ class Provider(ABC):
         return None
 
     async def aclose(self) -> None:
-        client = getattr(self, "client", None)
+        client, self._client = self._client, None
         if client is not None:
             await client.close()

@@ -1,17 +1,50 @@
-"""OpenAI Chat Completions and any OpenAI-compatible server: structured output (JSON schema)."""
+"""OpenAI Chat Completions: structured output (JSON schema), through the OpenAI SDK.
+
+The request and the reading of the answer are shared with the lean path for OpenAI-compatible
+servers (:mod:`.compatible_api`); only the transport differs. For OpenAI itself the real SDK
+sends the request (its authentication, organisation headers, errors and base-URL rules), on
+its own aiohttp transport and with the body encoded once per configuration
+(:class:`.body.RequestBody`), as for Anthropic. The SDK is imported on the first request.
+"""
 
 from __future__ import annotations
 
-import json
 from typing import Any
-
-from openai import AsyncOpenAI
 
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.prompt import output_spec
-from tide_bench.judging.providers.base import Answer, CallOutcome, Provider, read_answer
+from tide_bench.judging.providers.base import Answer, CallOutcome, Provider, load_json, read_answer
+from tide_bench.judging.providers.body import RequestBody
+from tide_bench.judging.providers.endpoints import base_url, has_credentials
 from tide_bench.judging.providers.fields import count, text_of, usage_from
 from tide_bench.judging.secrets import redact
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def chat_body(config: JudgeConfig, system: str) -> RequestBody:
+    """A Chat Completions request: the system message, the JSON schema and the decoding settings."""
+    fixed: dict[str, Any] = {
+        "model": config.model,
+        "response_format": output_spec(config),
+        "max_tokens": int(config.decoding.get("max_tokens", 1024)),
+    }
+    if "temperature" in config.decoding:
+        fixed["temperature"] = float(config.decoding["temperature"])
+    return RequestBody(fixed, [{"role": "system", "content": system}])
+
+
+def read_completion(answer: Answer, api: str, where: str) -> CallOutcome:
+    """A Chat Completions answer as a :class:`CallOutcome` (any body: never raises)."""
+    completion, problem = read_answer(answer, api, where)
+    if completion is None or "choices" not in completion:
+        error = (completion or {}).get("error")
+        detail = f": {redact(str(error))[:200]}" if error else " (no 'choices')"
+        return CallOutcome(
+            rejected=problem or f"the server at {where} did not answer like the {api} API{detail}",
+            usage_reported=False,
+        )
+    return interpret_completion(completion)
 
 
 class OpenAIProvider(Provider):
@@ -19,38 +52,36 @@ class OpenAIProvider(Provider):
 
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         super().__init__(config, key)
-        self.client = AsyncOpenAI(
-            api_key=key or "EMPTY", base_url=config.base_url, max_retries=0, timeout=config.timeout_s
+        self._url = base_url(config.base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL)
+
+    def _make_client(self) -> Any:
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key=self._key or "EMPTY",
+            base_url=self._url,
+            max_retries=0,
+            timeout=self.config.timeout_s,
+            http_client=None if has_credentials(self._url) else openai.DefaultAioHttpClient(),
         )
-        self._format = output_spec(config)
 
     def endpoint(self) -> str:
-        return str(self.client.base_url)
+        return self._url
+
+    def _fixed_body(self, system: str) -> RequestBody:
+        return chat_body(self.config, system)
 
     async def _list_models(self) -> Answer:
         raw = await self.client.models.with_raw_response.list()
         return Answer(raw.status_code, raw.headers.get("content-type", ""), raw.content)
 
     async def rate(self, system: str, user: str) -> CallOutcome:
-        kwargs: dict[str, Any] = {
-            "model": self.config.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "response_format": self._format,
-            "max_tokens": int(self.config.decoding.get("max_tokens", 1024)),
-        }
-        if "temperature" in self.config.decoding:
-            kwargs["temperature"] = float(self.config.decoding["temperature"])
-        raw = await self.client.chat.completions.with_raw_response.create(**kwargs)
-        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), raw.content)
-        completion, problem = read_answer(answer, self.api, self.public_endpoint)
-        if completion is None or "choices" not in completion:
-            error = (completion or {}).get("error")
-            detail = f": {redact(str(error))[:200]}" if error else " (no 'choices')"
-            return CallOutcome(
-                rejected=problem or f"the server at {self.public_endpoint} did not answer like the OpenAI API{detail}",
-                usage_reported=False,
-            )
-        return interpret_completion(completion)
+        import httpx2
+
+        url = self._url + "chat/completions"  # absolute: the SDK then skips merging it with its base URL
+        raw = await self.client.post(url, cast_to=httpx2.Response, content=self.body(system, user))
+        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.aread())
+        return read_completion(answer, self.api, self.public_endpoint)
 
 
 def interpret_completion(completion: dict[str, Any]) -> CallOutcome:
@@ -89,7 +120,7 @@ def interpret_completion(completion: dict[str, Any]) -> CallOutcome:
     if not isinstance(content, str):
         return CallOutcome(malformed=f"message content is {type(content).__name__}, not text", **base)
     try:
-        return CallOutcome(payload=json.loads(content), **base)
+        return CallOutcome(payload=load_json(content), **base)
     except (ValueError, RecursionError) as exc:
         return CallOutcome(
             malformed=f"output is not JSON ({getattr(exc, 'msg', exc)}): {text_of(content)[:200]!r}", **base

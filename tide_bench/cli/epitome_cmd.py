@@ -21,7 +21,7 @@ def epitome() -> None:
     files, then score any run; the EPITOME *judge* is `tide-bench judge RUN --rubric epitome`.
 
     \b
-      git clone https://github.com/behavioral-data/Empathy-Mental-Health
+    Examples (after `git clone https://github.com/behavioral-data/Empathy-Mental-Health`):
       tide-bench epitome train --from Empathy-Mental-Health --out models/epitome
       tide-bench epitome score runs/my-model --model models/epitome
 
@@ -80,11 +80,15 @@ def _release_note(card: dict, out: Path) -> str:
     help="A local Hugging Face / sentence-transformers encoder folder; default: the offline all-MiniLM-L6-v2.",
 )
 @click.option("--folds", type=int, default=5, show_default=True, help="Grouped CV folds (by seeker post); 0 skips CV.")
-@click.option("--epochs", type=int, default=3, show_default=True)
-@click.option("--batch-size", type=int, default=16, show_default=True)
+@click.option(
+    "--epochs", type=int, default=3, show_default=True, help="Training epochs per fold and for the final model."
+)
+@click.option("--batch-size", type=int, default=16, show_default=True, help="Training pairs per batch.")
 @click.option("--max-length", type=int, default=128, show_default=True, help="Word pieces of the reply read.")
-@click.option("--learning-rate", type=float, default=5e-5, show_default=True)
-@click.option("--seed", type=int, default=12, show_default=True)
+@click.option("--learning-rate", type=float, default=5e-5, show_default=True, help="AdamW learning rate.")
+@click.option(
+    "--seed", type=int, default=12, show_default=True, help="Seed of the new head's weights and of the batch order."
+)
 @click.option(
     "--tfidf-weight",
     default=None,
@@ -158,8 +162,8 @@ def train_cmd(
     type=click.Path(path_type=Path),
     help="A model folder written by `tide-bench epitome train`.",
 )
-@click.option("--device", default="auto", show_default=True)
-@click.option("--batch-size", type=int, default=64, show_default=True)
+@click.option("--device", default="auto", show_default=True, help="auto (a GPU when torch sees one), cpu, cuda:0...")
+@click.option("--batch-size", type=int, default=64, show_default=True, help="Replies scored per batch.")
 def score_cmd(run_dir: Path, model_dir: Path, device: str, batch_size: int) -> None:
     """Score every reply of a run with the local scorer (epitome_er/ip/ex, 0-2 each).
 

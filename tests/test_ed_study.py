@@ -13,7 +13,8 @@ from tests.epitome_helpers import ED_FIXTURE
 from tide_bench.core.errors import ConfigError
 from tide_bench.study import load_study, make_plan
 from tide_bench.study.people import verdict
-from tide_bench.study.runner import study_board
+from tide_bench.study.plan import CELL_STAGES, JUDGE_STAGES
+from tide_bench.study.spec import study_board
 
 
 def _block(d: float, low: float, high: float) -> dict:
@@ -79,7 +80,10 @@ def test_the_epitome_stages_are_planned_only_when_the_study_names_them(tmp_path:
         )
     )
     stages = [s.stage for s in make_plan(spec, tmp_path / "out").for_cell("reference")]
-    assert stages == ["eval", "epitome_judge", "epitome", "submit"]
+    assert stages == ["eval", "epitome", "epitome_judge", "submit"]
+    # the local scorer is per-cell model work (the executor's workers); the EPITOME judge runs once
+    # over every cell in the study process, like the TIDE judge
+    assert "epitome" in CELL_STAGES and "epitome_judge" in JUDGE_STAGES and "epitome_judge" not in CELL_STAGES
 
 
 @pytest.mark.parametrize(
@@ -109,9 +113,15 @@ def test_the_ed_study_runs_end_to_end_on_cpu_with_the_human_row_on_its_board(
         spec = load_study(_study(tmp_path, judge=judge, epitome_judge=judge, epitome={"model": str(epitome_model)}))
         out = tmp_path / "out"
         result = run_study(spec, out, resolve_model=resolve_model, echo=lambda _: None, progress=False)
+        again = run_study(spec, out, resolve_model=resolve_model, echo=lambda _: None, progress=False, report=False)
     finally:
         server.stop()
     assert result.failed == {}, result.failed
+    planned = [f"{s.cell.id}/{s.stage}" for s in result.plan.stages]
+    assert sorted(result.ran) == sorted(planned) and len(set(result.ran)) == len(result.ran)  # each once, none lost
+    assert {label.split("/")[1] for label in planned} >= {"epitome", "judge", "epitome_judge"}
+    assert again.ran == [] and sorted(again.skipped) == sorted(planned)  # a rerun redoes nothing
+    assert (out / "judge-epitome" / "cache.sqlite").is_file()  # the EPITOME judge's one study-level stage
     rows = json.loads((out / "site" / "leaderboard.json").read_text())["rows"]
     human = next(r for r in rows if r["condition"] == "reference")
     assert human["model_name"] == "EmpatheticDialogues listeners (human)" and human["rank"] is not None

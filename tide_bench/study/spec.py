@@ -308,7 +308,8 @@ def load_study(path: str | Path) -> StudySpec:
     conditions = _conditions(raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}}), fail)
     sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board", "epitome_judge", "epitome")}
     for key in ("judge", "epitome_judge"):
-        if sections[key] is not None and "name" not in sections[key]:
+        section = sections[key]
+        if section is not None and "name" not in section:
             raise fail(f"{key} needs a name (claude-sonnet, openai-gpt, local, or a judges/ folder)", key)
     spec = StudySpec(
         name=name,

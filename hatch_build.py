@@ -18,8 +18,7 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-TASK_SOURCE = "tasks/tide_empathy"
-LM_EVAL_TARGET = "lm_eval/tasks/tide_empathy"
+TASK_FOLDERS = ("tide_empathy", "ed_empathy")  # tasks/<name> -> lm_eval/tasks/<name>
 STUB_HEADER = "# editable install of tide-bench: the real file is in the checkout\n"
 
 
@@ -27,10 +26,11 @@ class CustomBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if version != "editable":
             return
-        source = Path(self.root, TASK_SOURCE).resolve()
-        stub_dir = Path(self.directory, ".editable-task-stubs")
-        stub_dir.mkdir(parents=True, exist_ok=True)
-        for yaml_file in sorted(source.glob("*.yaml")):
-            stub = stub_dir / yaml_file.name
-            stub.write_text(f"{STUB_HEADER}include: {yaml_file}\n", encoding="utf-8")
-            build_data["force_include_editable"][os.fspath(stub)] = f"{LM_EVAL_TARGET}/{yaml_file.name}"
+        for folder in TASK_FOLDERS:
+            source = Path(self.root, "tasks", folder).resolve()
+            stub_dir = Path(self.directory, ".editable-task-stubs", folder)
+            stub_dir.mkdir(parents=True, exist_ok=True)
+            for yaml_file in sorted(source.glob("*.yaml")):
+                stub = stub_dir / yaml_file.name
+                stub.write_text(f"{STUB_HEADER}include: {yaml_file}\n", encoding="utf-8")
+                build_data["force_include_editable"][os.fspath(stub)] = f"lm_eval/tasks/{folder}/{yaml_file.name}"

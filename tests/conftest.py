@@ -86,3 +86,12 @@ def server(request: pytest.FixtureRequest):
     srv = FakeLLMServer(api_key=request.module.KEY, **getattr(request.module, "SERVER_OPTIONS", {})).start()
     yield srv
     srv.stop()
+
+
+@pytest.fixture(scope="session")
+def epitome_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local EPITOME scorer trained once per session on the synthetic EPITOME fixture: a 1-layer
+    random encoder, one epoch, two grouped folds (tests/epitome_helpers.py)."""
+    from tests.epitome_helpers import train_tiny
+
+    return train_tiny(tmp_path_factory.mktemp("epitome-model"))

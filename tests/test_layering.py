@@ -1,8 +1,8 @@
 """Data flows one way: each stage imports only the stages before it.
 
-core -> data -> metrics -> tasks -> generation -> judging -> agreement -> validation -> leaderboard
--> (finetune, annotation) -> study -> (demo, cli). Validation (judges audited against public expert
-ratings) needs judging and agreement; the model leaderboard shows its stamps.
+core -> data -> metrics -> epitome -> tasks -> generation -> judging -> agreement -> validation
+-> leaderboard -> (finetune, annotation) -> study -> (demo, cli). Validation (judges audited against
+public expert ratings) needs judging and agreement; the model leaderboard shows its stamps.
 A reader can trust a module's package to tell what
 it may depend on; this test keeps that true.
 """
@@ -18,6 +18,7 @@ ORDER = [
     "core",
     "data",
     "metrics",
+    "epitome",
     "tasks",
     "generation",
     "judging",

@@ -25,23 +25,39 @@ def reply_chars(reply: str, reference: str, tokens: list[str]) -> float:
     return float(len(reply))
 
 
-def test_the_task_template_registers_what_the_table_declares() -> None:
-    """lm-eval's metric_list in tasks/tide_empathy/_template_yaml: same metrics, order,
-    aggregation and direction as the table (reply length is not higher-is-better)."""
+@pytest.mark.parametrize(
+    ("folder", "every_run_only"),
+    [("tide_empathy", True), ("ed_empathy", False)],
+)
+def test_the_task_template_registers_what_the_table_declares(folder: str, every_run_only: bool) -> None:
+    """lm-eval's metric_list in tasks/<folder>/_template_yaml: same metrics, order, aggregation
+    and direction as the table (reply length is not higher-is-better). The TIDE tasks declare the
+    metrics every run computes; the EmpatheticDialogues tasks also the EPITOME scorer's."""
     from tide_bench.tasks.registry import tasks_path
 
     template = yaml.safe_load(
         "\n".join(
             line
-            for line in (tasks_path() / "tide_empathy" / "_template_yaml").read_text().splitlines()
+            for line in (tasks_path() / folder / "_template_yaml").read_text().splitlines()
             if "!function" not in line
         )
     )
     declared = [
-        {"metric": m.name, "aggregation": m.aggregation, "higher_is_better": m.higher_is_better} for m in metric_table()
+        {"metric": m.name, "aggregation": m.aggregation, "higher_is_better": m.higher_is_better}
+        for m in metric_table()
+        if m.every_run or not every_run_only
     ]
     assert template["metric_list"] == declared
     assert {m.name: m.higher_is_better for m in metric_table()}["length_tokens"] is False
+
+
+def test_the_epitome_metrics_are_the_mechanisms() -> None:
+    """The table's EPITOME-scorer metrics are exactly the scorer's per-item fields, in order."""
+    from tide_bench.epitome.mechanisms import METRIC_NAMES
+
+    assert tuple(m.name for m in metric_table() if not m.every_run) == METRIC_NAMES
+    assert all(m.function == table.EPITOME and not m.against_reference for m in metric_table() if not m.every_run)
+    assert table.reference_metric_names() == tuple(m.name for m in metric_table() if m.function != table.EPITOME)
 
 
 def test_lm_eval_is_told_each_metrics_direction_and_aggregation() -> None:
@@ -91,7 +107,8 @@ def test_the_docs_name_every_metric_and_its_direction() -> None:
     readme = (ROOT / "tasks" / "tide_empathy" / "README.md").read_text()  # lm-eval users read it beside the YAML
     rows = {line.split("|")[1].strip(" `"): line.split("|")[3].strip() for line in readme.splitlines() if "| `" in line}
     for m in metric_table():
-        assert rows.get(m.name) == m.aggregation, m.name
+        if m.every_run:  # the EPITOME scorer's are the EmpatheticDialogues tasks' (docs/tasks.md)
+            assert rows.get(m.name) == m.aggregation, m.name
     tasks = {p.stem for p in (ROOT / "tasks" / "tide_empathy").glob("tide_empathy*.yaml")}
     assert tasks <= set(rows), sorted(tasks - set(rows))
 
@@ -99,10 +116,10 @@ def test_the_docs_name_every_metric_and_its_direction() -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"better": "up"}, r"field 'metrics\[5\]\.better': must be high \| low \| none"),
-        ({"aggregation": "sum"}, r"field 'metrics\[5\]\.aggregation': must be mean \| nanmean"),
-        ({"function": "no module"}, r"field 'metrics\[5\]\.function': must be module:function or embedding"),
-        ({"name": "Reply Chars"}, r"field 'metrics\[5\]\.name': must be a lower-case identifier"),
+        ({"better": "up"}, r"field 'metrics\[N\]\.better': must be high \| low \| none"),
+        ({"aggregation": "sum"}, r"field 'metrics\[N\]\.aggregation': must be mean \| nanmean"),
+        ({"function": "no module"}, r"field 'metrics\[N\]\.function': must be module:function or embedding"),
+        ({"name": "Reply Chars"}, r"field 'metrics\[N\]\.name': must be a lower-case identifier"),
         ({"name": "rouge_l"}, "metric rouge_l is declared twice"),
         ({"colour": "red"}, r"unknown fields \['colour'\]"),
     ],
@@ -111,6 +128,7 @@ def test_table_mistakes_are_named(tmp_path: Path, entry: dict, message: str) -> 
     path = tmp_path / "metrics.yaml"
     new = _new_metric() | entry
     path.write_text(yaml.safe_dump({"metrics": [*_shipped(), new]}))
+    message = message.replace("[N\\]", f"[{len(_shipped())}\\]")  # the new entry's index
     with pytest.raises(ConfigError, match=message) as err:
         table.metric_table(path)
     assert str(err.value.path) == str(path)

@@ -12,6 +12,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.judging.files import JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.report import format_summary
+from tide_bench.judging.rubric import RUBRIC_VERSIONS
 
 BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjudged
 
@@ -39,10 +40,11 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 )
 @click.option(
     "--rubric",
-    type=click.Choice(["v1", "v2", "v3"]),
+    type=click.Choice(list(RUBRIC_VERSIONS)),
     default=None,
     help="Rubric and prompt version (default: the config's, v3). v1 and v2 reproduce those judgments; results are "
-    "comparable only with their own version (docs/judging.md).",
+    "comparable only with their own version (docs/judging.md). epitome rates EPITOME's three mechanisms "
+    "(0-2) instead of TIDE's factors, quoting the words that carry each.",
 )
 @click.option(
     "--reference/--no-reference",

@@ -18,6 +18,7 @@ from tide_bench.cli.annotate_cmd import annotate
 from tide_bench.cli.audit_cmd import audit_cmd
 from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo
+from tide_bench.cli.epitome_cmd import epitome
 from tide_bench.cli.eval_cmd import eval_cmd, import_cmd, tasks_path_cmd
 from tide_bench.cli.finetune_cmd import finetune_cmd, merge_cmd
 from tide_bench.cli.judge_cmd import judge_cmd
@@ -86,6 +87,7 @@ def cli() -> None:
       tide-bench validation list|fetch|run|report|board  audit a judge against public expert ratings
       tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
       tide-bench leaderboard validate|build|pin  check submissions; build the static site; pin a release
+      tide-bench epitome train|score          EPITOME's empathy mechanisms with a local scorer
       tide-bench study STUDY.yaml             the paper's grid (models x zero-shot/fine-tuned + reference), resumable
       tide-bench demo                         the whole pipeline offline on the built-in sample
 
@@ -118,6 +120,7 @@ cli.add_command(study_cmd)
 cli.add_command(view_cmd)
 cli.add_command(validation)
 cli.add_command(demo)
+cli.add_command(epitome)
 
 
 def main() -> None:

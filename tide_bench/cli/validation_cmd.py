@@ -18,6 +18,9 @@ def validation() -> None:
     (MentalAlign-70k, AnnoMI, CounselBench-Eval), declared as a data file: upstream repository,
     pinned revision, sha256 of every file, licence, and which TIDE factor each rated attribute
     stands in for. These are out-of-domain checks (not PTSD conversations): every report says so.
+    The EPITOME pack (the authors' labelled Reddit replies) audits the EPITOME judge
+    (--rubric epitome) on its own three mechanisms, beside the local EPITOME scorer
+    (--judge-ratings MODEL_DIR) and the published classifiers: accuracy, macro-F1 and QWK.
 
     \b
     Examples (the workflow, in order):
@@ -77,6 +80,19 @@ class _Bytes:
             self.bar = None
 
 
+def _show_licence(path: Path) -> None:
+    """Print a plain-text licence; name a binary one (EPITOME's are .docx) instead of dumping it."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\0" in text:
+        click.echo(f"licence: {path} (not plain text: open it to read the terms)", err=True)
+    else:
+        click.echo(text, err=True)
+
+
 @validation.command("fetch")
 @click.argument("pack")
 @click.option("--accept-licence", is_flag=True, help="Accept the pack's licence (printed first); required.")
@@ -130,7 +146,7 @@ def fetch_cmd(
         bar.close()
     licence = fetched.path("licence")
     if licence is not None and licence.suffix.lower() not in (".md",):
-        click.echo(licence.read_text(encoding="utf-8", errors="replace"), err=True)
+        _show_licence(licence)
     missing = fetched.record.get("missing") or []
     click.echo(f"fetched {pack} into {fetched.root} ({len(fetched.record['files'])} files checked)")
     for path in missing:
@@ -145,10 +161,11 @@ def fetch_cmd(
 @click.option(
     "--rubric",
     default=None,
-    metavar="v1|v2|v3",
-    help="Rubric version (default: the configuration's, v3). Validate the configuration the board uses: its stamp "
-    "is keyed by the configuration version, which hashes the rubric. A pack whose threshold was read off some "
-    "rubrics' anchors refuses the others (judge_rubrics in its manifest).",
+    metavar="v1|v2|v3|epitome",
+    help="Rubric version (default: the pack's own, e.g. epitome for the EPITOME pack; else the configuration's, "
+    "v3). Validate the configuration the board uses: its stamp is keyed by the configuration version, which "
+    "hashes the rubric. A pack whose threshold was read off some rubrics' anchors refuses the others "
+    "(judge_rubrics in its manifest).",
 )
 @click.option("--family", default=None, help="The judge model's family (self-family replies are left out).")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="The run folder (ids and scores only).")
@@ -182,13 +199,13 @@ def run_cmd(
     """
     from tide_bench.cli.judge_cmd import _ProgressBar
     from tide_bench.judging import JudgeOptions, check_budget, load_judge
-    from tide_bench.validation import run_pack
+    from tide_bench.validation import load_pack, run_pack
 
     config = load_judge(
         judge_name,
         model=model,
         base_url=base_url,
-        rubric=rubric,
+        rubric=rubric or load_pack(pack).rubric,
         overrides={"concurrency": concurrency, "family": family},
     )
     check_budget(config, max_cost)
@@ -210,11 +227,53 @@ def run_cmd(
     click.echo(f"written: {out} (report it: tide-bench validation report {pack} --judge-ratings {out})")
 
 
+def _ci(block: dict[str, Any] | None) -> str:
+    if not block or block.get("value") is None:
+        return "n/a"
+    if block.get("ci_low") is None:
+        return f"{block['value']:.3f}"
+    return f"{block['value']:.3f} [{block['ci_low']:.2f}, {block['ci_high']:.2f}]"
+
+
+def _categorical_table(name: str, rep: dict[str, Any]) -> str:
+    """Judges, local models and published classifiers side by side: accuracy, macro-F1, QWK."""
+    head = f"{'':44} {'dimension':20} {'n':>5} {'unsc.':>5} {'accuracy':>20} {'macro-F1':>20} {'QWK':>20}"
+    lines = [f"{name}: per dimension, 95 % intervals resampling {rep['bootstrap']['unit']}", head]
+    for judge, block in rep["judges"].items():
+        label = f"{judge} ({block['model']})" if block.get("kind") == "judge" and block.get("model") else judge
+        for dim, s in block["dimensions"].items():
+            lines.append(
+                f"{label[:44]:44} {dim[:20]:20} {s['n']:>5} {block['n_unscored']:>5} {_ci(s.get('accuracy')):>20} "
+                f"{_ci(s.get('macro_f1')):>20} {_ci(s.get('qwk')):>20}"
+            )
+            rationales = s.get("rationales")
+            if rationales and rationales.get("n"):
+                lines.append(
+                    f"{'':44} {'':20} {rationales['n']:>5} {'':>5} rationale T-F1 {_ci(rationales['token_f1'])}, "
+                    f"IOU-F1 {_ci(rationales['iou_f1'])}"
+                )
+    for figure in rep.get("published_figures") or []:
+        values = figure["values"]
+        for dim in rep["dimensions"]:
+            cells = [values.get(stat, {}).get(dim) for stat in ("accuracy", "macro_f1", "qwk")]
+            text = ["n/a" if v is None else f"{v:.3f} (published)" for v in cells]
+            lines.append(
+                f"{figure['name'][:44]:44} {dim[:20]:20} {'':>5} {'':>5} {text[0]:>20} {text[1]:>20} {text[2]:>20}"
+            )
+    for figure in rep.get("published_figures") or []:
+        lines.append(f"  {figure['name']}: {figure['status']}")
+    return "\n".join(lines)
+
+
 def _table(report: dict[str, Any]) -> str:
     from tide_bench.validation.report import csv_rows
 
+    packs = report["packs"] if "packs" in report else {report["pack"]: report}
+    categorical = {name for name, rep in packs.items() if "accuracy" in (rep.get("statistics") or [])}
     lines = [f"{'pack':12} {'judge':28} {'dimension':18} {'n':>6} {'human':>6} {'judge':>6} {'bias':>7} {'QWK':>6}"]
     for r in csv_rows(report):
+        if r["pack"] in categorical:
+            continue
 
         def f(x: Any, spec: str = ".2f") -> str:
             return "n/a" if x is None else format(x, spec)
@@ -223,7 +282,10 @@ def _table(report: dict[str, Any]) -> str:
             f"{r['pack']:12} {str(r['judge'])[:28]:28} {r['dimension'][:18]:18} {r['n']:>6} {f(r['human_mean']):>6} "
             f"{f(r['judge_mean']):>6} {f(r['bias'], '+.2f'):>7} {f(r['qwk']):>6}"
         )
-    return "\n".join(lines)
+    tables = [_categorical_table(name, packs[name]) for name in sorted(categorical)]
+    if len(packs) > len(categorical):  # some pack is not categorical: the rating table
+        tables.insert(0, "\n".join(lines))
+    return "\n\n".join(tables)
 
 
 @validation.command("report")
@@ -234,8 +296,9 @@ def _table(report: dict[str, Any]) -> str:
     multiple=True,
     default=("published",),
     show_default=True,
-    metavar="published|RUN_DIR",
-    help="'published': the judge ratings a pack ships; or a `validation run` folder. Repeatable.",
+    metavar="published|RUN_DIR|MODEL_DIR",
+    help="'published': the judge ratings a pack ships; a `validation run` folder; or, for the epitome "
+    "pack, a local EPITOME scorer folder (its cross-validated levels). Repeatable.",
 )
 @click.option(
     "--mode",
@@ -271,6 +334,8 @@ def report_cmd(
     Examples:
       tide-bench validation report mentalalign --mode authors --csv mentalalign-authors.csv
       tide-bench validation report annomi --judge-ratings runs/annomi-smollm2 --json annomi.json
+      tide-bench validation report epitome --judge-ratings runs/epitome-claude \\
+          --judge-ratings models/epitome --json epitome.json
       tide-bench validation report mentalalign annomi --judge-ratings published \\
           --judge-ratings runs/annomi-smollm2 --json all.json
     """

@@ -7,7 +7,9 @@ A source spec is one of:
   on every rung of the C-SSRS ladder, written to published guidance, with labels and expected
   handling (not TIDE; not yet clinician-reviewed; ``tide_bench/data/risk_supplement/README.md``);
 * ``hub`` / ``hub:OWNER/NAME[@REVISION]`` - the gated hub dataset (default ``yenopoya/TIDE``);
-* a path to a local snapshot directory (``conversations/`` + ``metadata/``).
+* a path to a local snapshot directory (``conversations/`` + ``metadata/``);
+* ``ed:PATH``                - the user's EmpatheticDialogues release (tarball or folder,
+  :mod:`tide_bench.data.ed`): one item per conversation, speakers as the clusters.
 
 It is taken from, in order: the explicit argument (``--data``), lm-eval's ``--metadata``
 key ``tide_data``, the ``TIDE_BENCH_DATA`` environment variable. With none of these set,
@@ -25,6 +27,8 @@ from pathlib import Path
 
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import holds_float, sha256_json
+from tide_bench.data.ed import SPLIT_VERSION as ED_SPLIT_VERSION
+from tide_bench.data.ed import read_ed
 from tide_bench.data.hub import DEFAULT_REPO, download_snapshot
 from tide_bench.data.schema import SPLIT_CHOICES, TideItem
 from tide_bench.data.snapshot import Problem, ShapeReport, SnapshotReader
@@ -35,13 +39,14 @@ METADATA_KEY = "tide_data"
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 RISK_SUPPLEMENT = "risk-supplement"
 RISK_SUPPLEMENT_DIR = Path(__file__).resolve().parent / "risk_supplement"
+ED_PREFIX = "ed:"
 
 
 @dataclass(frozen=True)
 class DataSource:
     """A resolved source: what kind, where it lives on disk, and how to name it in results."""
 
-    kind: str  # "sample" | "hub" | "local"
+    kind: str  # "sample" | "hub" | "local" | "ed"
     path: Path
     label: str  # recorded in results, e.g. "sample", "local:/data/TIDE", "hub:yenopoya/TIDE@abc123"
     is_sample: bool = False
@@ -55,6 +60,8 @@ class LoadedDataset:
     items: list[TideItem]
     problems: list[Problem] = field(default_factory=list)
     shape: ShapeReport = field(default_factory=ShapeReport)
+    split_version: str = SPLIT_VERSION  # how items got their split (ED: the release's own files)
+    release: dict | None = None  # what reading a release found (ED: broken rows, skipped conversations)
 
     def items_for(self, split: str) -> list[TideItem]:
         if split not in SPLIT_CHOICES:
@@ -72,11 +79,11 @@ class LoadedDataset:
             "source_kind": self.source.kind,
             "is_synthetic_sample": self.source.is_sample,
             "split": split,
-            "split_version": SPLIT_VERSION,
+            "split_version": self.split_version,
             "n_items": len(self.items_for(split)),
             "split_sha256": self.content_hash(split),
             "dataset_sha256": self.content_hash("all"),
-        }
+        } | ({"release": self.release} if self.release is not None else {})
 
     def turns(self, split: str = "all") -> list[int]:
         """The client-turn numbers present in a split (``[1]`` for single-exchange data)."""
@@ -136,6 +143,14 @@ def resolve(spec: str) -> DataSource:
             "risk-supplement (synthetic, not TIDE, not yet clinician-reviewed)",
             True,
         )
+    if spec.startswith(ED_PREFIX):
+        path = Path(spec[len(ED_PREFIX) :]).expanduser()
+        if not path.exists():
+            raise DataError(
+                f"EmpatheticDialogues release does not exist: {path}",
+                hint="pass ed:PATH with the empatheticdialogues.tar.gz tarball or the folder it unpacks to",
+            )
+        return DataSource("ed", path.resolve(), f"ed:{path.resolve()}")
     if spec == "hub" or spec.startswith("hub:"):
         target = spec[4:] or DEFAULT_REPO
         repo, _, revision = target.partition("@")
@@ -152,6 +167,14 @@ def resolve(spec: str) -> DataSource:
 
 def read_source(source: DataSource) -> LoadedDataset:
     """Parse a source, keeping every problem (used by ``data validate``)."""
+    if source.kind == "ed":
+        items, report = read_ed(source.path)
+        shape = ShapeReport()
+        shape.file_patterns.update({name: 1 for name in report.files})
+        shape.exchanges[1] = len(items)
+        return LoadedDataset(
+            source, items, report.problems, shape, split_version=ED_SPLIT_VERSION, release=report.summary()
+        )
     reader = SnapshotReader(source.path).read()
     return LoadedDataset(source, reader.items, reader.problems, reader.shape)
 

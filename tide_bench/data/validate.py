@@ -60,6 +60,12 @@ def validate(spec: str | None = None, risk_labels: str | Path | None = None) -> 
     notes: list[str] = []
     if dataset.source.is_sample:
         notes.append("built-in synthetic sample: not TIDE data; the full-set size checks do not apply")
+    elif dataset.release is not None:
+        release = dataset.release
+        notes.append(
+            f"EmpatheticDialogues release: {sum(release['rows'].values())} rows read, {release['broken_rows']} broken "
+            f"row(s) left out, {release['skipped_conversations']} conversation(s) without an item (listed below)"
+        )
     else:
         for what, expected in (("personas", EXPECTED_PERSONAS), ("conversations", EXPECTED_CONVERSATIONS)):
             if counts[what] != expected:
@@ -76,7 +82,8 @@ def validate(spec: str | None = None, risk_labels: str | Path | None = None) -> 
         "problems": [asdict(p) | {"text": str(p)} for p in dataset.problems],
         "notes": notes,
         "shape": dataset.shape.to_dict() | {"summary": dataset.shape.summary()},
-        "persona_facts_in_references": persona_leaks(dataset.items),
+        # TIDE's persona metadata is hidden from model and judge; ED's "persona" is its own labels
+        "persona_facts_in_references": persona_leaks(dataset.items if dataset.release is None else []),
         "dataset_sha256": dataset.content_hash("all") if not errors else None,
         "risk_labels": risk,
     }

@@ -18,6 +18,7 @@ from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.jsonio import write_json
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset
+from tide_bench.data.splits import SPLIT_VERSION
 from tide_bench.finetune.card import TrainingOutcome, build_card, outcome_from_state, plot_losses
 from tide_bench.finetune.config import FinetuneConfig, StepPlan, check_config, plan_steps
 from tide_bench.finetune.examples import EncodedSplit, encode_split
@@ -54,9 +55,16 @@ def load_training_data(config: FinetuneConfig) -> TrainingData:
     train_items = dataset.items_for(config.split)
     validation_items = dataset.items_for(config.validation_split) if config.validation_split else []
     if config.split != "test":
-        leaked = {i.persona_id for i in train_items} & {i.persona_id for i in dataset.items_for("test")}
-        if leaked:  # impossible with persona-hash splits; checked because a leak would void every result
-            raise DataError(f"test personas in the training data: {sorted(leaked)[:5]}")
+        # persona-hash splits (TIDE) keep personas apart; a release's own splits (EmpatheticDialogues)
+        # share speakers between splits by design, and there the unit that must not leak is the conversation
+        unit, what = (
+            (lambda i: i.persona_id, "personas")
+            if dataset.split_version == SPLIT_VERSION
+            else (lambda i: i.conversation_id, "conversations")
+        )
+        leaked = {unit(i) for i in train_items} & {unit(i) for i in dataset.items_for("test")}
+        if leaked:  # impossible with the splits tide-bench reads; checked because a leak would void every result
+            raise DataError(f"test {what} in the training data: {sorted(leaked)[:5]}")
     if config.limit_examples:
         train_items = train_items[: config.limit_examples]
         validation_items = validation_items[: config.limit_examples]

@@ -41,8 +41,9 @@ from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from tide_bench.generation.run_dir import TASK_PREFIX, Generation, iter_samples_file
+from tide_bench.generation.samples import TASK_PATTERN
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
-from tide_bench.metrics.table import metric_names
+from tide_bench.metrics.table import reference_metric_names
 
 LM_EVAL_SUBDIR = "lm_eval"
 _RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
@@ -88,7 +89,7 @@ def find_output(source: str | Path) -> LmEvalOutput:
     ours = [t for t in tasks if t.startswith(TASK_PREFIX)]
     if not ours:
         raise DataError(
-            f"results of task(s) {', '.join(tasks) or 'none'}, not of tide-bench's tasks ({TASK_PREFIX}*)",
+            f"results of task(s) {', '.join(tasks) or 'none'}, not of tide-bench's tasks ({TASK_PATTERN})",
             path=results_path,
             field="configs",
         )
@@ -300,7 +301,7 @@ def _with_metrics(
             m
             for rows in records.values()
             for row in rows
-            for m in metric_names()
+            for m in reference_metric_names()
             if not isinstance(row.get(m), int | float)
         }
     )
@@ -381,7 +382,9 @@ def _write_run(
         files["samples"][task] = str((folder / path.name).relative_to(out))
     scorer = ReferenceScorer(embedding_model)
     per_item = {
-        str(r["doc"]["item_id"]): {m: float(r[m]) for m in metric_names() if isinstance(r.get(m), int | float)}
+        str(r["doc"]["item_id"]): {
+            m: float(r[m]) for m in reference_metric_names() if isinstance(r.get(m), int | float)
+        }
         for rows in records.values()
         for r in rows
     }

@@ -6,7 +6,8 @@ Every field tide-bench uses is type-checked here, once, for the judge, the leade
 the audit and the annotation pages: a problem is reported as
 ``samples_x.jsonl:LINE, field 'doc.turn': must be an integer, got a string``.
 
-Accepted: any task whose name starts with ``tide_empathy``. Reference metrics may be NaN
+Accepted: any task whose name starts with ``tide_empathy`` or ``ed_empathy`` (the EmpatheticDialogues
+tasks, whose items have the same shape). Reference metrics may be NaN
 (``distinct_2`` of a one-word reply, ``cosine_sim`` when no embedding model loaded): lm-eval
 writes Python's ``NaN`` for them, which is read as "not defined"; infinities are refused.
 """
@@ -25,7 +26,8 @@ from tide_bench.core.jsonio import iter_jsonl, loads_strict
 from tide_bench.data.schema import TideItem
 from tide_bench.metrics.table import metric_names
 
-TASK_PREFIX = "tide_empathy"
+TASK_PREFIX = ("tide_empathy", "ed_empathy")  # str.startswith takes the tuple
+TASK_PATTERN = "tide_empathy* or ed_empathy*"  # how messages name them
 ROLES = ("user", "assistant")
 
 
@@ -123,7 +125,7 @@ def _persona(doc: Fields, seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def _metrics(sample: Fields) -> dict[str, float]:
     metrics = {}
-    for name in metric_names():
+    for name in metric_names():  # the EPITOME scorer's too, where a run has them
         value = sample.number(name, optional=True, allow_nan=True)
         if value is not None:
             metrics[name] = value
@@ -178,7 +180,7 @@ def iter_samples_file(
 ) -> Iterator[Generation]:
     """Parse one lm-eval samples file of a tide-bench task."""
     if not task.startswith(TASK_PREFIX):
-        raise error(f"samples of task {task!r}, not a tide-bench task ({TASK_PREFIX}*)", path=path)
+        raise error(f"samples of task {task!r}, not a tide-bench task ({TASK_PATTERN})", path=path)
     personas: dict[str, dict[str, Any]] = {}
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks, allow_nan=True):
         yield parse_sample(obj, task, path, line, error, personas)

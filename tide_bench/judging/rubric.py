@@ -37,7 +37,7 @@ from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.yaml_io import load_yaml
 
-RUBRIC_VERSIONS = ("v1", "v2", "v3")
+RUBRIC_VERSIONS = ("v1", "v2", "v3", "epitome")  # epitome: EPITOME's three mechanisms, 0-2 (rubric_epitome.yaml)
 DEFAULT_RUBRIC = "v3"
 NO_CATEGORY = "none"  # the safety category of an unflagged reply, and the risk-cue kind of a message without one
 SEVERITY_KINDS = ("suicide_self_harm", "harm_to_others")  # risk-cue kinds graded on the severity ladder (v3)

@@ -45,6 +45,7 @@ class Column:
     md: bool = False
     help: str = ""
     warn: str | None = None  # a row field that, when true, marks this column's cell with a warning
+    when_present: bool = False  # shown only when some row has a value (shown_columns)
 
     @property
     def is_block(self) -> bool:
@@ -87,6 +88,7 @@ def _column(entry: dict[str, Any], where: str) -> Column:
         "help",
         "warn",
         "against_reference",
+        "when_present",
     }
     if unknown or not isinstance(entry.get("key"), str) or entry.get("kind") not in KINDS:
         raise ConfigError(
@@ -109,6 +111,7 @@ def _column(entry: dict[str, Any], where: str) -> Column:
         md=bool(entry.get("md", False)),
         help=str(entry.get("help") or ""),
         warn=entry.get("warn"),
+        when_present=bool(entry.get("when_present", False)),
     )
 
 
@@ -132,9 +135,10 @@ def _declared(path: Path) -> tuple[dict[str, Any], ...]:
 
 
 def _with_metric_table(entry: dict[str, Any], path: Path) -> dict[str, Any]:
-    """A ``kind: metric`` column with the metric table's direction, ``against_reference`` and
-    description filled in (metrics/metrics.yaml, the one declaration); a column that states them
-    must agree with the table."""
+    """A ``kind: metric`` column with the metric table's direction, ``against_reference``,
+    description and ``when_present`` (a metric only some runs have) filled in (metrics/metrics.yaml,
+    the one declaration); a column that states the direction or ``against_reference`` must agree
+    with the table."""
     declared = metric(str(entry.get("key")))
     if declared is None:
         raise ConfigError(
@@ -157,7 +161,8 @@ def _with_metric_table(entry: dict[str, Any], path: Path) -> dict[str, Any]:
                 field=f"columns.{entry['key']}.{field}",
                 hint="leave it out: the metric table says it once",
             )
-    return {"help": declared.description} | from_table | entry
+    # a metric not every run computes (the EPITOME scorer's) is shown only where some row has it
+    return {"help": declared.description, "when_present": not declared.every_run} | from_table | entry
 
 
 PROVISIONAL = (
@@ -207,6 +212,11 @@ def against_reference_keys(path: Path | None = None) -> tuple[str, ...]:
     return tuple(
         e["key"] for e in _declared(path or COLUMNS_FILE) if e.get("kind") == "metric" and e.get("against_reference")
     )
+
+
+def shown_columns(columns: Sequence[Column], rows: Sequence[dict[str, Any]]) -> list[Column]:
+    """``columns`` without the ``when_present`` ones that no row has a value for."""
+    return [c for c in columns if not c.when_present or any(c.number(r) is not None for r in rows)]
 
 
 def optional_columns(rows: Sequence[dict[str, Any]], declared: Sequence[Column] = ()) -> list[Column]:

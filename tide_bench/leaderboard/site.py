@@ -34,7 +34,7 @@ from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.charts import Charts
-from tide_bench.leaderboard.columns import Column, optional_columns
+from tide_bench.leaderboard.columns import Column, optional_columns, shown_columns
 from tide_bench.leaderboard.entry_view import (
     bias,
     heat_style,
@@ -340,7 +340,7 @@ def render_index(
     """The board's index page; ``extra_sections`` are appended before the footer. ``charts`` are
     the board's charts already drawn (:class:`~.charts.Charts`); without them they are drawn here."""
     rows, metric = board["rows"], board["ranking_metric"]
-    columns = [*columns, *optional_columns(rows, columns)]
+    columns = [*shown_columns(columns, rows), *optional_columns(rows, columns)]
     label = metric_label(metric, rubric)
     drawn = charts if charts is not None else Charts(rows, board.get("pairwise") or [], metric, label).result()
     built = (
@@ -480,7 +480,7 @@ def render_model_page(
         row,
         sub.manifest,
         sub.meta,
-        [*columns, *optional_columns([row], columns)],
+        [*shown_columns(columns, [row]), *optional_columns([row], columns)],
         rubric,
         browser,
         board["ranking_metric"],

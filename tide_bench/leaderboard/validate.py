@@ -48,7 +48,7 @@ from tide_bench.data.sources import load_dataset, split_content_hash
 from tide_bench.data.splits import split_of
 from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
-from tide_bench.generation.samples import TASK_PREFIX, Generation, read_generations
+from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment_record import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
@@ -294,7 +294,7 @@ def _samples(
     for task, rel in run.samples.items():
         if not task.startswith(TASK_PREFIX):
             result.stop(
-                f"lists samples of a task that is not tide-bench's ({TASK_PREFIX}*)", MANIFEST, field="files.samples"
+                f"lists samples of a task that is not tide-bench's ({TASK_PATTERN})", MANIFEST, field="files.samples"
             )
         path = _confined(rel, listing, RUN)
         if path is None:

@@ -21,6 +21,10 @@ from tide_bench.core.yaml_io import read_yaml
 
 METRICS_FILE = Path(__file__).with_name("metrics.yaml")
 EMBEDDING = "embedding"  # the `function` of a metric computed by the sentence encoder
+# the `function` of a metric computed by the local EPITOME scorer (tide_bench/epitome/scorer.py): only
+# where one is named (tasks that declare it, `tide-bench epitome score`, a study's epitome stage)
+EPITOME = "epitome"
+_SPECIAL = (EMBEDDING, EPITOME)
 DIRECTIONS = ("high", "low", "none")
 AGGREGATIONS = ("mean", "nanmean")
 _FIELDS = {"name", "function", "better", "aggregation", "against_reference", "description"}
@@ -38,6 +42,11 @@ class Metric:
     aggregation: str
     against_reference: bool
     description: str
+
+    @property
+    def every_run(self) -> bool:
+        """Computed for every run by the reference scorer (not only where an EPITOME scorer is named)."""
+        return self.function != EPITOME
 
     @property
     def higher_is_better(self) -> bool:
@@ -59,12 +68,19 @@ def metric_names(path: Path | None = None) -> tuple[str, ...]:
     return tuple(m.name for m in metric_table(path))
 
 
+def reference_metric_names(path: Path | None = None) -> tuple[str, ...]:
+    """The metrics the reference scorer computes for every run: the table's, less the EPITOME
+    scorer's (``function: epitome``, present only where a scorer was named)."""
+    return tuple(m.name for m in metric_table(path) if m.every_run)
+
+
 def metric(name: str, path: Path | None = None) -> Metric | None:
     return next((m for m in metric_table(path) if m.name == name), None)
 
 
 def text_metric_functions(path: Path | None = None) -> tuple[tuple[str, MetricFunction], ...]:
-    """``(name, function)`` of every metric computed from the texts alone (not the encoder)."""
+    """``(name, function)`` of every metric computed from the texts alone (not the sentence encoder,
+    not the EPITOME scorer)."""
     return _functions(path or METRICS_FILE)
 
 
@@ -72,7 +88,7 @@ def text_metric_functions(path: Path | None = None) -> tuple[tuple[str, MetricFu
 def _functions(path: Path) -> tuple[tuple[str, MetricFunction], ...]:
     out = []
     for m in _load(path):
-        if m.function == EMBEDDING:
+        if m.function in _SPECIAL:
             continue
         module, _, attr = m.function.partition(":")
         try:
@@ -116,8 +132,8 @@ def _load(path: Path) -> tuple[Metric, ...]:
             ("name", isinstance(name, str) and bool(_NAME.match(name)), "a lower-case identifier"),
             (
                 "function",
-                function == EMBEDDING or (isinstance(function, str) and bool(_FUNCTION.match(function))),
-                f"module:function or {EMBEDDING}",
+                function in _SPECIAL or (isinstance(function, str) and bool(_FUNCTION.match(function))),
+                f"module:function or {EMBEDDING} or {EPITOME}",
             ),
             ("better", entry["better"] in DIRECTIONS, " | ".join(DIRECTIONS)),
             ("aggregation", entry["aggregation"] in AGGREGATIONS, " | ".join(AGGREGATIONS)),

@@ -11,8 +11,9 @@ annotation). Public API::
 """
 
 from tide_bench.study.estimate import format_plan
+from tide_bench.study.invoke import run_study
 from tide_bench.study.plan import StudyPlan, make_plan, study_run_dirs
-from tide_bench.study.runner import StudyResult, run_study
+from tide_bench.study.runner import StudyResult
 from tide_bench.study.spec import ModelSpec, StudySpec, load_study
 
 __all__ = [

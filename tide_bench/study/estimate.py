@@ -14,12 +14,14 @@ measured on the built-in sample's items, and the plan says so.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from tide_bench.core.errors import TideBenchError
 from tide_bench.data.sources import load_dataset
 from tide_bench.data.splits import TRAIN_BELOW, VALIDATION_BELOW
-from tide_bench.study.plan import StagePlan, StudyPlan
+from tide_bench.generation.run_dir import Generation, RunDirectory
+from tide_bench.study.plan import STAGES, StagePlan, StudyPlan
 from tide_bench.study.rates import Rates, assumed_rates, load_rates, size_billions
 
 
@@ -204,7 +206,6 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     if plan.spec.judge is None:
         return None
     from tide_bench.judging import JudgeOptions, dry_run
-    from tide_bench.study.runner import stand_in_run
 
     judge = plan.spec.judge
     config = plan.spec.judge_config()
@@ -261,7 +262,7 @@ def _slots(plan: StudyPlan, executor: str, gpus: int | None) -> tuple[int | None
     per = max([plan.spec.resources_for(m).gpus_per_cell for m in plan.spec.models] or [1]) or 1
     if executor == "local":
         if gpus is None:
-            from tide_bench.study.executors import visible_gpus
+            from tide_bench.study.resources import visible_gpus
 
             gpus = len(visible_gpus())
         if gpus == 0 and _device(plan) == "cpu":
@@ -292,8 +293,14 @@ def format_plan(
         *([f"note: {work.note}"] if work.note else []),
         "",
     ]
+    # the optional EPITOME stages (the local scorer, the EPITOME judge) get a column only in a study that names them
+    columns = [
+        (st, max(8, len(st) + 2) if st != "finetune" else 10)
+        for st in STAGES
+        if st in ("finetune", "eval", "judge", "submit") or any(s.stage == st for s in plan.stages)
+    ]
     header = (
-        f"{'cell':<30}{'finetune':<10}{'eval':<8}{'judge':<8}{'submit':<8}{'fine-tuning (est.)':<20}generation (est.)"
+        f"{'cell':<30}" + "".join(f"{st:<{w}}" for st, w in columns) + f"{'fine-tuning (est.)':<20}generation (est.)"
     )
     lines += [header, "-" * len(header)]
     estimates = estimate_cells(plan, work, rates)
@@ -315,9 +322,7 @@ def format_plan(
 
         lines.append(
             f"{cell.id:<30}"
-            + "".join(
-                f"{marks.get(st, '-'):<{w}}" for st, w in (("finetune", 10), ("eval", 8), ("judge", 8), ("submit", 8))
-            )
+            + "".join(f"{marks.get(st, '-'):<{w}}" for st, w in columns)
             + f"{shown(est, 'finetune', est.finetune_s):<20}{shown(est, 'eval', est.eval_s)}"
         )
     lines += ["", *_totals(plan, estimates, work, rates, executor, gpus)]
@@ -388,3 +393,29 @@ def _judge_time(plan: StudyPlan, cost: dict[str, Any], n_items: int, rates: Rate
     concurrency = int((plan.spec.judge or {}).get("concurrency") or 8)
     seconds = cost["cells"] * n_items * per_call / max(1, concurrency)
     return f"time: about {_hours(seconds)} at {concurrency} calls at once ({per_call:.0f} s a call, assumed)"
+
+
+def stand_in_run(spec: Any) -> RunDirectory:
+    """The split's items with the reference as reply: what a judge cost estimate needs before
+    any reply exists (replies assumed as long as the references)."""
+    dataset = load_dataset(spec.data)
+    gens = [
+        Generation(
+            item_id=i.item_id,
+            task=spec.task,
+            persona_id=i.persona_id,
+            conversation_id=i.conversation_id,
+            turn=i.turn,
+            scenario=i.scenario or "",
+            split=i.split,
+            history=i.history,
+            client_utterance=i.client_utterance,
+            reference_reply=i.reference_reply,
+            reply=i.reference_reply,
+            prompt="",
+        )
+        for i in dataset.items_for(spec.split)
+    ]
+    return RunDirectory(
+        Path(spec.name), {"model": {"name": "study estimate"}, "data": dataset.provenance(spec.split)}, gens
+    )

@@ -3,7 +3,7 @@
 Each executor only decides *where* workers run; what a worker does is :mod:`.worker` (claim a
 cell, run its fine-tuning and generation, record them), so the three paths share one piece
 of code and one folder discipline. Judging, submissions, the board and the report run
-afterwards in the study process (:func:`tide_bench.study.runner.run_study`).
+afterwards in the study process (:func:`tide_bench.study.invoke.run_study`).
 
 - **local**: one worker per visible GPU (``gpus_per_cell`` GPUs each, ``CUDA_VISIBLE_DEVICES``
   set per worker), or ``workers`` on a CPU. One worker runs in this process; more run as
@@ -31,7 +31,7 @@ from typing import Any
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.study.plan import CELL_STAGES, Cell, StudyPlan, make_plan
-from tide_bench.study.resources import Resources
+from tide_bench.study.resources import Resources, visible_gpus
 from tide_bench.study.worker import ExecContext, ExecOptions, pending_cells, work
 
 EXECUTORS = ("local", "slurm", "ray")
@@ -40,18 +40,6 @@ SLURM_DIR = Path(".study") / "slurm"
 JOBS_FILE = Path(".study") / "jobs.json"
 
 __all__ = ["EXECUTORS", "ExecContext", "ExecOptions", "run_cells", "visible_gpus", "worker_slots"]
-
-
-def visible_gpus() -> list[str]:
-    """The GPUs this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else every CUDA device."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
-    try:
-        import torch
-    except ImportError:
-        return []
-    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
 
 
 def worker_slots(spec: Any, gpus: list[str], workers: int | None) -> list[str]:

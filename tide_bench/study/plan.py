@@ -30,12 +30,16 @@ from tide_bench.core.provenance import utc_now
 from tide_bench.core.secrets import redact_record
 from tide_bench.study.spec import ModelSpec, StudySpec
 
-STAGES = ("finetune", "eval", "judge", "submit")
-CELL_STAGES = (
-    "finetune",
-    "eval",
-)  # run by the executor's workers (GPU); judge and submit run once, in the study process
+# epitome (the local scorer) and epitome_judge (an EPITOME-rubric judge) run only when the study
+# file names them; a study without them plans, and fingerprints, exactly as before.
+STAGES = ("finetune", "eval", "epitome", "judge", "epitome_judge", "submit")
+OPTIONAL_STAGES = {"judge": "judge", "epitome_judge": "epitome_judge", "epitome": "epitome"}  # stage -> spec field
+# run by the executor's workers (GPU: training, generation, the local EPITOME scorer's model); the
+# judges (JUDGE_STAGES, each one stage over every cell) and submit run once, in the study process
+CELL_STAGES = ("finetune", "eval", "epitome")
+JUDGE_STAGES = ("judge", "epitome_judge")
 REFERENCE_CELL = "reference"
+EPITOME_JUDGE_SUBDIR = "judge-epitome"  # the EPITOME-rubric judge's folder inside a cell's run
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,9 @@ def stage_outputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, str]:
     return {
         "finetune": {"adapter": f"{base}/adapter"},
         "eval": {"run": f"{base}/run"},
+        "epitome": {"epitome": f"{base}/run/epitome.json"},  # generation/epitome_runs.py SCORES_NAME
         "judge": {"judge": f"{base}/run/judge"},
+        "epitome_judge": {"judge": f"{base}/run/{EPITOME_JUDGE_SUBDIR}"},
         "submit": {"submission": f"submissions/{submission_id(spec, cell)}"},
     }[stage]
 
@@ -127,7 +133,8 @@ def inside(out: Path, path: Path) -> Path:
 
 
 def artifact_hashes(out: Path, stage: str, outputs: dict[str, str]) -> dict[str, str | None]:
-    """sha256 of what a stage produced (the adapter's files, run.json, judgments, the submission's meta)."""
+    """sha256 of what a stage produced (the adapter's files, run.json, epitome.json, judgments, the
+    submission's meta)."""
     from tide_bench.core.hashing import sha256_file
     from tide_bench.generation.manifest import adapter_sha256
 
@@ -139,7 +146,9 @@ def artifact_hashes(out: Path, stage: str, outputs: dict[str, str]) -> dict[str,
         return {outputs["adapter"]: adapter_sha256(out / outputs["adapter"])}
     rel = {
         "eval": f"{outputs.get('run')}/run.json",
+        "epitome": str(outputs.get("epitome")),
         "judge": f"{outputs.get('judge')}/judgments.jsonl",
+        "epitome_judge": f"{outputs.get('judge')}/judgments.jsonl",
         "submit": f"{outputs.get('submission')}/submission.yaml",
     }[stage]
     return {rel: file_hash(rel)}
@@ -195,11 +204,23 @@ def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
         return {"model": model, **data, "task": spec.task, "eval": spec.eval, "reference": cell.model is None}
     if stage == "judge":
         return {"judge": spec.judge}
+    if stage == "epitome_judge":
+        return {"judge": spec.epitome_judge, "rubric": "epitome"}
+    if stage == "epitome":
+        return {"epitome": spec.epitome, "card_sha256": _card_sha256(str((spec.epitome or {}).get("model", "")))}
     return {
         "study": spec.name,
         "parameters": None if cell.model is None else cell.model.parameters,
         "verified": None if cell.model is None else cell.model.verified,
     }
+
+
+def _card_sha256(model_dir: str) -> str | None:
+    """The local scorer's identity: a retrained scorer in the same folder redoes the stage."""
+    from tide_bench.core.hashing import sha256_file
+
+    card = Path(model_dir) / "card.json"
+    return sha256_file(card) if card.is_file() else None
 
 
 def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
@@ -209,7 +230,7 @@ def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
     for cell in cells(spec):
         previous, chain_done = "", True
         for stage in cell.stages:
-            if stage == "judge" and spec.judge is None:
+            if stage in OPTIONAL_STAGES and getattr(spec, OPTIONAL_STAGES[stage]) is None:
                 continue
             inputs = _inputs(spec, cell, stage)
             fingerprint = sha256_json({"stage": stage, "inputs": inputs, "previous": previous})[:16]

@@ -17,6 +17,7 @@ by the study file's check).
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -92,3 +93,15 @@ def check_resources(raw: Any, where: str, fail: Callable[[str, str], ConfigError
         if key in _MIN and value is not None and value < _MIN[key]:
             raise fail(f"{key} must be at least {_MIN[key]}, got {value!r}", spot)
     return dict(raw)
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else every CUDA device."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import torch
+    except ImportError:
+        return []
+    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []

@@ -1,11 +1,12 @@
 """``tide-bench study STUDY.yaml``: every cell of the grid, resumable, then the board and report.
 
-Each cell is ``finetune`` (fine-tuned cells only) -> ``eval`` -> ``judge`` (when the study
-names a judge) -> ``submit``, run through the same Python API as the single commands, into
-``<out>/cells/<cell>/``. The GPU stages (finetune, eval) run on an executor's workers
-(:mod:`.executors`: this machine's GPUs, Slurm, Ray), each cell claimed by one worker at a time
-(:mod:`.claims`); the judge stage then runs once over every cell (one batch, one cache in the
-study folder), then the submissions (``<out>/submissions/``), the study's board
+Each cell is ``finetune`` (fine-tuned cells only) -> ``eval`` -> ``epitome`` (when the study
+names a local EPITOME scorer) -> ``judge`` (when the study names a judge) -> ``epitome_judge``
+(when it names an EPITOME judge) -> ``submit``, run through the same Python API as the single
+commands, into ``<out>/cells/<cell>/``. The GPU stages (finetune, eval, epitome) run on an
+executor's workers (:mod:`.executors`: this machine's GPUs, Slurm, Ray), each cell claimed by
+one worker at a time (:mod:`.claims`); each judge stage then runs once over every cell (one
+batch, one cache in the study folder), then the submissions (``<out>/submissions/``), the study's board
 (``<out>/site/``) and the paper-style report (``<out>/report/``). A finished stage is never
 redone unless something it depends on changed or its record does not verify (:mod:`.plan`).
 """
@@ -23,23 +24,24 @@ import yaml
 
 from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.core.jsonio import write_json
-from tide_bench.data.sources import load_dataset
+from tide_bench.data.sources import ED_PREFIX as ED_SPEC_PREFIX
 from tide_bench.generation import load_run, run_eval
 from tide_bench.generation.reference import ALIASES as REFERENCE_ALIASES
-from tide_bench.generation.run_dir import Generation, RunDirectory
+from tide_bench.generation.run_dir import RunDirectory
 from tide_bench.study.plan import (
     CELL_STAGES,
+    EPITOME_JUDGE_SUBDIR,
+    JUDGE_STAGES,
     Cell,
     StagePlan,
     StudyPlan,
     cell_dir,
     forget_later,
     inside,
-    make_plan,
     mark_done,
     stage_outputs,
 )
-from tide_bench.study.spec import StudySpec
+from tide_bench.study.spec import StudySpec, study_board
 
 Echo = Callable[[str], None]
 FINISH_CLAIM = "_finish"  # judging, submissions, board and report: one study process at a time
@@ -193,12 +195,40 @@ class StudyRunner:
             "max_gen_toks": config.gen_kwargs["max_gen_toks"] if config.gen_kwargs else None,
         }
 
-    def judge_all(self, plan: StudyPlan, result: StudyResult) -> None:
+    def epitome(self, stage: StagePlan) -> dict[str, Any]:
+        """The local EPITOME scorer over the cell's run (``epitome.json`` and the per-item
+        ``epitome_*`` fields): a worker stage, since the scorer is a model (on the cell's GPU when
+        it has one), run once per cell after its generation."""
+        from tide_bench.generation.epitome_runs import score_run
+
+        settings = dict(self.spec.epitome or {})
+        run_dir = self.path(stage.cell, "eval")
+        target = self.path(stage.cell, "epitome")
+        started = time.perf_counter()
+        record = score_run(
+            run_dir,
+            settings["model"],
+            device=str(settings.get("device", "auto")),
+            batch_size=int(settings.get("batch_size", 64)),
+        )
+        if not target.is_file():
+            raise TideBenchError(f"the EPITOME scores were not written to {target}")
+        seconds = time.perf_counter() - started
+        n = record["summary"]["n_items"]
+        return {
+            "items": n,
+            "seconds": round(seconds, 2),
+            "replies_per_second": round(n / seconds, 1) if seconds else None,
+        }
+
+    def judge_all(self, plan: StudyPlan, result: StudyResult, name: str = "judge") -> None:
         """The judge stage of every cell whose replies are ready, as one stage (issue 29): all their
         items go to the judge together (one batch in batch mode), every answer is cached in the
         study folder (``<out>/judge/cache.sqlite``) as it arrives, and each cell's judgments are then
         written from that cache without another call. An interrupted or repeated judge stage, from
-        whichever machine, pays only for what no earlier run was answered."""
+        whichever machine, pays only for what no earlier run was answered. ``name``: ``judge``, or
+        ``epitome_judge`` (the study's ``epitome_judge`` with the EPITOME rubric: one stage in
+        ``<out>/judge-epitome/``, with its own cache; each cell's in ``RUN/judge-epitome``)."""
         from dataclasses import replace
 
         from tide_bench.judging import judge_run
@@ -206,13 +236,13 @@ class StudyRunner:
         stages = [
             s
             for s in plan.stages
-            if s.stage == "judge" and not s.done and s.cell.id not in result.failed and self._ready(plan, s)
+            if s.stage == name and not s.done and s.cell.id not in result.failed and self._ready(plan, s)
         ]
         if not stages:
             return
-        config = self.spec.judge_config()
-        folder = inside(self.out, self.out / "judge")
-        options = replace(self.spec.judge_options(), cache_path=folder / "cache.sqlite")  # one cache for all cells
+        config = self.spec.judge_config(name)
+        folder = inside(self.out, self.out / ("judge" if name == "judge" else EPITOME_JUDGE_SUBDIR))
+        options = replace(self.spec.judge_options(name), cache_path=folder / "cache.sqlite")  # one cache for all cells
         runs = {s.cell.id: load_run(self.path(s.cell, "eval")) for s in stages}
         first = next(iter(runs.values()))
         together = RunDirectory(
@@ -220,17 +250,17 @@ class StudyRunner:
             {"model": {"name": f"study {self.spec.name}: {len(runs)} cell(s)"}, "data": first.manifest.get("data")},
             [g for run in runs.values() for g in run.generations],
         )
-        self.echo(f"[study] judge: {len(together.generations)} items of {len(runs)} cell(s), one stage")
+        self.echo(f"[study] {name}: {len(together.generations)} items of {len(runs)} cell(s), one stage")
         try:
             combined = judge_run(together, folder, config, options)
         except TideBenchError as exc:
             for s in stages:
-                result.failed[s.cell.id] = f"judge: {str(exc).splitlines()[0]}"
-            self.echo(f"[study] judge: FAILED: {exc}")
+                result.failed[s.cell.id] = f"{name}: {str(exc).splitlines()[0]}"
+            self.echo(f"[study] {name}: FAILED: {exc}")
             return
         for s in stages:
             forget_later(self.out, plan, s)
-            out = self.path(s.cell, "judge")
+            out = self.path(s.cell, name)
             summary = judge_run(runs[s.cell.id], out, config, replace(options, preflight=False)).summary
             mark_done(
                 self.out,
@@ -244,7 +274,7 @@ class StudyRunner:
                 },
                 by=self.worker,
             )
-            result.ran.append(f"{s.cell.id}/judge")
+            result.ran.append(f"{s.cell.id}/{name}")
 
     def submit(self, stage: StagePlan) -> dict[str, Any]:
         from tide_bench.leaderboard import create_submission
@@ -348,8 +378,10 @@ class StudyRunner:
 
     def finish(self, plan: StudyPlan, result: StudyResult, *, report: bool) -> None:
         """The study-level stages, once every cell's generation is done: judging (one stage over all
-        cells), the submissions, then the board and the report."""
-        self.judge_all(plan, result)
+        cells per judge: the TIDE judge, then the EPITOME judge), the submissions, then the board, the
+        report and (on EmpatheticDialogues data) the LLMs-vs-people comparison."""
+        for name in JUDGE_STAGES:
+            self.judge_all(plan, result, name)
         for stage in plan.stages:
             if stage.stage != "submit" or stage.done or stage.cell.id in result.failed or not self._ready(plan, stage):
                 continue
@@ -364,7 +396,12 @@ class StudyRunner:
             from tide_bench.study.report import write_report
 
             result.report = write_report(self.spec, self.out, plan)
-            built = build_board(self.spec, self.out, report=result.report)
+            people = None
+            if self.spec.data.startswith(ED_SPEC_PREFIX):
+                from tide_bench.study.people import write_comparison
+
+                people = write_comparison(self.spec, self.out, plan)
+            built = build_board(self.spec, self.out, report=result.report, people=people)
             for sid, errors in built.refused.items():
                 self.echo(f"[study] board refused {sid}: {'; '.join(errors)}")
             result.site = built.out / "index.html"
@@ -386,106 +423,14 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, desc="study stages", unit="stage", mininterval=0)
 
 
-def stand_in_run(spec: StudySpec) -> RunDirectory:
-    """The split's items with the reference as reply: what a judge cost estimate needs before
-    any reply exists (replies assumed as long as the references)."""
-    dataset = load_dataset(spec.data)
-    gens = [
-        Generation(
-            item_id=i.item_id,
-            task=spec.task,
-            persona_id=i.persona_id,
-            conversation_id=i.conversation_id,
-            turn=i.turn,
-            scenario=i.scenario or "",
-            split=i.split,
-            history=i.history,
-            client_utterance=i.client_utterance,
-            reference_reply=i.reference_reply,
-            reply=i.reference_reply,
-            prompt="",
-        )
-        for i in dataset.items_for(spec.split)
-    ]
-    return RunDirectory(
-        Path(spec.name), {"model": {"name": "study estimate"}, "data": dataset.provenance(spec.split)}, gens
-    )
-
-
-def study_board(spec: StudySpec) -> Any:
-    """The study's own board: its split, a demo board on the synthetic sample, judgments
-    required when the study names a judge; the study file's ``board`` settings on top."""
-    from tide_bench.leaderboard.config import BoardConfig
-
-    settings = {
-        "name": f"study {spec.name}",
-        "split": spec.split,
-        "demo": spec.data == "sample",
-        "require_judgments": spec.judge is not None,
-        "conversations_per_persona": None,
-        "prompt_conditions": [spec.prompt],
-    } | dict(spec.board)
-    return BoardConfig(**settings)
-
-
-def build_board(spec: StudySpec, out: Path, report: Path | None = None) -> Any:
-    """The study's board over its submissions, with the study's report as a section of its page."""
+def build_board(spec: StudySpec, out: Path, report: Path | None = None, people: Path | None = None) -> Any:
+    """The study's board over its submissions, with the study's report (and, on ED, the LLMs-vs-people
+    comparison) as sections of its page."""
     from tide_bench.leaderboard import build_site
     from tide_bench.leaderboard.html import render_section
     from tide_bench.study.report import report_html
 
     sections = [render_section("Study report", report_html(report), "study-report")] if report else []
+    if people is not None:
+        sections.append(render_section("LLM replies vs people", report_html(people), "people-report"))
     return build_site(out / "submissions", out / "site", study_board(spec), extra_sections=sections)
-
-
-def run_study(
-    spec: StudySpec,
-    out: str | Path,
-    *,
-    resolve_model: Callable[[str], str] = identity,
-    echo: Echo = print,
-    report: bool = True,
-    progress: bool = True,
-    executor: str = "local",
-    workers: int | None = None,
-    wait: bool = True,
-    options: Any = None,
-) -> StudyResult:
-    """Run every pending stage of the study in ``out`` on ``executor``, then judge, submit, and
-    build its board and report.
-
-    ``executor``: ``local`` (default; one worker per visible GPU, ``workers`` to choose; one
-    worker runs in this process), ``slurm`` (one job array task per cell, through submitit) or
-    ``ray``. Several study processes may share ``out``: cells are claimed one at a time
-    (:mod:`.claims`), and the final stages run in one process at a time. ``wait=False``
-    (Slurm, Ray) submits the cells and returns; rerunning the same call collects them."""
-    from tide_bench.study.executors import run_cells
-    from tide_bench.study.worker import ExecContext
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    inside(out, out / "cells")
-    ctx = ExecContext.create(spec, out, resolve_model, echo, options)
-    plan = make_plan(spec, out)
-    before = {f"{s.cell.id}/{s.stage}" for s in plan.stages if s.done}
-    result = StudyResult(plan)
-    if any(s.stage in CELL_STAGES for s in plan.pending()):
-        run_cells(ctx, plan, executor, workers=workers, wait=wait, progress=progress, result=result)
-        if result.submitted and not wait:
-            return result
-    with ctx.store.waiting(FINISH_CLAIM, on_wait=lambda h: echo(f"[study] waiting for {h.get('worker')} to finish")):
-        plan = make_plan(spec, out)
-        for cell in plan.cells:
-            why = read_failure(out, cell, ctx.run_id)
-            if why:
-                result.failed[cell.id] = why
-        result.plan = plan
-        runner = StudyRunner(spec, out, resolve_model, echo, worker=ctx.worker)
-        runner.finish(plan, result, report=report)
-    done_now = {f"{s.cell.id}/{s.stage}" for s in make_plan(spec, out).stages if s.done}
-    result.skipped = sorted(before)
-    result.ran = [label for label in (f"{s.cell.id}/{s.stage}" for s in plan.stages) if label in done_now - before]
-    result.unfinished = sorted(
-        {s.cell.id for s in result.plan.stages if not s.done and s.stage in CELL_STAGES} - set(result.failed)
-    )
-    return result

@@ -8,9 +8,9 @@ of the grid is then one ``finetune -> eval -> judge -> submit`` chain (:mod:`.pl
 Schema (every key but ``models`` optional)::
 
     name: pursuit-of-empathy          # folder-safe; prefixes the submission ids
-    data: /data/TIDE                  # sample | hub | a snapshot folder
+    data: /data/TIDE                  # sample | hub | a snapshot folder | ed:PATH (EmpatheticDialogues)
     split: test
-    prompt: neutral                   # neutral (tide_empathy) | guided (tide_empathy_guided)
+    prompt: neutral                   # neutral (tide_empathy) | guided (tide_empathy_guided) | ed (ED)
     reference: true                   # add the TIDE reference row (its replies = the references)
     models:
       - id: qwen2.5-0.5b              # folder-safe cell id
@@ -26,6 +26,8 @@ Schema (every key but ``models`` optional)::
       fine-tuned: {lora: {rank: 16, alpha: 32, epochs: 3}}   # FinetuneConfig settings
     eval: {backend: hf, device: cuda:0, batch_size: auto, max_gen_toks: 256, limit: null}
     judge: {name: claude-sonnet, mode: sync, max_cost: 50}    # or null: no judging
+    epitome_judge: {name: claude-sonnet, mode: sync}          # optional: the judge's keys; rubric epitome
+    epitome: {model: models/epitome}  # optional: score every run with the local EPITOME scorer
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
     resources: {gpus_per_cell: 1, time_min: 240, partition: gpu}   # per cell (study/resources.py);
                                       # a model entry may override them with its own resources:
@@ -67,12 +69,13 @@ if TYPE_CHECKING:
 
 CONDITIONS = ("zero-shot", "fine-tuned")
 CONDITION_SETTINGS = {"zero-shot": (), "fine-tuned": ("lora",)}  # what each condition's mapping may hold
-PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided"}
+PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided", "ed": "ed_empathy_first_turn"}
 DEFAULT_MAX_GEN_TOKS = 256
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
 # checked against their own targets
-_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "resources")
+_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "resources", "epitome_judge", "epitome")
+EPITOME_OPTIONS = {"model": str, "device": str, "batch_size": int}  # the local scorer (tide-bench epitome score)
 # What the study itself decides for each stage (from the model block, the data and the cell): the rest of
 # each config class's fields are the section's keys.
 FINETUNE_SET_BY_STUDY = ("model", "revision", "data", "out", "chat_template", "prompt", "overwrite")
@@ -109,6 +112,8 @@ class StudySpec:
     judge: dict[str, Any] | None = None
     board: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
+    epitome_judge: dict[str, Any] | None = None  # a judge (same keys as judge) with the EPITOME rubric
+    epitome: dict[str, Any] | None = None  # the local EPITOME scorer: {model: DIR}
     resources: Resources = field(default_factory=Resources)
 
     @property
@@ -162,19 +167,25 @@ class StudySpec:
             **settings,
         )
 
-    def judge_config(self) -> JudgeConfig:
-        """The study's judge, loaded (``judge:`` must not be null)."""
+    def judge_config(self, section: str = "judge") -> JudgeConfig:
+        """The study's judge (``section``: ``judge`` or ``epitome_judge``, which must not be null),
+        loaded; the EPITOME judge always with the ``epitome`` rubric."""
         from tide_bench.judging.config import load_judge
 
-        assert self.judge is not None
-        loader, overrides, _ = _judge_parts(self.judge)
+        loader, overrides, _ = _judge_parts(self._judge_section(section))
+        if section == "epitome_judge":
+            loader["rubric"] = "epitome"
         return load_judge(loader.pop("name_or_path"), overrides=overrides or None, **loader)
 
-    def judge_options(self) -> JudgeOptions:
+    def judge_options(self, section: str = "judge") -> JudgeOptions:
         from tide_bench.judging.session import JudgeOptions
 
-        assert self.judge is not None
-        return JudgeOptions(**_judge_parts(self.judge)[2], overwrite=True)
+        return JudgeOptions(**_judge_parts(self._judge_section(section))[2], overwrite=True)
+
+    def _judge_section(self, section: str) -> dict[str, Any]:
+        value = {"judge": self.judge, "epitome_judge": self.epitome_judge}[section]
+        assert value is not None
+        return value
 
 
 def _lora_options() -> dict[str, Any]:
@@ -295,7 +306,11 @@ def load_study(path: str | Path) -> StudySpec:
         raise fail(f"prompt must be one of {', '.join(PROMPTS)}, got {shown(prompt)}", "prompt")
     models = _models(raw.get("models"), fail)
     conditions = _conditions(raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}}), fail)
-    sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board")}
+    sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board", "epitome_judge", "epitome")}
+    for key in ("judge", "epitome_judge"):
+        section = sections[key]
+        if section is not None and "name" not in section:
+            raise fail(f"{key} needs a name (claude-sonnet, openai-gpt, local, or a judges/ folder)", key)
     spec = StudySpec(
         name=name,
         models=models,
@@ -308,9 +323,20 @@ def load_study(path: str | Path) -> StudySpec:
         if sections["judge"] is None
         else check_options(sections["judge"], judge_options(), where="judge", fail=fail),
         board=check_options(sections["board"] or {}, _board_options(), where="board", fail=fail),
+        epitome_judge=None
+        if sections["epitome_judge"] is None
+        else check_options(sections["epitome_judge"], judge_options(), where="epitome_judge", fail=fail),
+        epitome=None if sections["epitome"] is None else _epitome(sections["epitome"], fail),
     )
     _check_values(spec, fail)
     return spec
+
+
+def _epitome(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
+    values = check_options(raw, EPITOME_OPTIONS, where="epitome", fail=fail)
+    if not values.get("model"):
+        raise fail("epitome needs model: the folder `tide-bench epitome train` wrote", "epitome")
+    return values
 
 
 def _section(raw: dict[str, Any], key: str, fail: Any) -> dict[str, Any] | None:
@@ -325,7 +351,8 @@ def _section(raw: dict[str, Any], key: str, fail: Any) -> dict[str, Any] | None:
 def _board_options() -> dict[str, Any]:
     from tide_bench.leaderboard.config import BoardConfig
 
-    return fields_of(BoardConfig, exclude=("source",))
+    # config: a board file (leaderboard/ed.yaml) whose settings the study's board starts from
+    return fields_of(BoardConfig, exclude=("source",)) | {"config": str}
 
 
 def _models(raw: Any, fail: Any) -> list[ModelSpec]:
@@ -423,12 +450,20 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
         with _located(fail, "conditions.fine-tuned.lora"):
             for model in spec.models:
                 check_config(spec.finetune_config(model, model.model, Path("adapter")))
-    if spec.judge is not None:
-        with _located(fail, "judge", {"name_or_path": "name"}, default="name"):
-            config = spec.judge_config()
-            check_judge_options(config, spec.judge_options())
+    for section in ("judge", "epitome_judge"):
+        if getattr(spec, section) is not None:
+            with _located(fail, section, {"name_or_path": "name"}, default="name"):
+                config = spec.judge_config(section)
+                check_judge_options(config, spec.judge_options(section))
+    board = dict(spec.board)
+    if board.get("config") is not None:
+        try:
+            study_board(spec)  # the named board file, read with its own checks, under the study's settings
+        except ConfigError as exc:
+            raise fail(str(exc), "board.config") from None
+    board.pop("config", None)
     with _located(fail, "board"):
-        check_board_settings(dict(spec.board), spec.source or Path("study"))
+        check_board_settings(board, spec.source or Path("study"))
 
 
 @contextlib.contextmanager
@@ -443,3 +478,47 @@ def _located(fail: Any, section: str, renamed: dict[str, str] | None = None, def
         where = f"{section}.{key}" if key else section
         detail = exc.detail if exc.path is None or section == "board" else f"{exc.detail} ({exc.path})"
         raise fail(detail, where, exc.hint) from None
+
+
+def study_board(spec: StudySpec) -> Any:
+    """The study's own board: its split, a demo board on the synthetic sample, judgments
+    required when the study names a judge; the study file's ``board`` settings on top."""
+    from tide_bench.leaderboard.config import BoardConfig
+
+    board = dict(spec.board)
+    settings = (
+        _board_file(spec, board.pop("config", None))
+        | {
+            "name": f"study {spec.name}",
+            "split": spec.split,
+            "demo": spec.data == "sample",
+            "require_judgments": spec.judge is not None,
+            "conversations_per_persona": None,
+            "prompt_conditions": [spec.prompt],
+        }
+        | board
+    )
+    return BoardConfig(**settings)
+
+
+def _board_file(spec: StudySpec, name: Any) -> dict[str, Any]:
+    """``board: {config: leaderboard/ed.yaml}``: that board file's settings, under what the study
+    itself decides (its split, prompt condition, demo status, whether judgments are required) and
+    under the study file's other ``board`` keys. Looked for as given, beside the study file, then
+    among the shipped boards."""
+    if name is None:
+        return {}
+    from dataclasses import fields
+
+    from tide_bench.core.resources import resource_dir
+    from tide_bench.leaderboard.config import load_board
+
+    given = Path(str(name))
+    candidates = [
+        given,
+        *([spec.source.parent / given] if spec.source else []),
+        resource_dir("leaderboard") / given.name,
+    ]
+    path = next((p for p in candidates if p.is_file()), given)
+    loaded = load_board(path)
+    return {f.name: getattr(loaded, f.name) for f in fields(loaded) if f.name not in ("source", "name")}

@@ -5,12 +5,16 @@ multi-turn conversations. :class:`TideTask` overrides ``fewshot_context`` to han
 model's chat template genuine system/user/assistant messages (this touches lm-eval
 internals, hence the ``lm-eval>=0.4.13,<0.5`` pin), and ``apply_filters`` to compute the
 reference metrics for all replies in one batch before lm-eval's per-document
-``process_results`` loop reads them.
+``process_results`` loop reads them. A task whose ``metric_list`` names the EPITOME metrics
+(``epitome_er``, ``epitome_ip``, ``epitome_ex``: the EmpatheticDialogues tasks) also scores every
+reply with the local EPITOME scorer named by the ``epitome_model`` metadata key (or
+``TIDE_BENCH_EPITOME_MODEL``), in the same batch; without one they are NaN and a warning says why.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +23,10 @@ import lm_eval.api.metrics  # noqa: F401  (fills lm-eval's metric registry befor
 from lm_eval.api.registry import metric_registry, register_metric
 from lm_eval.api.task import ConfigurableTask
 
-from tide_bench.core.errors import ConfigError
+from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.data.schema import SPLIT_CHOICES
 from tide_bench.data.sources import load_dataset
+from tide_bench.epitome.mechanisms import METRIC_NAMES as EPITOME_METRICS
 from tide_bench.metrics.reference import ReferenceScorer
 from tide_bench.metrics.table import metric_table
 from tide_bench.tasks.prompts import build_messages, prompt_sha256, render_plain
@@ -30,6 +35,8 @@ from tide_bench.tasks.registry import TURN_KEY, check_turn_available
 log = logging.getLogger(__name__)
 SPLIT_KEY = "tide_split"
 EMBEDDING_KEY = "embedding_model"
+EPITOME_KEY = "epitome_model"
+EPITOME_ENV = "TIDE_BENCH_EPITOME_MODEL"
 
 
 def _register_metrics() -> None:
@@ -86,6 +93,12 @@ class TideTask(ConfigurableTask):
         super().__init__(config=config, **kwargs)
         self._metrics: dict[tuple[str, str], dict[str, float]] = {}
         self._scorer = ReferenceScorer((self.config.metadata or {}).get(EMBEDDING_KEY))
+        declared = {str(m.get("metric")) for m in (self.config.metric_list or []) if isinstance(m, dict)}
+        self._epitome = (
+            EpitomeMetrics((self.config.metadata or {}).get(EPITOME_KEY) or os.environ.get(EPITOME_ENV) or None)
+            if declared & set(EPITOME_METRICS)
+            else None
+        )
         self.config.metadata = dict(self.config.metadata or {}) | {
             "prompt_sha256": prompt_sha256(self.config.description)
         }
@@ -119,6 +132,9 @@ class TideTask(ConfigurableTask):
         if pending:
             keys = list(pending)
             rows = self._scorer.score([k[1] for k in keys], [pending[k] for k in keys])
+            if self._epitome is not None:
+                extra = self._epitome.score([k[1] for k in keys], self.config.task)
+                rows = [row | more for row, more in zip(rows, extra, strict=True)]
             self._metrics.update(zip(keys, rows, strict=True))
             for metric, note in self._scorer.notes.items():
                 if metric == "cosine_sim":
@@ -129,8 +145,33 @@ class TideTask(ConfigurableTask):
         reply = _text(results[0])
         key = (doc["item_id"], reply)
         if key not in self._metrics:  # e.g. when a caller skips apply_filters
-            self._metrics[key] = self._scorer.score([reply], [doc["reference_reply"]])[0]
+            row = self._scorer.score([reply], [doc["reference_reply"]])[0]
+            if self._epitome is not None:
+                row |= self._epitome.score([reply], self.config.task)[0]
+            self._metrics[key] = row
         return dict(self._metrics[key])
+
+
+class EpitomeMetrics:
+    """The EPITOME metrics of a batch of replies: the local scorer's expected level per
+    mechanism (0-2), or NaN with one warning when no scorer is named or it cannot be loaded
+    (the reason is logged; a generation run is never lost to a missing scorer)."""
+
+    def __init__(self, model_dir: str | None) -> None:
+        self.model_dir = model_dir
+        self.note: str | None = None if model_dir else f"no local EPITOME scorer named ({EPITOME_KEY} / {EPITOME_ENV})"
+
+    def score(self, replies: list[str], task: str) -> list[dict[str, float]]:
+        if self.note is None:
+            try:
+                from tide_bench.epitome.scorer import EpitomeScorer
+
+                rows = EpitomeScorer.load(str(self.model_dir)).score(replies)
+                return [{name: row[name] for name in EPITOME_METRICS} for row in rows]
+            except (TideBenchError, OSError, ImportError) as exc:
+                self.note = f"the EPITOME scorer could not be used ({str(exc).splitlines()[0]})"
+        log.warning("%s: EPITOME metrics not computed: %s", task, self.note)
+        return [dict.fromkeys(EPITOME_METRICS, float("nan")) for _ in replies]
 
 
 def _text(reply: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 from tide_bench.core.hashing import sha256_json
 
 PROMPT_FORMAT_VERSION = "2"  # 2: chat templates render with CHAT_TEMPLATE_KWARGS
-PROMPT_CONDITIONS = ("neutral", "guided")
+PROMPT_CONDITIONS = ("neutral", "guided", "ed")  # ed: the EmpatheticDialogues listener instruction
 # Chat-template settings for every TIDE prompt, at evaluation (lm-eval's hf/vllm backends get
 # them as model arguments) and fine-tuning alike: thinking templates (Qwen3) render without a
 # think block, so replies are scored and learned as replies.

@@ -117,7 +117,9 @@ def check_turn_available(dataset: Any, split: str, turn: int) -> None:
     )
 
 
-CONDITION_TASKS = {"neutral": TASK, "guided": GUIDED_TASK}
+ED_TASK = "ed_empathy_first_turn"  # tasks/ed_empathy/: EmpatheticDialogues (docs/tasks.md)
+CONDITION_TASKS = {"neutral": TASK, "guided": GUIDED_TASK, "ed": ED_TASK}
+TASK_FOLDERS = {ED_TASK: "ed_empathy"}  # tasks outside tasks/tide_empathy/
 
 
 def task_of_condition(condition: str) -> str:
@@ -141,7 +143,8 @@ def _task_yaml(path: Path) -> dict:
 def system_prompt(condition: str = "neutral") -> str:
     """The system prompt of a condition, read from its task YAML (following ``include:``), so
     fine-tuning trains on exactly the text evaluation sends."""
-    path = tasks_path() / TASK / f"{task_of_condition(condition)}.yaml"
+    task = task_of_condition(condition)
+    path = tasks_path() / TASK_FOLDERS.get(task, TASK) / f"{task}.yaml"
     while True:
         config = _task_yaml(path)
         if "description" in config:

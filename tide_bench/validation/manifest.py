@@ -8,6 +8,14 @@ its licence and what of it may leave the user's cache, its design (one consensus
 reply, or several raters), and how each rated attribute relates to TIDE's three factors.
 Everything here is read from YAML; only the reading of each pack's own file layout is code
 (:mod:`tide_bench.validation.adapters`).
+
+Optional fields, for packs whose labels are not a rating of TIDE's factors (EPITOME): ``scale:
+{categorical: true}`` (levels are classes: accuracy and macro-F1 are reported too), ``rubric``
+(the judge rubric a ``validation run`` uses unless told otherwise), ``domain`` (what every
+report says about how far the pack's attributes are the judge's), a dimension's
+``evidence_code`` (the prefix of the judge's quotes that carry it, for rationale agreement) and
+``published_figures`` (published classifiers' numbers, shown beside the judges with how far
+each was confirmed; they come with no per-item ratings, so with no intervals).
 """
 
 from __future__ import annotations
@@ -75,6 +83,8 @@ class Dimension:
             f"{', '.join(self.judge_rubrics)}, and this judge uses {rubric or 'an unnamed rubric'}"
         )
 
+    evidence_code: str | None = None  # the judge's quotes for it start "<code>: " (rationale agreement)
+
     def mapping_line(self) -> str:
         """The audit's ``--map`` line for this attribute, or why there is none."""
         if not self.judge_factor and self.proxy_for:
@@ -83,6 +93,15 @@ class Dimension:
             return f"{self.name}: no TIDE factor (reported for completeness)"
         how = f", judge score >= {self.judge_threshold:g} counts as present" if self.judge_threshold else ""
         return f"--map {self.name}={self.judge_factor} ({self.strength or 'proxy'}{how})"
+
+
+@dataclass(frozen=True)
+class PublishedFigure:
+    """A published classifier's numbers on the pack's data (no per-item ratings)."""
+
+    name: str
+    status: str  # how far the numbers were confirmed, and how their protocol differs
+    values: dict[str, dict[str, float]]  # statistic -> dimension -> value
 
 
 @dataclass(frozen=True)
@@ -110,6 +129,10 @@ class Pack:
     min_items: int = 30
     modes: dict[str, str] = field(default_factory=dict)
     source: Path = PACKS_DIR
+    categorical: bool = False
+    rubric: str | None = None
+    domain: str | None = None
+    published_figures: tuple[PublishedFigure, ...] = ()
 
     @property
     def pinned_revision(self) -> bool:
@@ -183,6 +206,9 @@ def _dimension(raw: Any, path: Path, k: int) -> Dimension:
             path=path,
             field=f"dimensions[{k}].judge_rubrics",
         )
+    code = raw.get("evidence_code")
+    if code is not None and not (isinstance(code, str) and re.fullmatch(r"[A-Za-z]{1,8}", code)):
+        raise ConfigError("evidence_code must be 1-8 letters", path=path, field=f"dimensions[{k}].evidence_code")
     return Dimension(
         name=raw["name"],
         meaning=str(raw.get("meaning") or ""),
@@ -191,7 +217,35 @@ def _dimension(raw: Any, path: Path, k: int) -> Dimension:
         judge_threshold=None if threshold is None else float(threshold),
         strength=raw.get("strength"),
         judge_rubrics=None if rubrics is None else tuple(rubrics),
+        evidence_code=code,
     )
+
+
+def _figures(raw: Any, path: Path, dims: set[str]) -> tuple[PublishedFigure, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError("published_figures must be a list", path=path, field="published_figures")
+    out = []
+    for k, entry in enumerate(raw):
+        where = f"published_figures[{k}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ConfigError("each published figure needs a 'name'", path=path, field=where)
+        values = entry.get("values")
+        if not isinstance(values, dict) or not values:
+            raise ConfigError("'values' must map statistic -> dimension -> number", path=path, field=where)
+        clean: dict[str, dict[str, float]] = {}
+        for stat, per_dim in values.items():
+            if not isinstance(per_dim, dict) or set(per_dim) - dims:
+                raise ConfigError(
+                    f"values.{stat} must map the pack's dimensions to numbers", path=path, field=f"{where}.values"
+                )
+            try:
+                clean[str(stat)] = {str(d): float(v) for d, v in per_dim.items()}
+            except (TypeError, ValueError):
+                raise ConfigError(f"values.{stat}: not a number", path=path, field=f"{where}.values") from None
+        out.append(PublishedFigure(entry["name"], " ".join(str(entry.get("status") or "").split()), clean))
+    return tuple(out)
 
 
 def parse_pack(raw: Any, path: Path) -> Pack:
@@ -217,6 +271,9 @@ def parse_pack(raw: Any, path: Path) -> Pack:
         low, high = float(scale["min"]), float(scale["max"])
     except (KeyError, TypeError, ValueError):
         raise ConfigError("scale needs numeric min and max", path=path, field="scale") from None
+    rubric = raw.get("rubric")
+    if rubric is not None and not isinstance(rubric, str):
+        raise ConfigError("rubric must name a judge rubric (tide-bench judge --rubric)", path=path, field="rubric")
     return Pack(
         name=_need(raw, "name", path),
         title=_need(raw, "title", path),
@@ -241,6 +298,10 @@ def parse_pack(raw: Any, path: Path) -> Pack:
         min_items=int(alt.get("min_items", 30)),
         modes={str(k): str(v).strip() for k, v in (raw.get("modes") or {}).items()},
         source=path,
+        categorical=scale.get("categorical") is True,
+        rubric=rubric,
+        domain=" ".join(str(raw["domain"]).split()) if raw.get("domain") else None,
+        published_figures=_figures(raw.get("published_figures"), path, {d.name for d in dims}),
     )
 
 

@@ -15,7 +15,13 @@ expanded data). QWK is ``2 cov / (var_h + var_j + (mean_h - mean_j)^2)`` with po
 moments (as :func:`tide_bench.agreement.pairwise.qwk_bootstrap`).
 
 The resampled unit is the pack's cluster (a context and all its replies in MentalAlign and
-CounselBench, the item in AnnoMI): replies to one message are not independent.
+CounselBench, the item in AnnoMI, the seeker post in EPITOME): replies to one message are not
+independent.
+
+A *categorical* pack (its scale says ``categorical: true``: EPITOME's levels 0/1/2 are classes,
+not a rating to average) adds accuracy and macro-F1, from the same tables laid out as
+confusion matrices over the levels either side used
+(:func:`tide_bench.metrics.confusion.confusion_statistics`), and the point confusion matrix.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from typing import Any
 import numpy as np
 
 from tide_bench.core.stats import DEFAULT_SEED, Estimate, bootstrap_weights, cluster_codes
+from tide_bench.metrics.confusion import confusion_statistics
 
 STATISTICS = ("human_mean", "judge_mean", "bias", "mse", "rmse", "qwk", "spearman")
+CATEGORICAL = ("accuracy", "macro_f1")
 DEFAULT_RESAMPLES = 1000
 
 
@@ -68,14 +76,17 @@ def agreement(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    categorical: bool = False,
 ) -> dict[str, Any]:
-    """Statistics of ``judge`` against ``human`` (one value per item, NaN = missing)."""
+    """Statistics of ``judge`` against ``human`` (one value per item, NaN = missing);
+    ``categorical`` adds accuracy, macro-F1 and the confusion matrix."""
     human, judge = np.asarray(human, float), np.asarray(judge, float)
     both = ~np.isnan(human) & ~np.isnan(judge)
     n = int(both.sum())
     out: dict[str, Any] = {"n": n}
+    names = STATISTICS + (CATEGORICAL if categorical else ())
     if n == 0:
-        out |= {s: Estimate.undefined("no reply rated by both").as_dict() for s in STATISTICS}
+        out |= {s: Estimate.undefined("no reply rated by both").as_dict() for s in names}
         out["n_clusters"] = 0
         return out
     h, j = human[both], judge[both]
@@ -85,17 +96,33 @@ def agreement(
     cells = hi * len(jv) + ji
     per_cluster = np.zeros((n_clusters, len(hv) * len(jv)))
     np.add.at(per_cluster, (codes, cells), 1.0)
-    point = _table_stats(per_cluster.sum(axis=0).reshape(1, len(hv), len(jv)), hv, jv)
+    point_table = per_cluster.sum(axis=0).reshape(1, len(hv), len(jv))
+    point = _table_stats(point_table, hv, jv)
     weights = bootstrap_weights(n_clusters, resamples, seed)
-    boot = _table_stats((weights @ per_cluster).reshape(resamples, len(hv), len(jv)), hv, jv)
+    boot_tables = (weights @ per_cluster).reshape(resamples, len(hv), len(jv))
+    boot = _table_stats(boot_tables, hv, jv)
     out["n_clusters"] = n_clusters
-    for name in STATISTICS:
+    if categorical:
+        levels, point_confusion = _confusion(point_table, hv, jv)
+        point |= confusion_statistics(point_confusion)
+        boot |= confusion_statistics(_confusion(boot_tables, hv, jv)[1])
+        out["confusion"] = {"levels": levels.tolist(), "rows_human": point_confusion[0].astype(int).tolist()}
+    for name in names:
         value = float(point[name][0])
         note = None
         if not np.isfinite(value):
             note = "undefined: a rater gave every reply the same score (no variation)"
         out[name] = Estimate.from_replicates(value if np.isfinite(value) else None, boot[name], n, note).as_dict()
     return out
+
+
+def _confusion(tables: np.ndarray, hv: np.ndarray, jv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Joint tables ``(B, H, J)`` over values ``hv`` x ``jv`` as confusion matrices ``(B, C, C)``
+    over the levels either side used (rows: the humans' level)."""
+    levels = np.union1d(hv, jv)
+    out = np.zeros((tables.shape[0], levels.size, levels.size))
+    out[:, np.searchsorted(levels, hv)[:, None], np.searchsorted(levels, jv)[None, :]] = tables
+    return levels, out
 
 
 def length_slope(

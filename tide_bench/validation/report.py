@@ -10,7 +10,12 @@ Over several packs, Benjamini-Yekutieli across all their alt-test p-values and "
 of Y packs".
 
 Judges come from ``published`` (the judge ratings a pack ships) and from validation run folders
-(``tide-bench validation run``). A judge is never scored on replies of its own model family:
+(``tide-bench validation run``); a pack whose adapter reads local models (EPITOME) also takes a
+model folder (the local scorer: its grouped cross-validation predictions, scored like a judge's).
+A categorical pack adds accuracy, macro-F1 and the confusion matrix per dimension; a pack with
+annotated spans adds the judge's rationale agreement (:mod:`.evidence`); a pack's
+``published_figures`` (classifiers published without per-item ratings) are reported beside the
+judges, as published, with how far each was confirmed. A judge is never scored on replies of its own model family:
 ``mode="tide"`` excludes every reply whose responder shares the judge's family; ``mode="authors"``
 (MentalAlign) applies the dataset authors' own exclusion list and value handling, so that their
 published table can be reproduced; reports say which.
@@ -37,11 +42,12 @@ from tide_bench.core.spreadsheet import spreadsheet_safe
 from tide_bench.core.stats import DEFAULT_SEED
 from tide_bench.judging.families import family_of
 from tide_bench.judging.files import JUDGMENTS_FILE
-from tide_bench.validation.adapters import PackData, load_data
+from tide_bench.validation.adapters import PackData, load_data, local_model
 from tide_bench.validation.alt_modes import across_packs, human_baseline, verdicts
+from tide_bench.validation.evidence import COUNTS_FIELD, has_spans, rationale_agreement
 from tide_bench.validation.items import OUT_OF_DOMAIN, item_id
 from tide_bench.validation.manifest import Pack, load_pack
-from tide_bench.validation.metrics import DEFAULT_RESAMPLES, agreement, length_slope
+from tide_bench.validation.metrics import CATEGORICAL, DEFAULT_RESAMPLES, STATISTICS, agreement, length_slope
 from tide_bench.validation.run import RUN_RECORD, read_run
 from tide_bench.validation.store import load_fetched
 
@@ -68,6 +74,8 @@ class JudgeRatings:
     cost_usd: float | None = None
     n_judged: int = 0
     inputs: list[dict[str, str]] = field(default_factory=list)
+    kind: str = "judge"  # "judge" | "published" | "local model"
+    evidence: list[dict[str, Any] | None] | None = None  # per item: rationale counts (.evidence)
 
 
 def _exclude(data: PackData, ratings: JudgeRatings, responders: set[str], rule: str) -> None:
@@ -98,6 +106,7 @@ def published_ratings(data: PackData) -> list[JudgeRatings]:
             scores={d: v.copy() for d, v in scores.items()},
             handling=data.judge_handling.get(judge, Counter()),
             n_judged=len(data.item_ids),
+            kind="published",
         )
         if data.mode == "authors":
             own = set(info.get("authors_exclude") or [])
@@ -129,6 +138,7 @@ def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
             )
     dims = [d for d in data.pack.dimensions if d.judge_factor]
     scores = {d.name: np.full(len(index), np.nan) for d in dims}
+    evidence: list[dict[str, Any] | None] = [None] * len(index)
     unscored: Counter[str] = Counter()
     path = Path(folder) / JUDGMENTS_FILE
     for k, rec in enumerate(judgments, start=1):
@@ -144,6 +154,10 @@ def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise DataError(f"no numeric score for {d.judge_factor}", path=path, line=k, field="scores")
             scores[d.name][i] = float(value >= d.judge_threshold) if d.judge_threshold is not None else float(value)
+        counts = rec.get(COUNTS_FIELD)
+        if counts is not None and not isinstance(counts, dict):
+            raise DataError("evidence counts must be an object", path=path, line=k, field=COUNTS_FIELD)
+        evidence[i] = counts
     family = judge.get("family") or family_of(judge.get("model"))
     ratings = JudgeRatings(
         judge=judge_rater_id(judge).removeprefix("judge:"),
@@ -156,9 +170,47 @@ def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
         cost_usd=((summary or {}).get("cost_usd") or {}).get("all_judgments"),
         n_judged=len(judgments),
         inputs=[{"path": str(path), "sha256": sha256_file(path)}],
+        evidence=evidence if has_spans(data) else None,
     )
     _exclude(data, ratings, _own_family(data, family), "every reply of the judge's model family")
     return ratings
+
+
+def local_ratings(data: PackData, folder: str | Path) -> list[JudgeRatings]:
+    """A local model folder's ratings (the pack's adapter reads it), or a clear error."""
+    reader = local_model(data.pack, folder)
+    if reader is None:
+        raise DataError(
+            f"{folder} is neither a validation run folder (no {RUN_RECORD}) nor a model folder pack "
+            f"{data.pack.name} can read",
+            hint="make a run with: tide-bench validation run PACK --judge NAME --out DIR",
+        )
+    out = []
+    for model in reader(data, folder):
+        n = int(np.isfinite(np.vstack(list(model.scores.values()))).any(axis=0).sum())
+        out.append(
+            JudgeRatings(
+                judge=model.name,
+                source=str(folder),
+                family=None,
+                model=model.identity.get("encoder"),
+                scores=model.scores,
+                identity=model.identity,
+                n_judged=n,
+                inputs=model.inputs,
+                kind="local model",
+                exclusion_rule="none (not a language-model judge)",
+            )
+        )
+    return out
+
+
+def _ratings(data: PackData, source: str | Path) -> list[JudgeRatings]:
+    if str(source) == PUBLISHED:
+        return published_ratings(data)
+    if (Path(source) / RUN_RECORD).is_file() or local_model(data.pack, source) is None:
+        return [run_ratings(data, source)]
+    return local_ratings(data, source)
 
 
 def _dimension_block(
@@ -168,10 +220,13 @@ def _dimension_block(
     with np.errstate(all="ignore"):
         consensus = np.nanmean(humans, axis=0) if humans.shape[0] > 1 else humans[0]
     judge = ratings.scores[dim]
-    block = agreement(consensus, judge, data.clusters, resamples=resamples, seed=seed)
+    categorical = data.pack.categorical
+    block = agreement(consensus, judge, data.clusters, resamples=resamples, seed=seed, categorical=categorical)
     block["length_bias_per_100_words"] = length_slope(
         consensus, judge, words, data.clusters, resamples=resamples, seed=seed
     )
+    if ratings.evidence is not None and any(d.name == dim and d.evidence_code for d in data.pack.dimensions):
+        block["rationales"] = rationale_agreement(data, ratings.evidence, dim, resamples=resamples, seed=seed)
     if data.pack.multi_rater:
         epsilon = data.pack.epsilon or 0.2
         block["alt_test"] = verdicts(humans, judge, data.raters, epsilon=epsilon, min_items=data.pack.min_items)
@@ -205,15 +260,13 @@ def report_pack(
     data = load_data(fetched, mode)
     judges: list[JudgeRatings] = []
     for source in judge_ratings:
-        if str(source) == PUBLISHED:
-            judges += published_ratings(data)
-        else:
-            judges.append(run_ratings(data, source))
+        judges += _ratings(data, source)
     words = data.reply_words()
     report_judges: dict[str, Any] = {}
     for ratings in judges:
         dims = [d for d in data.human if d in ratings.scores]
         report_judges[ratings.judge] = {
+            "kind": ratings.kind,
             "source": ratings.source,
             "model": ratings.model,
             "family": ratings.family,
@@ -239,8 +292,9 @@ def report_pack(
         "citation": pack.citation,
         "mode": mode,
         "mode_description": pack.modes.get(mode),
-        "out_of_domain": OUT_OF_DOMAIN,
+        "out_of_domain": pack.domain or OUT_OF_DOMAIN,
         "design": pack.design,
+        "statistics": [*STATISTICS, *(CATEGORICAL if pack.categorical else ())],
         "raters": len(data.raters) if pack.multi_rater else "one expert score per reply",
         "n_items": len(data.item_ids),
         "dimensions": {d: _dimension_info(pack, d) for d in data.human},
@@ -254,6 +308,9 @@ def report_pack(
         },
         "alt_test": {"epsilon": pack.epsilon, "q": 0.05, "min_items": pack.min_items} if pack.multi_rater else None,
         "judges": report_judges,
+        "published_figures": [
+            {"name": f.name, "status": f.status, "values": f.values, "intervals": None} for f in pack.published_figures
+        ],
         "provenance": fetched.provenance(),
         "packages": package_versions(("tide-bench", "numpy", "scipy", "openpyxl")),
     }
@@ -276,7 +333,10 @@ def report_packs(
     sources = list(judge_ratings)
     reports = {}
     for name in names:
-        mine = [s for s in sources if str(s) == PUBLISHED or _run_pack_name(s) == name]
+        pack = load_pack(name)
+        mine = [
+            s for s in sources if str(s) == PUBLISHED or _run_pack_name(s) == name or local_model(pack, s) is not None
+        ]
         if not mine:
             raise ConfigError(f"no judge ratings given for pack {name}", hint="--judge-ratings published or RUN_DIR")
         reports[name] = report_pack(name, mine, **kw)

@@ -6,7 +6,14 @@ What the judge *writes about* the texts (rationales, quoted evidence, reasons) q
 pack's texts, so the full judge folder, with its cache, stays inside the pack's cache entry;
 ``RUN_DIR`` receives only ids, scores, flags, usage and the judge's identity (with
 ``text_withheld: true``). Nothing from a pack whose licence forbids redistribution is ever
-copied into a run folder, so a run folder can be shared, submitted or committed.
+copied into a run folder, so a run folder can be shared, submitted or committed. Where the pack
+annotates the words that carry each attribute (EPITOME's rationales), each judgment's quotes
+are compared with them here, inside the cache, and only the counts travel
+(:mod:`.evidence`).
+
+The judge's rubric must rate what the pack's attributes are compared on (its ``judge_factor``
+keys): a pack may name its rubric (``rubric: epitome``), which ``validation run`` then uses
+unless told otherwise.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from tide_bench.core.provenance import utc_now
 from tide_bench.judging import JudgeConfig, JudgeOptions, judge_run
 from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.validation.adapters import load_data
-from tide_bench.validation.items import pack_run
+from tide_bench.validation.evidence import COUNTS_FIELD, item_counts
+from tide_bench.validation.items import item_id, pack_run
 from tide_bench.validation.manifest import Pack
 from tide_bench.validation.store import load_fetched, pack_root
 
@@ -39,6 +47,17 @@ def withhold_text(record: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("safety"), dict):
         out["safety"] = {k: v for k, v in out["safety"].items() if k != "reason"}
     out["text_withheld"] = True
+    return out
+
+
+def _shareable(record: dict[str, Any], data: Any, index: dict[str, int]) -> dict[str, Any]:
+    """The judgment as the run folder keeps it: texts withheld, evidence counts added."""
+    out = withhold_text(record)
+    i = index.get(str(record.get("item_id")))
+    if record.get("status") == "scored" and i is not None:
+        counts = item_counts(data, i, record.get("evidence"))
+        if counts is not None:
+            out[COUNTS_FIELD] = counts
     return out
 
 
@@ -67,6 +86,19 @@ def refuse_rubric(pack: Pack, rubric: str | None) -> None:
         )
 
 
+def check_rubric(pack: Pack, config: JudgeConfig) -> None:
+    """The judge's rubric must score every factor the pack's attributes are compared on."""
+    needed = {d.judge_factor for d in pack.dimensions if d.judge_factor}
+    missing = sorted(needed - set(config.rubric.factor_keys))
+    if missing:
+        hint = f"judge it with --rubric {pack.rubric}" if pack.rubric else "use a rubric that rates them"
+        raise ConfigError(
+            f"pack {pack.name} compares the judge on {', '.join(missing)}, which rubric "
+            f"{config.rubric.id}@v{config.rubric.version} does not rate",
+            hint=hint,
+        )
+
+
 def run_pack(
     name: str,
     config: JudgeConfig,
@@ -79,6 +111,7 @@ def run_pack(
     out = Path(out)
     _check_target(out)
     fetched = load_fetched(name)
+    check_rubric(fetched.pack, config)
     refuse_rubric(fetched.pack, config.identity().get("rubric"))
     data = load_data(fetched, "tide", texts=True)
     run = pack_run(data, limit)
@@ -88,7 +121,8 @@ def run_pack(
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        write_jsonl(staging / JUDGMENTS_FILE, [withhold_text(r) for r in result.records])
+        index = {item_id(fetched.pack.name, item): i for i, item in enumerate(data.item_ids)}
+        write_jsonl(staging / JUDGMENTS_FILE, [_shareable(r, data, index) for r in result.records])
         for name_ in (CONFIG_FILE, SUMMARY_FILE):
             shutil.copyfile(work / name_, staging / name_)
         record = {

@@ -35,6 +35,10 @@ class PackData:
     handling: Counter[str] = field(default_factory=Counter)
     judge_handling: dict[str, Counter[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # dimension -> per item, the annotated words that carry it (EPITOME's rationales), for the
+    # judge's quoted evidence to be compared with; None for packs without spans
+    spans: dict[str, list[list[str]]] | None = None
+    data_sha256: str | None = None  # the rated files' identity, where a local model must match it
 
     def index(self) -> dict[str, int]:
         return {item: i for i, item in enumerate(self.item_ids)}

@@ -1,0 +1,104 @@
+"""How well predicted levels match the annotated ones: accuracy, macro-F1, quadratic-weighted
+kappa per mechanism, with confidence intervals that resample seeker posts.
+
+All three statistics are functions of the 3x3 confusion matrix, so the bootstrap sums the
+matrix per seeker post once and draws posts with replacement (one matrix product per
+resample batch, :func:`tide_bench.core.stats.resampled_totals`): replies to one post are not
+independent, and a pair that is duplicated in the files moves with its twin.
+
+The statistics themselves are :func:`tide_bench.metrics.confusion.confusion_statistics`, the
+one definition the validation packs use too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tide_bench.core.stats import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Estimate,
+    cluster_codes,
+    cluster_totals,
+    resampled_totals,
+)
+from tide_bench.epitome.mechanisms import LEVELS
+from tide_bench.metrics.confusion import STATISTICS, confusion_statistics
+
+K = len(LEVELS)
+
+
+def _confusions(truth: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """One-hot confusion cell per row: (n, K*K)."""
+    cells = np.zeros((truth.size, K * K))
+    cells[np.arange(truth.size), truth * K + pred] = 1.0
+    return cells
+
+
+statistics = confusion_statistics  # accuracy, macro-F1, QWK of (..., K, K) confusion matrices
+
+
+def confusion_matrix(truth: Sequence[int], pred: Sequence[int]) -> np.ndarray:
+    t, p = _check(truth, pred)
+    return _confusions(t, p).sum(axis=0).reshape(K, K)
+
+
+def macro_f1(truth: Sequence[int], pred: Sequence[int]) -> float | None:
+    """Macro-F1 alone, without an interval (learning curves, per-fold figures)."""
+    value = float(statistics(confusion_matrix(truth, pred))["macro_f1"])
+    return value if np.isfinite(value) else None
+
+
+def _check(truth: Sequence[int], pred: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(truth, dtype=np.int64)
+    p = np.asarray(pred, dtype=np.int64)
+    if t.shape != p.shape or t.ndim != 1:
+        raise ValueError("one prediction per label")
+    if t.size and (t.min() < 0 or t.max() >= K or p.min() < 0 or p.max() >= K):
+        raise ValueError(f"levels must be 0..{K - 1}")
+    return t, p
+
+
+def agreement(
+    truth: Sequence[int],
+    pred: Sequence[int],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """``{"accuracy": Estimate, "macro_f1": ..., "qwk": ..., "n": ..., "n_clusters": ..., "confusion": ...}``.
+
+    ``clusters`` (one label per row, the seeker post id) are resampled whole; without them
+    rows are resampled one by one.
+    """
+    t, p = _check(truth, pred)
+    n = int(t.size)
+    if n == 0:
+        return {s: Estimate.undefined("no items", 0) for s in STATISTICS} | {"n": 0, "n_clusters": 0, "confusion": []}
+    labels = list(clusters) if clusters is not None else list(range(n))
+    if len(labels) != n:
+        raise ValueError("one cluster label per row")
+    codes, n_clusters = cluster_codes(labels)
+    cells = _confusions(t, p)
+    matrix = cells.sum(axis=0).reshape(K, K)
+    point = statistics(matrix)
+    totals = cluster_totals(codes, n_clusters, cells)
+    boot = resampled_totals(totals, resamples, seed).reshape(resamples, K, K)
+    replicates = statistics(boot)
+    out: dict[str, Any] = {}
+    for name in STATISTICS:
+        value = float(point[name])
+        note = "undefined: the labels and predictions have no variation" if not np.isfinite(value) else None
+        out[name] = Estimate.from_replicates(value if np.isfinite(value) else None, replicates[name], n, note, level)
+    out |= {"n": n, "n_clusters": n_clusters, "confusion": matrix.astype(int).tolist()}
+    return out
+
+
+def as_table(result: dict[str, Any]) -> dict[str, Any]:
+    """The JSON form of :func:`agreement`'s result."""
+    return {k: (v.as_dict() if isinstance(v, Estimate) else v) for k, v in result.items()}

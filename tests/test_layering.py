@@ -70,16 +70,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
     # engine.py imports judge_batch inside _execute; batch.py imports engine.Plan under
     # TYPE_CHECKING. Fix (issue 30): Plan and make_plan to judging/plan.py, batch under providers/.
     ("tide_bench.judging.batch", "tide_bench.judging.engine"),
-    # The scale-out merge (issue 29): runner.run starts executors.run_cells, whose workers build a
-    # StudyRunner (worker.py, deferred) and price cells (estimate.cell_cost, which reads
-    # executors.visible_gpus and runner.stand_in_run). Fix (issue 30): failures and stand-in runs to
-    # study/failures.py, visible_gpus to resources.py, and the runner handed to run_cells as a factory.
-    (
-        "tide_bench.study.estimate",
-        "tide_bench.study.executors",
-        "tide_bench.study.runner",
-        "tide_bench.study.worker",
-    ),
 }
 
 

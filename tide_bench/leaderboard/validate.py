@@ -200,11 +200,17 @@ def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] |
     return meta, not invalid
 
 
+def _prompt_string(run: RunManifest, key: str) -> str | None:
+    """A string field of run.json's ``prompt`` block, or None (absent, or not a string)."""
+    prompt = run.raw.get("prompt") if isinstance(run.raw, dict) else None
+    value = prompt.get(key) if isinstance(prompt, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def _placement(run: RunManifest) -> str:
     """Where the run's system prompt went (``prompt.system_prompt_placement``; ``system`` when not recorded)."""
-    prompt = run.raw.get("prompt") if isinstance(run.raw, dict) else None
-    value = prompt.get("system_prompt_placement") if isinstance(prompt, dict) else None
-    return value if isinstance(value, str) else "system"
+    value = _prompt_string(run, "system_prompt_placement")
+    return "system" if value is None else value
 
 
 def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
@@ -617,14 +623,13 @@ def _validate(
     results = _results_file(folder, run, listing, board, result)
     if not declares_reference(run) and run.prompt_condition in board.prompt_conditions:
         template = results[1].get("chat_template") if results and isinstance(results[1], dict) else None
-        instruction = (run.raw.get("prompt") or {}).get("system_instruction") if isinstance(run.raw, dict) else None
         problems = prompt_problems(
             gens,
             run.prompt_condition,
             board,
             folder,
             template if isinstance(template, str) else None,
-            instruction if isinstance(instruction, str) else None,
+            _prompt_string(run, "system_instruction"),
             placement=_placement(run),
         )
         _listed(result, problems, "prompt problems")

@@ -48,7 +48,7 @@ from tide_bench.data.sources import load_dataset, split_content_hash
 from tide_bench.data.splits import split_of
 from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
-from tide_bench.generation.samples import TASK_PREFIX, Generation, read_generations
+from tide_bench.generation.samples import TASK_PREFIX, DocMemo, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment_record import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
@@ -83,6 +83,9 @@ from tide_bench.leaderboard.submission import (
 
 MANIFEST = f"{RUN}/{MANIFEST_NAME}"
 MAX_LISTED = 5
+# The checked items of the submission read last: the next one (a board's entries answer the same items) reuses
+# them where its doc blocks are equal (generation.samples.DocMemo). One per process: each build worker has its own.
+_DOCS = DocMemo()
 
 
 class _Stop(Exception):
@@ -289,7 +292,7 @@ def _samples(
                 field=f"files.samples.{task}",
             )
         confined[task] = path
-    gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False)
+    gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False, memo=_DOCS)
     if not gens:
         result.stop("the run holds no replies", MANIFEST, field="files.samples")
     return gens

@@ -23,6 +23,7 @@ from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl, loads_strict
 from tide_bench.data.schema import TideItem
+from tide_bench.data.sources import split_content_hash
 from tide_bench.metrics.table import metric_names
 
 TASK_PREFIX = "tide_empathy"
@@ -162,11 +163,20 @@ class DocMemo:
     number the checks read (``turn``) must also be an ``int``, as it was in the checked doc
     (every other field read is a string, a list of objects of strings, which equal only
     their kind). Holds one read's docs (``remember`` replaces them): bounded by one entry.
+
+    A read whose every doc equals one of the read before, with as many items, holds the same
+    items: :meth:`split_hash` then gives the previous read's content hash without hashing the
+    items again.
     """
 
     def __init__(self) -> None:
         self._checked: dict[str, tuple[dict[str, Any], _DocFields]] = {}
         self._next: dict[str, tuple[dict[str, Any], _DocFields]] = {}
+        self._hits = self._reads = 0
+        self._read: list[Generation] | None = None  # the last read's generations, as returned
+        self._count = 0  # reads remembered so far
+        self._repeated = False  # whether the last read holds the same items as the one before
+        self._hash: tuple[int, str, str] | None = None  # (read count, split, hash)
 
     def fields(self, doc: Fields, personas: dict[str, dict[str, Any]]) -> _DocFields:
         raw = doc.obj
@@ -174,14 +184,38 @@ class DocMemo:
         hit = self._checked.get(key) if type(key) is str else None
         if hit is not None and type(raw.get("turn")) is int and hit[0] == raw:
             found = hit[1]
+            self._hits += 1
         else:
             found = _doc_fields(doc, personas)
+        self._reads += 1
         self._next[found[0]] = (raw, found)
         return found
 
-    def remember(self) -> None:
-        """Keep the docs read since the last call (and forget the ones before)."""
+    def begin(self) -> None:
+        """Start a read (what an unfinished read before left is dropped)."""
+        self._next, self._hits, self._reads = {}, 0, 0
+
+    def remember(self, read: list[Generation] | None = None) -> None:
+        """Keep the docs read since the last call (and forget the ones before); ``read``: the
+        generations that read returned."""
+        self._repeated = self._hits == self._reads == len(self._next) == len(self._checked) > 0
         self._checked, self._next = self._next, {}
+        self._hits = self._reads = 0
+        self._read = read
+        self._count += 1
+
+    def split_hash(self, gens: list[Generation], split: str) -> str:
+        """:func:`~tide_bench.data.sources.split_content_hash` of the items of ``gens``, taken
+        from the read before when ``gens`` is the last read (unchanged) and it repeated that
+        read's items."""
+        last = gens is self._read and len(gens) == len(self._checked)
+        if last and self._repeated and self._hash is not None and self._hash[:2] == (self._count - 1, split):
+            recomputed = self._hash[2]
+        else:
+            recomputed = split_content_hash([g.item() for g in gens], split)
+        if last:
+            self._hash = (self._count, split, recomputed)
+        return recomputed
 
 
 def parse_sample(
@@ -265,6 +299,8 @@ def read_generations(
     """
     generations: list[Generation] = []
     seen: dict[str, str] = {}
+    if memo is not None:
+        memo.begin()
     for task, rel in sorted(samples.items()):
         path = root / rel
         for gen in iter_samples_file(
@@ -280,5 +316,5 @@ def read_generations(
             seen[gen.item_id] = rel
             generations.append(gen)
     if memo is not None:
-        memo.remember()
+        memo.remember(generations)
     return generations

@@ -44,7 +44,7 @@ from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.jsonio import read_bytes, read_json
 from tide_bench.data.schema import make_item_id
-from tide_bench.data.sources import load_dataset, split_content_hash
+from tide_bench.data.sources import load_dataset
 from tide_bench.data.splits import split_of
 from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
@@ -391,7 +391,7 @@ def _item_checks(
             MANIFEST,
             field="data.n_items",
         )
-    recomputed = split_content_hash([g.item() for g in gens], run.data.split)
+    recomputed = _DOCS.split_hash(gens, run.data.split)  # split_content_hash, not again for the same items
     if recomputed != run.data.split_sha256:
         result.refuse(
             f"the submitted items hash to {recomputed[:16]}..., not to the run's {run.data.split_sha256[:16]}...: "
@@ -515,8 +515,7 @@ def _judgments(
 def _admission(judgments: list[Judgment], n_items: int, board: BoardConfig, result: CheckResult) -> None:
     """Items unscored for reasons that are not the model's are left out of the means, so they
     could hide its weakest replies: above the board's share the entry is refused."""
-    records = [j.as_record() for j in judgments]
-    unscored = [r for r in records if r["status"] == "unscored"]
+    unscored = [j.as_record() for j in judgments if j.status == "unscored"]
     n_infrastructure = sum(1 for r in unscored if not is_model_failure(r))
     row = {
         "n_items": n_items,

@@ -14,6 +14,7 @@ writes Python's ``NaN`` for them, which is read as "not defined"; infinities are
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,8 +125,13 @@ def _persona(doc: Fields, seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def _metrics(sample: Fields, names: tuple[str, ...]) -> dict[str, float]:
     metrics = {}
+    obj = sample.obj
     for name in names:
-        value = sample.number(name, optional=True, allow_nan=True)
+        value = obj.get(name)
+        if type(value) is float and (math.isfinite(value) or math.isnan(value)):  # the common case, inline
+            metrics[name] = value
+            continue
+        value = sample.number(name, optional=True, allow_nan=True)  # every other value, with its error
         if value is not None:
             metrics[name] = value
     return metrics

@@ -84,7 +84,9 @@ def test_card_records_what_produced_the_adapter(adapter: Path, demo_model_dir: P
     assert card["packages"]["peft"] and card["packages"]["transformers"] and len(card["prompt"]["prompt_sha256"]) == 64
     template = card["template"]
     assert template["sha256"] and "<|im_start|>" in template["text"] and template["end_of_turn"] == ["<|im_end|>\n"]
-    assert template["system_prompt"] == "kept" and card["prompt"]["chat_template_kwargs"] == {"enable_thinking": False}
+    assert template["system_prompt"] == "kept (the template's system role)"
+    assert card["prompt"]["system_prompt_placement"] == "system"
+    assert card["prompt"]["chat_template_kwargs"] == {"enable_thinking": False}
     assert card["masking"]["check"] == "passed" and card["masking"]["min_labelled_tokens"] > 10
     assert card["truncation"]["train"]["too_long"] == 0 and card["truncation"]["train"]["too_long_share"] == 0.0
     training = card["training"]

@@ -28,7 +28,7 @@ from tide_bench.data import load_dataset
 from tide_bench.finetune import FinetuneConfig, finetune
 from tide_bench.finetune.chat import TemplateMismatch
 from tide_bench.finetune.examples import IGNORE, encode, encode_split, system_prompt
-from tide_bench.generation.runner import with_template_kwargs
+from tide_bench.generation.runner import place_system_prompts, with_template_kwargs
 from tide_bench.tasks.prompts import build_messages
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chat_templates"
@@ -68,7 +68,9 @@ def items() -> list:
 
 
 def lm_eval_prompt_ids(tok: Any, messages: list[dict[str, str]]) -> tuple[str, list[int]]:
-    """What lm-eval's hf backend renders and tokenizes, with the model args tide-bench eval passes."""
+    """What `tide-bench eval` has lm-eval's hf backend render and tokenize: lm-eval's own
+    HFLM.apply_chat_template and tok_batch_encode, with the model args tide-bench eval passes and
+    its system-prompt placement installed on the model (generation.runner.place_system_prompts)."""
     args = dict(part.split("=") for part in with_template_kwargs("hf", "pretrained=x").split(",")[1:])
     fake = SimpleNamespace(
         tokenizer=tok,
@@ -76,7 +78,11 @@ def lm_eval_prompt_ids(tok: Any, messages: list[dict[str, str]]) -> tuple[str, l
         backend="causal",
         add_bos_token=None,
     )
-    prompt = HFLM.apply_chat_template(fake, messages, add_generation_prompt=True)
+    fake.apply_chat_template = lambda history, add_generation_prompt=True: HFLM.apply_chat_template(
+        fake, history, add_generation_prompt=add_generation_prompt
+    )
+    place_system_prompts(fake)
+    prompt = fake.apply_chat_template(messages, add_generation_prompt=True)
     ids, _ = HFLM.tok_batch_encode(fake, [prompt])
     return prompt, ids[0].tolist()
 
@@ -102,14 +108,22 @@ def test_prompt_tokens_are_lm_evals_and_labels_are_the_reply_and_its_end_of_turn
         assert "<think>" not in text and "[INST]" not in text
 
 
-def test_system_prompt_kept_or_dropped_exactly_as_lm_eval_does(base_tokenizer: Any, items: list) -> None:
+def test_the_system_prompt_reaches_every_template_at_training_and_evaluation_alike(
+    base_tokenizer: Any, items: list
+) -> None:
+    """Issue 29, M2: a template without a system role (Gemma-2) gets the system prompt at the start
+    of the first user turn, at evaluation and in training; lm-eval alone would drop it."""
     for name in TRAINABLE:
         tok = tokenizer_for(base_tokenizer, name)
         split = encode_split(items, tok, 4096, chat_template=True)
         prompt, _ = lm_eval_prompt_ids(tok, build_messages(items[0].to_doc(), system_prompt()))
-        dropped = bool(SPECS[name].get("system_dropped"))
-        assert split.system_dropped == (len(items) if dropped else 0), name
-        assert (system_prompt()[:60] in prompt) is not dropped, name
+        no_system_role = bool(SPECS[name].get("system_dropped"))
+        expected = "first_user_turn" if no_system_role else "system"
+        assert split.placements == {expected: len(items)} and split.system_dropped == 0, name
+        assert system_prompt()[:60] in prompt, name
+        if no_system_role:  # folded: the user turn opens with the system prompt, then a blank line, then the client
+            turn = prompt.split("<start_of_turn>user\n", 1)[1]
+            assert turn.startswith(system_prompt()) and f"{system_prompt()}\n\n{items[0].client_utterance}" in turn
 
 
 def test_thinking_templates_render_without_a_think_block_at_training_and_evaluation(

@@ -91,14 +91,29 @@ def test_config_refusals(changes: dict, message: str) -> None:
         check_config(FinetuneConfig(model="m", out=Path("o"), **changes))
 
 
-def test_quantization_needs_cuda_and_says_so() -> None:
+def test_quantization_needs_bitsandbytes_and_cuda_or_its_cpu_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from tide_bench.finetune import lora
+
     check_quantization(None, "cpu")
-    with pytest.raises(ConfigError, match="needs a CUDA GPU; this run is on cpu"):
-        check_quantization("4bit", "cpu")
+    with pytest.raises(ConfigError, match="needs a CUDA GPU; this run is on mps"):
+        check_quantization("4bit", "mps")
+    monkeypatch.setattr(lora, "_bitsandbytes_version", lambda: (0, 45))
+    if importlib.util.find_spec("bitsandbytes") is not None:
+        with pytest.raises(ConfigError, match=r"on a CPU needs bitsandbytes >= 0\.50"):
+            check_quantization("4bit", "cpu")
+        check_quantization("4bit", "cuda")  # any bitsandbytes on CUDA
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a)
+    )
+    with pytest.raises(ConfigError, match="needs bitsandbytes, which is not installed"):
+        check_quantization("4bit", "cuda")
     result = CliRunner().invoke(
         cli, ["finetune", "--model", "m", "--data", "sample", "--out", "o", "--quantize", "4bit"]
     )
-    assert result.exit_code == 2 and "needs a CUDA GPU" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 2 and "bitsandbytes" in result.output and "Traceback" not in result.output
 
 
 def _tiny(kind: str) -> object:
@@ -153,6 +168,7 @@ def test_output_folder_is_never_mixed_and_resume_checks_it_continues_the_same_ru
     check_output_folder(config)
     start_output_folder(config)
     (out / "checkpoint-2").mkdir()
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")  # complete (Trainer writes it last)
     with pytest.raises(ConfigError, match="is not empty"):
         check_output_folder(config)
     assert (
@@ -187,11 +203,13 @@ def test_reporting_goes_to_installed_trackers_and_wandb_only_when_configured(mon
 def test_a_damaged_settings_file_stops_resume_with_the_file_named(tmp_path: Path) -> None:
     out = tmp_path / "adapter"
     (out / "checkpoint-2").mkdir(parents=True)
+    (out / "checkpoint-2" / "trainer_state.json").write_text("{}")
     (out / CONFIG_FILE).write_text('{"fixed": {"max_steps": 4', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"finetune_config\.json:1.*invalid JSON"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=out, max_steps=4, resume="latest"))
     (out / CONFIG_FILE).unlink()
     with pytest.raises(ConfigError, match=r"holds no finetune_config\.json"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=out, resume="latest"))
+    (out / "checkpoint-2" / "trainer_state.json").unlink()
     with pytest.raises(ConfigError, match="not a training checkpoint"):
         checkpoint_to_resume(FinetuneConfig(model="m", out=out, resume=str(out / "checkpoint-2")))

@@ -24,6 +24,7 @@ from tests.leaderboard_helpers import board, edit_jsonl, judged_submission, samp
 from tide_bench.data import TideItem, load_dataset
 from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard import SubmissionRefused, build_site, validate_many
+from tide_bench.tasks.placement import FIRST_USER_TURN, place_system
 from tide_bench.tasks.prompts import build_messages, render_plain
 from tide_bench.tasks.registry import system_prompt
 
@@ -47,13 +48,15 @@ def plain(system: str | None) -> Render:
     return lambda item, _: render_plain(build_messages(item.to_doc(), system))
 
 
-def api_messages(system: str | None) -> Render:
+def api_messages(system: str | None, placement: str = "system") -> Render:
     """What lm-eval records for an API backend: its JsonChatStr, a one-string list."""
-    return lambda item, _: json.dumps([json.dumps(build_messages(item.to_doc(), system))])
+    return lambda item, _: json.dumps([json.dumps(place_system(build_messages(item.to_doc(), system), placement))])
 
 
-def chat(family: str, system: str | None) -> Render:
-    """A model family's chat template rendered as transformers renders it (jinja2, sandboxed)."""
+def chat(family: str, system: str | None, placement: str = "system") -> Render:
+    """A model family's chat template rendered as transformers renders it (jinja2, sandboxed);
+    ``first_user_turn``: the system prompt folded into the first user turn, as tide-bench renders
+    for a template without a system role (:func:`tide_bench.tasks.placement.place_system`)."""
     config = json.loads((TEMPLATES / f"{family}.json").read_text())
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
 
@@ -64,7 +67,7 @@ def chat(family: str, system: str | None) -> Render:
 
     def render(item: TideItem, _: str) -> str:
         return template.render(
-            messages=build_messages(item.to_doc(), system),
+            messages=place_system(build_messages(item.to_doc(), system), placement),
             add_generation_prompt=True,
             bos_token=config.get("bos_token") or "",
             eos_token=config.get("eos_token") or "",
@@ -201,15 +204,23 @@ _PIECES = st.sampled_from(
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(pieces=st.lists(st.one_of(_PIECES, st.text(max_size=30)), max_size=8), as_json=st.booleans())
-def test_fuzzed_prompts_never_crash_and_only_the_boards_prompt_passes(pieces: list[str], as_json: bool) -> None:
+@given(
+    pieces=st.lists(st.one_of(_PIECES, st.text(max_size=30)), max_size=8),
+    as_json=st.booleans(),
+    placement=st.sampled_from(["system", FIRST_USER_TURN]),
+)
+def test_fuzzed_prompts_never_crash_and_only_the_boards_prompt_passes(
+    pieces: list[str], as_json: bool, placement: str
+) -> None:
     from tide_bench.leaderboard.prompt_check import prompt_problems
 
     item = load_dataset("sample").items_for("test")[0]
     prompt = "".join(pieces) + item.client_utterance
-    if as_json:
+    if as_json and placement == FIRST_USER_TURN:  # the system text folded into the first user turn
+        prompt = json.dumps([{"role": "user", "content": "".join(pieces) + "\n\n" + item.client_utterance}])
+    elif as_json:
         prompt = json.dumps([{"role": "system", "content": "".join(pieces)}, {"role": "user", "content": prompt}])
-    problems = prompt_problems([_generation(prompt)], "neutral", board(), Path("."))
+    problems = prompt_problems([_generation(prompt)], "neutral", board(), Path("."), placement=placement)
     if NEUTRAL not in prompt:
         assert problems and "item " in problems[0].message  # never accepted without the board's prompt
     honest = prompt_problems(
@@ -229,6 +240,37 @@ def test_the_shipped_demo_runs_prompt_shape_is_read(tmp_path: Path) -> None:
     assert prompt_problems(gens, "neutral", board(), run) == []
     guided = make_run(tmp_path / "guided", "a reply", prompt=chat("smollm2", GUIDED), condition="guided")
     assert prompt_problems(load_run(guided).generations, "guided", board(prompt_conditions=["guided"]), guided) == []
+
+
+@pytest.mark.parametrize(
+    ("render", "says"),
+    [
+        (chat("gemma2", NEUTRAL, FIRST_USER_TURN), None),
+        (api_messages(NEUTRAL, FIRST_USER_TURN), None),
+        (chat("gemma2", GUIDED, FIRST_USER_TURN), "it holds the 'guided' prompt"),
+        (chat("gemma2", f"{INSTRUCTION}\n\n{NEUTRAL}", FIRST_USER_TURN), "4 more word(s): an added instruction"),
+        (api_messages(GUIDED, FIRST_USER_TURN), "it is the 'guided' prompt"),
+        (api_messages(NEUTRAL), "but this item's prompt has a system message"),  # not the folded prompt it claims
+    ],
+    ids=["gemma2", "api", "gemma2-guided", "gemma2-instruction", "api-guided", "api-unfolded"],
+)
+def test_a_prompt_folded_into_the_first_user_turn_is_read_from_there(
+    tmp_path: Path, server: FakeLLMServer, render: Render, says: str | None
+) -> None:
+    """A model whose template has no system role gets the prompt at the start of the first user
+    turn (run.json: ``system_prompt_placement: first_user_turn``, and the folded hash): the
+    per-item check reads it there, accepts the board's prompt and refuses any other."""
+    folder = judged_submission(
+        tmp_path, server, "folded", "a reply", run_kw={"prompt": chat("gemma2", NEUTRAL, FIRST_USER_TURN),
+                                                        "placement": FIRST_USER_TURN}
+    )  # fmt: skip
+    assert _errors(tmp_path / "submissions") == {"folded": []}
+    _rewrite_prompts(folder, render, stand_in_dataset(tmp_path))
+    errors = [e for e in _errors(tmp_path / "submissions")["folded"] if "arguments.gen_args_0.arg_0" in e]
+    if says is None:
+        assert errors == []
+    else:
+        assert len(errors) == 1 and says in errors[0] and "12 of 12 items differ" in errors[0], errors
 
 
 def test_a_board_that_pins_a_prompt_with_an_instruction_accepts_exactly_that_instruction(tmp_path: Path) -> None:

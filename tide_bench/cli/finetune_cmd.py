@@ -181,6 +181,8 @@ def finetune_cmd(**opts: Any) -> None:
     if not is_main_process():
         return
     t = card["training"]
+    for note in card.get("notes") or []:
+        click.echo(f"note: {note}", err=True)
     for split, trunc in (("training", card["truncation"]["train"]), ("validation", card["truncation"]["validation"])):
         if trunc["too_long"]:
             click.echo(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -23,7 +24,50 @@ from tide_bench.core.extras import require_eval
     help="Print the plan (cells, stages to run or skip, time and judge cost estimates) and stop.",
 )
 @click.option("--no-report", is_flag=True, help="Skip the board and the report at the end.")
-def study_cmd(study_file: Path, out: Path | None, dry_run: bool, no_report: bool) -> None:
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "slurm", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where the cells' fine-tuning and generation run: local (one worker per visible GPU), slurm (one "
+    "job array task per cell, through submitit, with the study file's resources), ray (one Ray task per cell).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="--executor local: how many workers (default: one per visible GPU, or one on a CPU).",
+)
+@click.option(
+    "--gpus",
+    type=click.IntRange(min=0),
+    default=None,
+    help="GPUs to use (local) or to plan for (--dry-run's wall time; Slurm: the queue's share). "
+    "Default: the visible ones.",
+)
+@click.option(
+    "--rates",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="--dry-run: measured rates, e.g. the results.json of benchmarks/gpu_check.sh (default: this study's "
+    "own measurements, then the stated assumptions of studies/rates/assumed.yaml).",
+)
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="--executor slurm: submit the cells and return; rerun the same command to collect them, judge and report.",
+)
+def study_cmd(
+    study_file: Path,
+    out: Path | None,
+    dry_run: bool,
+    no_report: bool,
+    executor: str,
+    workers: int | None,
+    gpus: int | None,
+    rates: Path | None,
+    no_wait: bool,
+) -> None:
     """Run a study: every model zero-shot and fine-tuned, plus the TIDE reference.
 
     STUDY_FILE lists models, conditions, data and split, the judge and outputs (schema in
@@ -34,29 +78,52 @@ def study_cmd(study_file: Path, out: Path | None, dry_run: bool, no_report: bool
     report written (zero-shot vs fine-tuned gains with paired CIs, gain vs size, per-scenario
     gains, distance to the reference).
 
+    Several workers, machines or study processes can share one output folder: each cell is
+    claimed by one worker at a time (a dead worker's cell is taken over), judging runs once
+    over all cells, and fine-tuning resumes from its latest checkpoint (docs/scaling.md).
+
     \b
     Examples:
       tide-bench study studies/demo.yaml --dry-run
       tide-bench study studies/pursuit_of_empathy.yaml --out studies-output/poe
+      tide-bench study studies/pursuit_of_empathy.yaml --dry-run --gpus 8 --rates gpu-check-out/results.json
+      tide-bench study studies/pursuit_of_empathy.yaml --executor slurm --out /scratch/$USER/poe
     """
     from tide_bench.demo.model import resolve_model
     from tide_bench.study import format_plan, load_study, make_plan, run_study
+    from tide_bench.study.worker import ExecOptions
 
     spec = load_study(study_file)
     out = out or Path("studies-output") / spec.name
     plan = make_plan(spec, out)
-    click.echo(format_plan(plan))
+    click.echo(format_plan(plan, executor=executor, gpus=gpus, rates_file=str(rates) if rates else None))
     if dry_run:
         return
     if any(s.stage in ("finetune", "eval") for s in plan.pending()):
         require_eval("tide-bench study (its fine-tuning and generation stages)")
-    result = run_study(spec, out, resolve_model=resolve_model, echo=click.echo, report=not no_report)
+    options = ExecOptions(gpus=gpus, cluster=os.environ.get("TIDE_BENCH_SUBMITIT_CLUSTER") or None)
+    result = run_study(
+        spec,
+        out,
+        resolve_model=resolve_model,
+        echo=click.echo,
+        report=not no_report,
+        executor=executor,
+        workers=workers,
+        wait=not no_wait,
+        options=options,
+    )
+    if result.submitted and no_wait:
+        click.echo(f"\nsubmitted: {', '.join(result.submitted)}; rerun the same command to collect, judge and report")
+        return
     click.echo(f"\nstudy {spec.name}: {len(result.ran)} stage(s) run, {len(result.skipped)} already done")
     for cell, message in result.failed.items():
         click.echo(f"FAILED {cell}: {message}", err=True)
+    if result.unfinished:
+        click.echo(f"UNFINISHED (rerun to resume): {', '.join(result.unfinished)}", err=True)
     if result.site:
         click.echo(f"board:  {result.site}")
     if result.report:
         click.echo(f"report: {result.report}")
-    if result.failed:
+    if result.failed or result.unfinished:
         raise SystemExit(1)

@@ -19,6 +19,13 @@ from tide_bench.finetune.examples import EncodedSplit, system_prompt
 from tide_bench.finetune.precision import DeviceFacts, Precision
 from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS, PROMPT_FORMAT_VERSION, prompt_sha256
 
+PLACEMENT_NOTES = {
+    "system": "kept (the template's system role)",
+    "first_user_turn": "folded into the start of the first user turn: the template has no system role "
+    "(tide-bench eval folds it the same way)",
+    "dropped": "dropped: the template renders no system prompt, not even in the first user turn",
+    "mixed": "mixed: examples differ in where the system prompt went",
+}
 CARD_PACKAGES = ("tide-bench", "torch", "transformers", "peft", "accelerate", "bitsandbytes", "lm_eval")
 
 
@@ -104,6 +111,12 @@ def loss_history(log_history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def system_prompt_placement(*splits: EncodedSplit) -> str:
+    """One placement for the adapter (``mixed`` if examples differ, which no real template does)."""
+    found = {p for split in splits for p in split.placements}
+    return found.pop() if len(found) == 1 else ("system" if not found else "mixed")
+
+
 def build_card(
     *,
     config: FinetuneConfig,
@@ -120,9 +133,10 @@ def build_card(
     reply_logits_only: bool,
     outcome: TrainingOutcome,
     log_history: list[dict[str, Any]],
+    gpus: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     chat = uses_chat_template(tokenizer, config.chat_template)
-    dropped = train.system_dropped + validation.system_dropped
+    placement = system_prompt_placement(train, validation)
     return {
         "kind": "tide-bench-adapter",
         "created_at": utc_now(),
@@ -132,7 +146,8 @@ def build_card(
         "trained_on_test_split": config.split == "test",
         "prompt": {
             "condition": config.prompt,
-            "prompt_sha256": prompt_sha256(system_prompt(config.prompt)),
+            "prompt_sha256": prompt_sha256(system_prompt(config.prompt), placement=placement),
+            "system_prompt_placement": placement,
             "format_version": PROMPT_FORMAT_VERSION,
             "chat_template": chat,
             "chat_template_kwargs": CHAT_TEMPLATE_KWARGS if chat else None,
@@ -140,11 +155,7 @@ def build_card(
         "template": {
             "sha256": template_sha256(tokenizer) if chat else None,
             "text": template_text(tokenizer) if chat else None,
-            "system_prompt": (
-                "dropped: the template has no system role (lm-eval drops it the same way)" if dropped else "kept"
-            )
-            if chat
-            else "plain transcript",
+            "system_prompt": PLACEMENT_NOTES[placement] if chat else "plain transcript",
             "end_of_turn": sorted(train.end_of_turn | validation.end_of_turn),
             "bos_rule": "special tokens added unless the prompt starts with BOS (lm-eval's rule)",
         },
@@ -176,8 +187,17 @@ def build_card(
             "eval_steps": plan.eval_steps,
             "steps_per_epoch": plan.steps_per_epoch,
         },
-        "device": asdict(facts),
-        "quantization": {"method": "bitsandbytes NF4, double quantization", "bits": 4} if config.quantize else None,
+        "device": asdict(facts) | {k: v for k, v in (gpus or {}).items() if k != "note"},
+        "notes": [n for n in (plan.note, (gpus or {}).get("note")) if n],
+        "quantization": {
+            "method": "bitsandbytes NF4, double quantization",
+            "bits": 4,
+            "compute_dtype": precision.torch_dtype,
+            "evaluation": "peft= loads the adapter onto the unquantized base (the usual practice; the base it "
+            "trained against was NF4)",
+        }
+        if config.quantize
+        else None,
         "parameters": parameters,
         "examples": {"train": len(train.examples), "validation": len(validation.examples)},
         "training": asdict(outcome)

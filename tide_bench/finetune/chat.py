@@ -4,8 +4,9 @@ Evaluation (lm-eval's ``HFLM.apply_chat_template``) renders the prompt with
 ``add_generation_prompt=True`` and the chat-template settings in
 :data:`~tide_bench.tasks.prompts.CHAT_TEMPLATE_KWARGS` (thinking off); when the template
 raises a jinja ``TemplateError`` (Gemma's "System role not supported") it drops the system
-message and renders again. Training does exactly the same, then renders the whole
-conversation with the reference reply as the assistant turn.
+message. tide-bench folds it into the first user turn instead, at evaluation and here alike
+(:mod:`tide_bench.tasks.placement`); training then renders the whole conversation with the
+reference reply as the assistant turn.
 
 Reply-only loss is right only if that evaluation prompt is the exact beginning of the
 conversation, and what follows it is the reply plus the template's end-of-turn marker.
@@ -23,6 +24,7 @@ from typing import Any
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_text
+from tide_bench.tasks.placement import DROPPED, SYSTEM, place_system, probe_placement
 from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS, render_plain
 
 SNIPPET = 40  # characters of context shown around a mismatch (the text is sensitive: keep it short)
@@ -39,7 +41,11 @@ class RenderedExample:
     prompt: str
     completion: str
     end_of_turn: str
-    system_dropped: bool
+    placement: str  # where the system prompt went: system | first_user_turn | dropped
+
+    @property
+    def system_dropped(self) -> bool:
+        return self.placement == DROPPED
 
 
 def uses_chat_template(tokenizer: Any, chat_template: bool) -> bool:
@@ -67,22 +73,19 @@ def _apply(tokenizer: Any, messages: Sequence[Mapping[str, str]], generation_pro
     )
 
 
-def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[str, bool]:
-    """The evaluation prompt and whether the system message had to be dropped (lm-eval's fallback)."""
+def render_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> tuple[str, str]:
+    """The evaluation prompt and where its system prompt went (``system``, ``first_user_turn``,
+    ``dropped``: :mod:`tide_bench.tasks.placement`, the same decision `tide-bench eval` makes)."""
     import jinja2
 
+    placement = probe_placement(lambda m: _apply(tokenizer, m, True))
+    placed = place_system(messages, placement)
+    if placement == DROPPED:
+        placed = [m for m in placed if m["role"] != "system"]
     try:
-        return _apply(tokenizer, messages, True), False
-    except jinja2.exceptions.TemplateError as first:
-        without_system = [m for m in messages if m["role"] != "system"]
-        if len(without_system) == len(messages):
-            raise ConfigError(f"the model's chat template fails on the TIDE prompt: {first}") from None
-        try:
-            return _apply(tokenizer, without_system, True), True
-        except jinja2.exceptions.TemplateError as second:
-            raise ConfigError(
-                f"the model's chat template fails on the TIDE prompt, even without the system message: {second}"
-            ) from None
+        return _apply(tokenizer, placed, True), placement
+    except jinja2.exceptions.TemplateError as exc:
+        raise ConfigError(f"the model's chat template fails on the TIDE prompt: {exc}") from None
 
 
 def _divergence(prompt: str, full: str) -> str:
@@ -104,9 +107,11 @@ def render_example(
                 "the tokenizer has no end-of-sequence token: the model could never learn to stop",
                 hint="use a tokenizer with eos_token, or the model's chat template",
             )
-        return RenderedExample(render_plain(messages), f" {reply.strip()}{eos}", eos, False)
-    prompt, dropped = render_prompt(tokenizer, messages)
-    kept = [m for m in messages if not (dropped and m["role"] == "system")]
+        return RenderedExample(render_plain(messages), f" {reply.strip()}{eos}", eos, SYSTEM)
+    prompt, placement = render_prompt(tokenizer, messages)
+    kept = place_system(messages, placement)
+    if placement == DROPPED:
+        kept = [m for m in kept if m["role"] != "system"]
     import jinja2
 
     try:
@@ -143,4 +148,4 @@ def render_example(
         raise TemplateMismatch(
             f"the chat template adds no end-of-turn marker after the reply{where}: the model would never learn to stop"
         )
-    return RenderedExample(prompt, completion, end_of_turn, dropped)
+    return RenderedExample(prompt, completion, end_of_turn, placement)

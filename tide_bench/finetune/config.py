@@ -1,9 +1,11 @@
 """Fine-tuning settings: one dataclass, its checks, and the per-device batch defaults.
 
-Every optimizer step sees the same number of sequences on every device (16 by default), so
-a run on a laptop and on a GPU train the same objective; only how a step is cut into
-micro-batches differs. On a CPU one sequence per micro-batch is both faster and far smaller
-in memory than four (less padding, less allocator churn; see docs/benchmarks.md).
+Every optimizer step sees the same number of sequences on every device and with any number
+of processes (16 by default), so a run on a laptop, on one GPU and on eight train the same
+objective with the same number of steps; only how a step is cut into micro-batches and
+processes differs (16 = micro-batch x accumulation x processes; see :func:`split_step`).
+On a CPU one sequence per micro-batch is both faster and far smaller in memory than four
+(less padding, less allocator churn; see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -164,15 +166,40 @@ class StepPlan:
     total_steps: int
     eval_steps: int
     warmup_steps: int
+    note: str | None = None  # when the step is not the 16 sequences asked for
+
+
+def split_step(config: FinetuneConfig, device: str, processes: int) -> tuple[int, int, str | None]:
+    """Micro-batch and accumulation so that micro-batch x accumulation x processes = 16.
+
+    What the user set is kept; what is left to choose is chosen for the device (a smaller
+    micro-batch when there are many processes: 8 GPUs take 2 x 1 each). When 16 cannot be cut
+    evenly (3 processes), the nearest step is used and said (the card records it)."""
+    target = SEQUENCES_PER_STEP
+    default = config.batch_size or MICRO_BATCH.get(device, 1)
+    if config.grad_accum is not None:
+        batch, accum = default, config.grad_accum
+    else:
+        batches = [config.batch_size] if config.batch_size else list(range(default, 0, -1))
+        exact = next((b for b in batches if target % (b * processes) == 0), None)
+        batch = exact or (config.batch_size or max(1, min(default, target // processes)))
+        accum = max(1, round(target / (batch * processes)))
+    per_step = batch * accum * processes
+    note = None
+    if per_step != target and not (config.batch_size and config.grad_accum):
+        note = (
+            f"{per_step} sequences per optimizer step ({batch} x {accum} x {processes} processes), not {target}: "
+            f"{target} cannot be cut evenly that way; set --batch-size/--grad-accum to choose"
+        )
+    return batch, accum, note
 
 
 def plan_steps(config: FinetuneConfig, n_examples: int, device: str, processes: int) -> StepPlan:
-    """Micro-batch and accumulation (the user's, else 16 sequences per step cut for the device), and the schedule."""
-    batch = config.batch_size or MICRO_BATCH.get(device, 1)
-    accum = config.grad_accum or max(1, SEQUENCES_PER_STEP // batch)
+    """Micro-batch and accumulation (:func:`split_step`), and the schedule (computed as Trainer computes it)."""
+    batch, accum, note = split_step(config, device, processes)
     micro_batches = math.ceil(math.ceil(n_examples / batch) / processes)  # per process, as accelerate shards them
     per_epoch = max(1, math.ceil(micro_batches / accum))
     total = config.max_steps or per_epoch * config.epochs
     eval_steps = min(config.eval_steps or per_epoch, total)
     warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup_ratio * total)
-    return StepPlan(batch, accum, processes, per_epoch, total, eval_steps, warmup)
+    return StepPlan(batch, accum, processes, per_epoch, total, eval_steps, warmup, note)

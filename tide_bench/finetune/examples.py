@@ -43,6 +43,7 @@ class EncodedSplit:
     n_items: int = 0
     too_long: list[str] = field(default_factory=list)  # item ids left out
     system_dropped: int = 0
+    placements: dict[str, int] = field(default_factory=dict)  # where the system prompt went, per example
     boundary_retokenized: int = 0  # prompt + reply tokenized apart (a merge across the boundary)
     end_of_turn: set[str] = field(default_factory=set)
     min_labelled: int | None = None
@@ -80,6 +81,7 @@ def encode(
     labels = [IGNORE] * len(prompt_ids) + full_ids[len(prompt_ids) :]
     if split is not None:
         split.system_dropped += rendered.system_dropped
+        split.placements[rendered.placement] = split.placements.get(rendered.placement, 0) + 1
         split.boundary_retokenized += retokenized
         split.end_of_turn.add(rendered.end_of_turn)
     if len(full_ids) > max_length:

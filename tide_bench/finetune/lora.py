@@ -59,11 +59,16 @@ def resolve_targets(model: Any, requested: list[str] | None) -> list[str] | str:
     return list(targets)
 
 
+CPU_BITSANDBYTES = (0, 50)  # the first bitsandbytes whose CPU backend trained QLoRA here (0.50.2, checked)
+
+
 def check_quantization(quantize: str | None, device: str) -> None:
-    """QLoRA needs bitsandbytes and a CUDA GPU: say so before a model is downloaded or loaded."""
+    """QLoRA needs bitsandbytes, and a CUDA GPU or a bitsandbytes with a CPU backend: say so
+    before a model is downloaded or loaded. (On a CPU it is slow, but it shrinks a 3B base to a
+    quarter and runs the very code a GPU run does.)"""
     if quantize is None:
         return
-    if device != "cuda":
+    if device not in ("cuda", "cpu"):
         raise ConfigError(
             f"--quantize {quantize} (QLoRA with bitsandbytes) needs a CUDA GPU; this run is on {device}",
             hint="drop --quantize on this machine; a 0.5B-1.5B model trains in bf16/fp32 without it",
@@ -73,9 +78,44 @@ def check_quantization(quantize: str | None, device: str) -> None:
             "--quantize 4bit needs bitsandbytes, which is not installed",
             hint="pip install 'tide-bench[qlora]'  (or: pip install bitsandbytes)",
         )
+    if device == "cpu" and _bitsandbytes_version() < CPU_BITSANDBYTES:
+        raise ConfigError(
+            f"--quantize {quantize} on a CPU needs bitsandbytes >= {'.'.join(map(str, CPU_BITSANDBYTES))} (its CPU "
+            "backend); this run is on cpu",
+            hint="pip install -U bitsandbytes, or drop --quantize (a 0.5B-1.5B model trains in fp32 without it)",
+        )
 
 
-def load_base_model(config: FinetuneConfig, precision: Precision, local_process_index: int = 0) -> Any:
+def _bitsandbytes_version() -> tuple[int, ...]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        parts = version("bitsandbytes").split(".")[:2]
+        return tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in parts)
+    except PackageNotFoundError:
+        return (0,)
+
+
+def quantization_settings(precision: Precision, device: str, local_process_index: int) -> dict[str, Any]:
+    """``from_pretrained`` arguments for QLoRA: NF4 with double quantization, computing in the training
+    dtype (fp32 on a CPU without native bf16, where bf16 crawls), each process's base on its own device."""
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    return {
+        "quantization_config": BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=getattr(torch, precision.torch_dtype),
+        ),
+        "device_map": {"": local_process_index if device == "cuda" else "cpu"},
+    }
+
+
+def load_base_model(
+    config: FinetuneConfig, precision: Precision, local_process_index: int = 0, device: str = "cuda"
+) -> Any:
     """The frozen base in the training dtype (or NF4 4-bit with compute in that dtype)."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -83,18 +123,7 @@ def load_base_model(config: FinetuneConfig, precision: Precision, local_process_
     dtype = getattr(torch, precision.torch_dtype)
     kwargs: dict[str, Any] = {"revision": config.revision, "dtype": dtype}
     if config.quantize == "4bit":
-        from transformers import BitsAndBytesConfig
-
-        compute = dtype if dtype != torch.float32 else torch.bfloat16
-        kwargs |= {
-            "quantization_config": BitsAndBytesConfig(
-                load_in_4bit=True,
-                bnb_4bit_quant_type="nf4",
-                bnb_4bit_use_double_quant=True,
-                bnb_4bit_compute_dtype=compute,
-            ),
-            "device_map": {"": local_process_index},
-        }
+        kwargs |= quantization_settings(precision, device, local_process_index)
     try:
         model = AutoModelForCausalLM.from_pretrained(config.model, **kwargs)
     except OSError as exc:

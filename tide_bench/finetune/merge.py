@@ -3,7 +3,8 @@
 The base and revision come from the adapter card. The base is loaded unquantized, also for a
 QLoRA adapter (merging into 4-bit weights would round the adapter away), in ``dtype``
 ("auto": the base's own dtype). The merged folder carries ``merge_card.json`` with the
-adapter card inside, so an evaluation of it still says how it was trained.
+adapter card inside, the adapter's resolved path and its sha256, so an evaluation of it records
+the adapter exactly as ``peft=`` does (run.json ``model.adapter``, ``loaded_via: merged``).
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from typing import Any
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.jsonio import read_json, write_json
 from tide_bench.core.provenance import utc_now
-from tide_bench.generation.manifest import ADAPTER_CARD
+from tide_bench.generation.manifest import ADAPTER_CARD, MERGE_CARD, adapter_sha256
 
-MERGE_CARD = "merge_card.json"
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
@@ -69,7 +69,8 @@ def merge_adapter(
             "created_at": utc_now(),
             "base_model": base,
             "base_model_revision": revision,
-            "adapter": str(adapter),
+            "adapter": str(adapter.resolve()),  # resolved: the card is read from another folder later
+            "adapter_sha256": adapter_sha256(adapter),
             "dtype": str(merged.dtype),
             "adapter_card": card or None,
         },

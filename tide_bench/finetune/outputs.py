@@ -18,6 +18,7 @@ from tide_bench.generation.manifest import ADAPTER_CARD
 
 CONFIG_FILE = "finetune_config.json"
 CHECKPOINT_PREFIX = "checkpoint-"
+TRAINER_STATE = "trainer_state.json"
 OWNED_FILES = (CONFIG_FILE, ADAPTER_CARD)  # a folder holding one of these was written by `tide-bench finetune`
 
 
@@ -26,22 +27,41 @@ def _checkpoints(out: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]))
 
 
+def complete_checkpoints(out: Path) -> list[Path]:
+    """Checkpoints Trainer finished writing (it writes ``trainer_state.json`` last: a kill during a
+    save leaves a folder without it, which resuming from would fail on)."""
+    return [p for p in _checkpoints(out) if (p / TRAINER_STATE).is_file()]
+
+
+def saved_settings_match(config: FinetuneConfig) -> bool:
+    """Whether ``config.out`` holds a run with this run's fixed settings (what a resume requires)."""
+    path = Path(config.out) / CONFIG_FILE
+    try:
+        saved = read_json(path, ConfigError).get("fixed", {})
+    except (ConfigError, AttributeError):
+        return False
+    return saved == config.fixed_settings()
+
+
 def checkpoint_to_resume(config: FinetuneConfig) -> Path | None:
     """The checkpoint ``--resume`` continues from (None without --resume); checks it belongs to this run."""
     if not config.resume:
         return None
     out = Path(config.out)
     if config.resume == "latest":
-        found = _checkpoints(out) if out.is_dir() else []
+        found = complete_checkpoints(out) if out.is_dir() else []
         if not found:
+            partial = (
+                " (only incomplete ones, without trainer_state.json)" if out.is_dir() and _checkpoints(out) else ""
+            )
             raise ConfigError(
-                f"nothing to resume in {out}: no {CHECKPOINT_PREFIX}N folder",
+                f"nothing to resume in {out}: no complete {CHECKPOINT_PREFIX}N folder{partial}",
                 hint="checkpoints are written every --eval-steps steps; start without --resume",
             )
         checkpoint = found[-1]
     else:
         checkpoint = Path(config.resume)
-        if not (checkpoint / "trainer_state.json").is_file():
+        if not (checkpoint / TRAINER_STATE).is_file():
             raise ConfigError(f"{checkpoint} is not a training checkpoint (no trainer_state.json)", path=checkpoint)
     saved_path = out / CONFIG_FILE
     if not saved_path.is_file():

@@ -90,13 +90,13 @@ def encode_examples(config: FinetuneConfig, tokenizer: Any, data: TrainingData) 
 
 
 def build_model(
-    config: FinetuneConfig, precision: Precision, local_process_index: int
+    config: FinetuneConfig, precision: Precision, local_process_index: int, device: str = "cuda"
 ) -> tuple[Any, list[str], dict[str, int]]:
     """The base in the training dtype with LoRA attached; the resolved targets and parameter counts."""
     from transformers import set_seed
 
     set_seed(config.seed)  # the LoRA initialisation is random
-    model = load_base_model(config, precision, local_process_index)
+    model = load_base_model(config, precision, local_process_index, device)
     model = attach_lora(model, config, resolve_targets(model, config.target_modules))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
@@ -117,7 +117,7 @@ def run_training(
     callbacks: Sequence[Any],
 ) -> tuple[Any, TrainingOutcome]:
     validate = bool(validation.examples)
-    args = training_arguments(config, plan, precision, facts.device, validate)
+    args = training_arguments(config, plan, precision, facts.device, validate, resuming=resume_from is not None)
     trainer, timer = build_trainer(
         model,
         tokenizer,
@@ -172,7 +172,7 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
     if state.is_main_process:
         start_output_folder(config)
     state.wait_for_everyone()
-    model, targets, parameters = build_model(config, precision, state.local_process_index)
+    model, targets, parameters = build_model(config, precision, state.local_process_index, facts.device)
     plan = plan_steps(config, len(train.examples), facts.device, state.num_processes)
     trainer, outcome = run_training(
         config, model, tokenizer, train, validation, plan, precision, facts, resume_from, progress, callbacks
@@ -192,9 +192,28 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
         reply_logits_only=trainer.reply_logits_only,
         outcome=outcome,
         log_history=trainer.state.log_history,
+        gpus=gpu_use(facts, state.num_processes),
     )
     save_adapter(trainer, tokenizer, card, config)
     return card
+
+
+def gpu_use(facts: DeviceFacts, processes: int) -> dict[str, Any]:
+    """How many GPUs this machine shows the process and how many it trains on (one per process:
+    :func:`tide_bench.finetune.trainer.one_gpu_per_process`), with a note when GPUs sit idle."""
+    if facts.device != "cuda":
+        return {"visible_gpus": 0, "gpus_per_process": 0, "note": None}
+    import torch
+
+    visible = int(torch.cuda.device_count())
+    note = None
+    if processes == 1 and visible > 1:
+        note = (
+            f"{visible} GPUs are visible and one process trains on cuda:0 only (never nn.DataParallel, which would "
+            "change the batch): use `accelerate launch -m tide_bench.finetune ...` for all of them, or "
+            "CUDA_VISIBLE_DEVICES to choose the card"
+        )
+    return {"visible_gpus": visible, "gpus_per_process": 1, "note": note}
 
 
 def is_main_process() -> bool:

@@ -163,9 +163,21 @@ def report_targets(requested: str) -> list[str]:
 
 
 def training_arguments(
-    config: FinetuneConfig, plan: StepPlan, precision: Precision, device: str, validate: bool
+    config: FinetuneConfig,
+    plan: StepPlan,
+    precision: Precision,
+    device: str,
+    validate: bool,
+    resuming: bool = False,
 ) -> TrainingArguments:
-    """Trainer settings for this run (fields unknown to the installed transformers are adapted or dropped)."""
+    """Trainer settings for this run (fields unknown to the installed transformers are adapted or dropped).
+
+    A resumed run does not evaluate its checkpoint's step again (``eval_on_start`` would add a
+    duplicate history row and count as "no improvement" for early stopping), and restores the
+    early-stopping counter from the checkpoint. DDP is told that every parameter gets a gradient
+    (a ``PeftModel`` would otherwise get ``find_unused_parameters=True``: an extra traversal per
+    step and a warning on every run). One process never spreads over several GPUs
+    (:func:`one_gpu_per_process`)."""
     values: dict[str, Any] = {
         "output_dir": str(config.out),
         "per_device_train_batch_size": plan.batch_size,
@@ -179,7 +191,9 @@ def training_arguments(
         "max_grad_norm": config.max_grad_norm,
         "eval_strategy": "steps" if validate else "no",
         "eval_steps": plan.eval_steps,
-        "eval_on_start": validate,
+        "eval_on_start": validate and not resuming,
+        "restore_callback_states_from_checkpoint": True,
+        "ddp_find_unused_parameters": False,
         "save_strategy": "steps",
         "save_steps": plan.eval_steps,
         "save_total_limit": 2,  # with load_best: the best and the latest
@@ -205,7 +219,24 @@ def training_arguments(
     known = {f.name for f in dataclasses.fields(TrainingArguments)}
     if "train_sampling_strategy" not in known:  # transformers 4.x
         values["group_by_length"] = values.pop("train_sampling_strategy") == "group_by_length"
-    return TrainingArguments(**{k: v for k, v in values.items() if k in known})
+    args = TrainingArguments(**{k: v for k, v in values.items() if k in known})
+    one_gpu_per_process(args)
+    return args
+
+
+def one_gpu_per_process(args: TrainingArguments) -> int:
+    """Never ``nn.DataParallel`` (issue 29, H2).
+
+    Trainer in one process on a machine with several visible GPUs sets ``n_gpu`` to all of
+    them, wraps the model in ``nn.DataParallel`` and multiplies the micro-batch by their count:
+    the run trains another condition (8x the batch, a fraction of the planned epochs' steps)
+    than the card records. Here each process uses one GPU (``cuda:0`` of what it sees), as
+    Trainer itself does for model-parallel models; several GPUs mean several processes
+    (``accelerate launch``, or one study worker per GPU). Returns how many GPUs Trainer saw."""
+    seen = int(args.n_gpu)
+    if seen > 1:
+        args._n_gpu = 1
+    return seen
 
 
 def build_trainer(

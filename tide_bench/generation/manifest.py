@@ -8,8 +8,10 @@ Schema (``schema_version`` 1), documented in ``docs/run-directory.md``:
 ``data``                 source label, kind, synthetic flag, split, split version, n_items,
                          ``split_sha256`` and ``dataset_sha256``
 ``prompt``               task version, ``prompt_sha256``, format version, system prompt text
+                         and ``system_prompt_placement`` (system | first_user_turn | dropped)
 ``model``                backend, args string, parsed args, name, revision, sha, parameter
-                         count, dtype, adapter (``peft=``) and its card when it has one
+                         count, dtype, adapter (``peft=``, ``lora_local_path=`` or merged
+                         weights: path, sha256, how it was loaded, its card)
 ``generation``           chat template on/off, generation kwargs per task, limit, batch
                          size, device, seed
 ``files``                relative paths of lm-eval's results file and per-task samples files
@@ -44,17 +46,64 @@ def parse_model_args(args: str) -> dict[str, str]:
     return parsed
 
 
-def _adapter(parsed: dict[str, str]) -> dict[str, Any] | None:
-    path = parsed.get("peft")
-    if not path:
-        return None
-    card_path = Path(path) / ADAPTER_CARD
-    return {"path": path, "card": read_json(card_path) if card_path.is_file() else None}
+MERGE_CARD = "merge_card.json"
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
+# How a backend is given a LoRA adapter: the hf backend's peft=, vLLM's lora_local_path=.
+ADAPTER_ARGS = ("peft", "lora_local_path")
+
+
+def adapter_sha256(folder: str | Path) -> str | None:
+    """The adapter's identity: sha256 over its config and weight files (names and bytes), or None
+    when the folder holds none of them (e.g. a hub id, which the card then names)."""
+    import hashlib
+
+    folder = Path(folder)
+    digest, found = hashlib.sha256(), False
+    for name in ADAPTER_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        found = True
+        digest.update(name.encode() + b"\0")
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest() if found else None
+
+
+def adapter_block(parsed: dict[str, str]) -> dict[str, Any] | None:
+    """What run.json's ``model.adapter`` records, the same for every way an adapter is loaded:
+    ``peft=`` (hf), ``lora_local_path=`` (vLLM), or weights merged by ``tide-bench merge-adapter``
+    (the ``pretrained`` folder's merge_card.json). Path (resolved), sha256 of the adapter files,
+    how it was loaded, and its adapter card."""
+    for arg in ADAPTER_ARGS:
+        path = parsed.get(arg)
+        if path:
+            card_path = Path(path) / ADAPTER_CARD
+            return {
+                "path": str(Path(path).resolve()) if Path(path).exists() else path,
+                "sha256": adapter_sha256(path),
+                "loaded_via": arg,
+                "card": read_json(card_path) if card_path.is_file() else None,
+            }
+    merged = Path(parsed.get("pretrained") or "") / MERGE_CARD
+    if parsed.get("pretrained") and merged.is_file():
+        card = read_json(merged)
+        return {
+            "path": card.get("adapter"),
+            "sha256": card.get("adapter_sha256"),
+            "loaded_via": "merged",
+            "merged_model": str(Path(parsed["pretrained"]).resolve()),
+            "card": card.get("adapter_card"),
+        }
+    return None
 
 
 def _prompt_block(results: dict[str, Any], config: dict[str, Any], is_reference: bool) -> dict[str, Any]:
-    """What the model was told, hashed whole: the task's system prompt and any extra
-    instruction. Several tasks of one run must share one prompt, or the run has no condition."""
+    """What the model was told, hashed whole: the task's system prompt, any extra instruction,
+    and where the system prompt went (:mod:`tide_bench.tasks.placement`). Several tasks of one
+    run must share one prompt, or the run has no condition."""
     configs = results.get("configs", {})
     first = next(iter(configs.values()), {})
     metadata = first.get("metadata") if isinstance(first.get("metadata"), dict) else {}
@@ -64,10 +113,12 @@ def _prompt_block(results: dict[str, Any], config: dict[str, Any], is_reference:
         if isinstance(c.get("metadata"), dict)
     }
     instruction = config.get("system_instruction")
+    placement = str(config.get("system_prompt_placement") or "system")
     return {
         "condition": "reference" if is_reference else (conditions.pop() if len(conditions) == 1 else "mixed"),
         "task_version": metadata.get("version"),
-        "prompt_sha256": prompt_sha256(first.get("description"), instruction),
+        "prompt_sha256": prompt_sha256(first.get("description"), instruction, placement=placement),
+        "system_prompt_placement": placement,
         "task_prompt_sha256": metadata.get("prompt_sha256"),
         "format_version": PROMPT_FORMAT_VERSION,
         "system_prompt": first.get("description"),
@@ -122,7 +173,7 @@ def build_manifest(
             "sha": lm_config.get("model_sha"),
             "num_parameters": lm_config.get("model_num_parameters"),
             "dtype": lm_config.get("model_dtype"),
-            "adapter": _adapter(parsed),
+            "adapter": adapter_block(parsed),
         },
         "generation": {
             "apply_chat_template": config["apply_chat_template"],

@@ -35,6 +35,7 @@ from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_
 from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
 from tide_bench.generation.run_dir import model_display_name, read_generations
 from tide_bench.metrics.reference import ReferenceScorer, summarize_metrics
+from tide_bench.tasks.placement import FIRST_USER_TURN, SYSTEM, place_system, probe_placement
 from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS
 from tide_bench.tasks.registry import TASK, check_turn_available, task_manager, turn_of_task
 
@@ -54,6 +55,7 @@ HUB_LOG_KEYS = frozenset(
     }
 )
 TEMPLATE_KWARG_BACKENDS = ("hf", "vllm")  # lm-eval backends that take enable_thinking= as a model argument
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
 
 
 @dataclass
@@ -108,6 +110,74 @@ def with_template_kwargs(backend: str, model_args: str) -> str:
     given = {part.split("=", 1)[0].strip() for part in model_args.split(",") if part.strip()}
     extra = [f"{key}={value}" for key, value in CHAT_TEMPLATE_KWARGS.items() if key not in given]
     return ",".join(filter(None, [model_args.strip().strip(","), *extra]))
+
+
+def check_adapter_args(backend: str, model_args: str) -> str:
+    """Adapters the way each backend loads them, checked before anything loads (issue 29, H3).
+
+    vLLM takes a LoRA adapter as ``lora_local_path=`` (its engine rejects ``peft=``, the hf
+    backend's spelling) and only up to ``max_lora_rank`` (lm-eval's default 16): the rank is read
+    from the adapter's ``adapter_config.json`` and added when not given, rounded up to a value
+    vLLM accepts. Data parallelism in vLLM needs ray. Returns the model arguments to use."""
+    from tide_bench.generation.manifest import parse_model_args
+
+    parsed = parse_model_args(model_args)
+    if backend != "vllm":
+        if parsed.get("lora_local_path"):
+            raise ConfigError(
+                f"lora_local_path= is the vllm backend's adapter argument; the {backend} backend does not read it",
+                hint="with --model hf pass the adapter as peft=ADAPTER",
+            )
+        return model_args
+    if parsed.get("peft"):
+        raise ConfigError(
+            "the vllm backend loads a LoRA adapter with lora_local_path=ADAPTER, not peft= (the hf backend's argument)",
+            hint="--model-args pretrained=BASE,lora_local_path=ADAPTER (max_lora_rank is read from the adapter), or "
+            "evaluate merged weights (tide-bench merge-adapter)",
+        )
+    extra = []
+    adapter = parsed.get("lora_local_path")
+    if adapter and "max_lora_rank" not in parsed:
+        rank = _adapter_rank(Path(adapter))
+        if rank:
+            extra.append(f"max_lora_rank={next((r for r in VLLM_LORA_RANKS if r >= rank), rank)}")
+    if int(parsed.get("data_parallel_size") or 1) > 1:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise ConfigError(
+                "vLLM's data parallelism (data_parallel_size > 1) runs through ray, which is not installed",
+                hint="pip install 'tide-bench[vllm]' (it includes ray), or run one process per GPU (tide-bench study "
+                "does: --executor local)",
+            )
+    return ",".join(filter(None, [model_args.strip().strip(","), *extra]))
+
+
+def _adapter_rank(folder: Path) -> int | None:
+    import json
+
+    try:
+        rank = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("r")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return rank if isinstance(rank, int) and rank > 0 else None
+
+
+def place_system_prompts(lm: Any) -> str:
+    """Decide where this model's chat template can put the system prompt, and make lm-eval's
+    rendering put it there (:mod:`tide_bench.tasks.placement`); returns the placement, which
+    run.json records and the prompt hash covers."""
+    render = getattr(lm, "apply_chat_template", None)
+    if render is None:
+        return SYSTEM
+    placement = probe_placement(lambda messages: render(messages, add_generation_prompt=True))
+    if placement == FIRST_USER_TURN:
+
+        def folded(chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> Any:
+            return render(place_system(chat_history, FIRST_USER_TURN), add_generation_prompt)
+
+        lm.apply_chat_template = folded
+    return placement
 
 
 def parse_batch_size(value: str | int) -> str | int:
@@ -337,7 +407,7 @@ def run_eval(config: EvalConfig) -> Path:
     started_at, t0 = utc_now(), time.perf_counter()
     check_eval_config(config)
     config.data = choose_spec(config.data)
-    config.model_args = with_template_kwargs(config.model, config.model_args)
+    config.model_args = check_adapter_args(config.model, with_template_kwargs(config.model, config.model_args))
     dataset = load_dataset(config.data)  # fail on bad data before any model loads
     provenance = dataset.provenance(config.split)
     manager = task_manager(config.metadata())
@@ -350,6 +420,7 @@ def run_eval(config: EvalConfig) -> Path:
     out = _prepare_output_dir(config)
     tracker = _tracker(hub, out)
     lm = create_model(config)
+    placement = place_system_prompts(lm) if config.apply_chat_template and not is_reference(config.model) else SYSTEM
     public_args = redact_model_args(config.model_args)  # tokens in --model-args never reach a file
     t_model = time.perf_counter()
     seeds = config.seeds()
@@ -416,7 +487,12 @@ def run_eval(config: EvalConfig) -> Path:
         reference = {"not_applicable": NOT_APPLICABLE}
     manifest = build_manifest(
         config=asdict(config)
-        | {"output_dir": str(out), "model_args": public_args, "hf_hub_log_args": sorted(config.hf_hub_log_args or {})},
+        | {
+            "output_dir": str(out),
+            "model_args": public_args,
+            "hf_hub_log_args": sorted(config.hf_hub_log_args or {}),
+            "system_prompt_placement": placement,
+        },
         results=results,
         files=files,
         provenance=provenance,

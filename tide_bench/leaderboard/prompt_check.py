@@ -39,6 +39,7 @@ from typing import Any
 from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.tasks.placement import FIRST_USER_TURN, SEPARATOR, SYSTEM
 from tide_bench.tasks.prompts import PROMPT_CONDITIONS, build_messages, prompt_sha256, render_plain
 
 # Markup a chat template renders around the messages: special tokens and role words.
@@ -113,15 +114,21 @@ def condition_text(condition: str) -> str:
     return system_prompt(condition).strip()
 
 
-@lru_cache(maxsize=8)
-def installed_prompt_hash(condition: str) -> str:
-    """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra instruction)."""
-    return prompt_sha256(condition_text(condition))
+@lru_cache(maxsize=16)
+def installed_prompt_hash(condition: str, placement: str = SYSTEM) -> str:
+    """The prompt hash of a condition as this tide-bench's task YAMLs define it (no extra
+    instruction), with the system prompt at ``placement`` (:mod:`tide_bench.tasks.placement`)."""
+    return prompt_sha256(condition_text(condition), placement=placement)
 
 
-def board_prompt_hash(board: BoardConfig, condition: str) -> str:
-    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt."""
-    return (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
+def board_prompt_hash(board: BoardConfig, condition: str, placement: str = SYSTEM) -> str:
+    """The prompt hash a board holds a condition to: its pin, else this tide-bench's prompt. For a
+    model whose template has no system role (the prompt folded into the first user turn), the
+    same words placed there, when the pin is this tide-bench's prompt."""
+    pinned = (board.prompt_sha256 or {}).get(condition) or installed_prompt_hash(condition)
+    if placement != SYSTEM and pinned == installed_prompt_hash(condition):
+        return installed_prompt_hash(condition, placement)
+    return pinned
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,7 @@ class ReadPrompt:
     text: str
     system: str | None = None
     own_turns: bool = True  # the prompt holds this item's own conversation
+    system_message: bool = False  # chat messages that open with a system message
 
 
 def _messages(raw: str) -> list[dict[str, Any]] | None:
@@ -155,15 +163,32 @@ def _doc(g: Generation) -> dict[str, Any]:
     return {"history": g.history, "client_utterance": g.client_utterance}
 
 
-def read_prompt(g: Generation) -> ReadPrompt:
-    """Read one item's recorded prompt into its shape (see the module docstring)."""
+def _unfold(turns: list[dict[str, str]], own: list[dict[str, str]]) -> tuple[str | None, list[dict[str, str]]]:
+    """A system prompt folded into the first user turn (:func:`tide_bench.tasks.placement.place_system`),
+    taken back out: (the system text, the turns without it); (None, turns) when none is folded."""
+    first = next((k for k, m in enumerate(turns) if m["role"] == "user"), None)
+    mine = next((m["content"] for m in own if m["role"] == "user"), None)
+    if first is None or mine is None or not turns[first]["content"].endswith(SEPARATOR + mine):
+        return None, turns
+    content = turns[first]["content"]
+    unfolded = [*turns[:first], {"role": "user", "content": mine}, *turns[first + 1 :]]
+    return content[: -len(mine) - len(SEPARATOR)].strip() or None, unfolded
+
+
+def read_prompt(g: Generation, placement: str = SYSTEM) -> ReadPrompt:
+    """Read one item's recorded prompt into its shape (see the module docstring). With the
+    ``first_user_turn`` placement, chat messages without a system message have the system prompt
+    at the start of the first user turn, and it is read from there."""
     raw = g.prompt
     messages = _messages(raw)
     if messages is not None:
         has_system = messages[0]["role"] == "system"
         turns = [{"role": m["role"], "content": m["content"].strip()} for m in messages[1 if has_system else 0 :]]
         own = [{"role": m["role"], "content": m["content"].strip()} for m in build_messages(_doc(g), None)]
-        return ReadPrompt("messages", raw, messages[0]["content"].strip() if has_system else None, turns == own)
+        system = messages[0]["content"].strip() if has_system else None
+        if placement == FIRST_USER_TURN and not has_system:
+            system, turns = _unfold(turns, own)
+        return ReadPrompt("messages", raw, system, turns == own, has_system)
     tail = render_plain(build_messages(_doc(g), None))
     if raw == tail:
         return ReadPrompt("plain", raw, None)
@@ -213,16 +238,28 @@ def _leftover_words(read: ReadPrompt, texts: Sequence[str], g: Generation, allow
 
 
 def _item_problem(
-    g: Generation, condition: str, expected: str, known: Sequence[str] | None, allowed: frozenset[str]
+    g: Generation,
+    condition: str,
+    expected: str,
+    known: Sequence[str] | None,
+    allowed: frozenset[str],
+    placement: str = SYSTEM,
 ) -> str | None:
     """Why one item's prompt is not the board's prompt for ``condition`` (None: it is). ``known``:
     the texts the pinned prompt is made of (the task prompt, and the pinned extra instruction if
     any), when this tide-bench can name them."""
-    read = read_prompt(g)
+    read = read_prompt(g, placement)
     if not read.own_turns:
         return "the recorded prompt does not hold this item's own conversation"
+    if placement == FIRST_USER_TURN and read.system_message:
+        return (
+            "run.json says the system prompt was folded into the first user turn (prompt.system_prompt_placement), "
+            "but this item's prompt has a system message"
+        )
     if read.kind != "chat":
-        if read.system is not None and any(prompt_sha256(s, i) == expected for s, i in _splits(read.system)):
+        if read.system is not None and any(
+            prompt_sha256(s, i, placement=placement) == expected for s, i in _splits(read.system)
+        ):
             return None
         return f"the system prompt is not this board's {condition!r} prompt: {_matching_condition(read.system)}"
     if known is None:
@@ -243,16 +280,17 @@ def _item_problem(
     return None
 
 
-def _known_texts(expected: str, system_instruction: str | None) -> tuple[str, ...] | None:
+def _known_texts(expected: str, system_instruction: str | None, placement: str = SYSTEM) -> tuple[str, ...] | None:
     """The texts a pinned prompt hash is made of: one condition's task prompt, or (a board that
     pins a prompt with an extra instruction) the instruction the run recorded and the task prompt,
-    when exactly they hash to the pin. None when this tide-bench cannot name them."""
+    when exactly they hash to the pin (at the run's ``placement``). None when this tide-bench
+    cannot name them."""
     for c in PROMPT_CONDITIONS:
-        if installed_prompt_hash(c) == expected:
+        if installed_prompt_hash(c, placement) == expected:
             return (condition_text(c),)
     instruction = (system_instruction or "").strip()
     for c in PROMPT_CONDITIONS if instruction else ():
-        if prompt_sha256(condition_text(c), instruction) == expected:
+        if prompt_sha256(condition_text(c), instruction, placement=placement) == expected:
             return (instruction, condition_text(c))
     return None
 
@@ -271,20 +309,27 @@ def prompt_problems(
     root: Path,
     chat_template: str | None = None,
     system_instruction: str | None = None,
+    placement: str = SYSTEM,
 ) -> list[Problem]:
     """One problem naming the first item whose recorded prompt is not the board's prompt for
     the claimed ``condition`` (with how many items differ), or none. ``system_instruction``: the
-    extra instruction run.json records, which only a board that pins it accepts."""
-    expected = board_prompt_hash(board, condition)
-    known = _known_texts(expected, system_instruction)
+    extra instruction run.json records, which only a board that pins it accepts. ``placement`` is
+    where the run put the system prompt (run.json's ``prompt.system_prompt_placement``): a prompt
+    folded into the first user turn is read from there and hashed as folded."""
+    expected = board_prompt_hash(board, condition, placement)
+    known = _known_texts(expected, system_instruction, placement)
     allowed = _template_words(chat_template)
     differing: list[tuple[Generation, str]] = []
-    settings = (condition, expected, known, allowed)
+    settings = (condition, expected, known, allowed, placement)
     before, _LAST_READ[:] = _LAST_READ[0], [{}]
     for g in sorted(gens, key=lambda g: g.item_id):
         what = (g.prompt, g.client_utterance, g.history, settings)
         hit = before.get(g.item_id)
-        why = hit[1] if hit is not None and hit[0] == what else _item_problem(g, condition, expected, known, allowed)
+        why = (
+            hit[1]
+            if hit is not None and hit[0] == what
+            else _item_problem(g, condition, expected, known, allowed, placement)
+        )
         _LAST_READ[0][g.item_id] = (what, why)
         if why is not None:
             differing.append((g, why))

@@ -203,6 +203,13 @@ def _meta(folder: Path, sid: str, result: CheckResult) -> tuple[dict[str, Any] |
     return meta, not invalid
 
 
+def _placement(run: RunManifest) -> str:
+    """Where the run's system prompt went (``prompt.system_prompt_placement``; ``system`` when not recorded)."""
+    prompt = run.raw.get("prompt") if isinstance(run.raw, dict) else None
+    value = prompt.get("system_prompt_placement") if isinstance(prompt, dict) else None
+    return value if isinstance(value, str) else "system"
+
+
 def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
     """One prompt condition per board (unless the board lists several), with the board's prompt."""
     condition = run.prompt_condition
@@ -230,7 +237,15 @@ def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) ->
             MANIFEST,
             field="prompt.condition",
         )
-    elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition)):
+    elif (placement := _placement(run)) not in ("system", "first_user_turn"):
+        result.refuse(
+            "the model never saw the task's system prompt (prompt.system_prompt_placement "
+            f"{placement[:40]!r}): its chat template renders no system prompt, not even folded into the first user "
+            "turn; such a run is not the board's prompt condition",
+            MANIFEST,
+            field="prompt.system_prompt_placement",
+        )
+    elif run.prompt_sha256 != (expected := board_prompt_hash(board, condition, placement)):
         shown = (run.prompt_sha256 or "none")[:12]
         result.refuse(
             f"the prompt hash {shown}... is not this board's {condition!r} prompt ({expected[:12]}...): the system "
@@ -612,6 +627,7 @@ def _validate(
             folder,
             template if isinstance(template, str) else None,
             instruction if isinstance(instruction, str) else None,
+            placement=_placement(run),
         )
         _listed(result, problems, "prompt problems")
     metric_problems: list[Problem] = []

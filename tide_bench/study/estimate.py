@@ -13,13 +13,14 @@ measured on the built-in sample's items, and the plan says so.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tide_bench.core.errors import TideBenchError
 from tide_bench.data.sources import load_dataset
 from tide_bench.data.splits import TRAIN_BELOW, VALIDATION_BELOW
 from tide_bench.study.plan import StagePlan, StudyPlan
+from tide_bench.study.rates import Rates, assumed_rates, load_rates, size_billions
 
 
 def _measured_rate(plan: StudyPlan, stage: StagePlan, key: str) -> float | None:
@@ -30,7 +31,7 @@ def _measured_rate(plan: StudyPlan, stage: StagePlan, key: str) -> float | None:
             continue
         same = other.cell.model.model if other.cell.model else None
         rate = (other.record.get("measured") or {}).get(key)
-        if same == model and isinstance(rate, int | float) and rate > 0:
+        if same == model and isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0:
             return float(rate)
     return None
 
@@ -38,23 +39,143 @@ def _measured_rate(plan: StudyPlan, stage: StagePlan, key: str) -> float | None:
 def _hours(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
-    return f"{seconds / 3600:.2f} h" if seconds >= 360 else f"{seconds / 60:.1f} min"
+    if seconds >= 360:
+        return f"{seconds / 3600:.2f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.1f} s"
 
 
-def eval_seconds(plan: StudyPlan, stage: StagePlan, n_items: int) -> tuple[float | None, str]:
+@dataclass
+class Workload:
+    """What one cell's GPU stages process: from the data when it loads, else TIDE's documented sizes."""
+
+    test_items: int
+    train_items: int
+    validation_items: int
+    tokens_per_example: float
+    note: str | None = None
+
+
+def _device(plan: StudyPlan) -> str:
+    device = str(plan.spec.eval.get("device") or "cuda")
+    return "cpu" if device.startswith("cpu") else "cuda"
+
+
+def cell_size(cell: Any) -> float | None:
+    if cell.model is None:
+        return None
+    return size_billions(cell.model.parameters, cell.model.model, cell.model.id)
+
+
+def finetune_seconds(plan: StudyPlan, stage: StagePlan, work: Workload, rates: Rates) -> tuple[float | None, str]:
+    """Training time of a finetune stage: tokens to train on / tokens per second, and the rate's source."""
+    lora = plan.spec.lora()
+    examples = work.train_items if not lora.get("limit_examples") else min(work.train_items, lora["limit_examples"])
+    epochs = int(lora.get("epochs", 3))
+    steps = lora.get("max_steps")
+    tokens = (steps * SEQUENCES_PER_STEP if steps else examples * epochs) * work.tokens_per_example
+    evaluations = (epochs if not steps else max(1, steps // max(1, int(lora.get("eval_steps") or steps)))) + 1
+    validation = min(work.validation_items, lora.get("limit_examples") or work.validation_items)
+    tokens += evaluations * validation * work.tokens_per_example * rates.validation_cost
+    measured = _measured_rate(plan, stage, "tokens_per_second")
+    if measured:
+        return tokens / measured, "measured in this study"
+    per_token = rates.finetune_seconds_per_token(_device(plan), cell_size(stage.cell))
+    if per_token is None:
+        return None, "no rate for this model size" if cell_size(stage.cell) is None else "no rate"
+    return tokens * per_token, rates.source if not rates.measured else f"rates from {rates.source}"
+
+
+def eval_seconds(
+    plan: StudyPlan, stage: StagePlan, n_items: int, rates: Rates | None = None
+) -> tuple[float | None, str]:
     """Estimated generation time of an eval stage, and where the estimate comes from."""
     if stage.cell.model is None:
         return 0.0, "no model (the references)"
     rate = _measured_rate(plan, stage, "items_per_second")
     if rate:
         return n_items / rate, "measured in this study"
+    max_toks = int(plan.spec.eval.get("max_gen_toks", 256))
     hint = stage.cell.model.tokens_per_s
     if hint:
-        max_toks = int(plan.spec.eval.get("max_gen_toks", 256))
         return n_items * max_toks / hint, "tokens_per_s hint, every reply at max_gen_toks"
+    if rates is not None:
+        backend = str(plan.spec.eval.get("backend", "hf"))
+        tps = rates.generate_tokens_per_s(_device(plan), backend, cell_size(stage.cell))
+        if tps:
+            label = rates.source if not rates.measured else f"rates from {rates.source}"
+            return n_items * max_toks / tps, f"{label}, every reply at max_gen_toks"
     return None, "no measurement yet"
 
 
+@dataclass
+class CellEstimate:
+    cell: Any
+    finetune_s: float | None
+    eval_s: float | None
+    sources: dict[str, str]
+    gpus: int
+
+    @property
+    def seconds(self) -> float | None:
+        parts = [self.finetune_s, self.eval_s]
+        return None if None in parts else sum(p for p in parts if p)
+
+
+def estimate_cells(plan: StudyPlan, work: Workload, rates: Rates) -> list[CellEstimate]:
+    """The GPU time still to spend on each cell (stages done count zero)."""
+    out = []
+    for cell in plan.cells:
+        seconds: dict[str, float | None] = {"finetune": 0.0, "eval": 0.0}
+        sources: dict[str, str] = {}
+        for stage in plan.for_cell(cell.id):
+            if stage.stage not in seconds:
+                continue
+            if stage.done:
+                sources[stage.stage] = "done"
+                continue
+            if stage.stage == "finetune":
+                seconds["finetune"], sources["finetune"] = finetune_seconds(plan, stage, work, rates)
+            else:
+                seconds["eval"], sources["eval"] = eval_seconds(plan, stage, work.test_items, rates)
+        gpus = plan.spec.resources_for(cell.model).gpus_per_cell
+        out.append(CellEstimate(cell, seconds["finetune"], seconds["eval"], sources, gpus))
+    return out
+
+
+def cell_cost(plan: StudyPlan, cell: Any) -> float:
+    """A cell's expected cost, for scheduling the most expensive first (estimates where there are
+    any; else the model's size, fine-tuned cells three times their zero-shot ones)."""
+    est = _cached_estimates(plan).get(cell.id)
+    if est is not None and est.seconds is not None:
+        return est.seconds
+    size = cell_size(cell) or (0.0 if cell.model is None else 1.0)
+    return size * (3.0 if cell.condition == "fine-tuned" else 1.0)
+
+
+def _cached_estimates(plan: StudyPlan) -> dict[str, CellEstimate]:
+    cached = getattr(plan, "_estimates", None)
+    if cached is None:
+        try:
+            cached = {e.cell.id: e for e in estimate_cells(plan, workload(plan.spec), assumed_rates())}
+        except TideBenchError:
+            cached = {}
+        plan._estimates = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def makespan(estimates: list[CellEstimate], slots: int) -> float | None:
+    """Wall time of the cells on ``slots`` workers, longest first to the least loaded (what the
+    local executor's workers do)."""
+    seconds = sorted((e.seconds for e in estimates if e.seconds), reverse=True)
+    if any(e.seconds is None for e in estimates):
+        return None
+    loads = [0.0] * max(1, slots)
+    for s in seconds:
+        loads[loads.index(min(loads))] += s
+    return max(loads)
+
+
+SEQUENCES_PER_STEP = 16  # tide_bench.finetune.config's (not imported here: that package loads torch)
 TIDE_CONVERSATIONS = 10_000  # the paper: 500 personas x 20 conversations (one client turn each, the likely shape)
 SPLIT_SHARE = {
     "train": TRAIN_BELOW / 100,
@@ -105,50 +226,165 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     }
 
 
-def format_plan(plan: StudyPlan) -> str:
-    """The grid, each stage marked done or to run, with time and cost estimates."""
-    spec = plan.spec
-    n_items, assumed = split_size(spec)
+def workload(spec: Any, rates: Rates | None = None) -> Workload:
+    """Items to generate, to train and validate on, and tokens per training example (characters
+    of system prompt, conversation and reply at the rates file's characters per token)."""
+    from tide_bench.tasks.registry import system_prompt
+
+    rates = rates or assumed_rates()
+    n_test, note = split_size(spec)
     limit = spec.eval.get("limit")
-    if isinstance(limit, int):
-        n_items = min(n_items, limit)
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        n_test = min(n_test, limit)
+    try:
+        dataset = load_dataset(spec.data)
+        loaded = True
+    except TideBenchError:
+        dataset, loaded = load_dataset("sample"), False
+    train = dataset.items_for("train")
+    chars = [
+        len(i.client_utterance) + len(i.reference_reply) + sum(len(m.get("content", "")) for m in i.history or [])
+        for i in train
+    ] or [0]
+    per_example = (sum(chars) / len(chars) + len(system_prompt(spec.prompt))) * rates.tokens_per_char
+    per_example += rates.template_tokens
+    if loaded:
+        n_train, n_val = len(train), len(dataset.items_for("validation"))
+    else:
+        n_train = round(TIDE_CONVERSATIONS * SPLIT_SHARE["train"])
+        n_val = round(TIDE_CONVERSATIONS * SPLIT_SHARE["validation"])
+    return Workload(n_test, n_train, n_val, per_example, note)
+
+
+def _slots(plan: StudyPlan, executor: str, gpus: int | None) -> tuple[int | None, str]:
+    """How many cells run at once on ``executor``, and the words for it."""
+    per = max([plan.spec.resources_for(m).gpus_per_cell for m in plan.spec.models] or [1]) or 1
+    if executor == "local":
+        if gpus is None:
+            from tide_bench.study.executors import visible_gpus
+
+            gpus = len(visible_gpus())
+        if gpus == 0 and _device(plan) == "cpu":
+            return 1, "one CPU worker (--executor local; --workers N for more)"
+        if gpus == 0:
+            return 1, "1 GPU (none is visible here: --gpus N plans for N)"
+        return max(1, gpus // per), f"{gpus} GPU(s), {per} per cell (--executor local)"
+    limit = plan.spec.resources.max_parallel
+    n = gpus // per if gpus else limit
+    if not n:
+        return None, f"--executor {executor} with every cell running at once (give --gpus N for a queue's share)"
+    return max(1, n), f"{n} cell(s) at once (--executor {executor})"
+
+
+def format_plan(
+    plan: StudyPlan, *, executor: str = "local", gpus: int | None = None, rates_file: str | None = None
+) -> str:
+    """The grid, each stage marked done or to run, with time and cost estimates per cell and for the
+    grid on ``executor`` with ``gpus`` GPUs, and where every rate came from."""
+    spec = plan.spec
+    rates = load_rates(rates_file)
+    work = workload(spec, rates)
+    n_items = work.test_items
     lines = [
         f"study {spec.name}: data {spec.data}, split {spec.split} ({n_items} items), prompt {spec.prompt}, "
         f"judge {spec.judge['name'] if spec.judge else 'none'}",
         f"output: {plan.out}",
-        *([f"note: {assumed}"] if assumed else []),
+        *([f"note: {work.note}"] if work.note else []),
         "",
     ]
-    header = f"{'cell':<36}{'finetune':<12}{'eval':<12}{'judge':<12}{'submit':<12}{'generation time (est.)'}"
+    header = (
+        f"{'cell':<30}{'finetune':<10}{'eval':<8}{'judge':<8}{'submit':<8}{'fine-tuning (est.)':<20}generation (est.)"
+    )
     lines += [header, "-" * len(header)]
-    total = 0.0
-    unknown = False
-    for cell in plan.cells:
+    estimates = estimate_cells(plan, work, rates)
+
+    def shown(est: CellEstimate, stage: str, seconds: float | None) -> str:
+        source = est.sources.get(stage)
+        if source is None:
+            return "-"
+        if est.cell.model is None:
+            return "none (no model)"
+        return "done" if source == "done" else _hours(seconds)
+
+    for est in estimates:
+        cell = est.cell
         marks = {s.stage: ("done" if s.done else "to run") for s in plan.for_cell(cell.id)}
-        eval_stage = next(s for s in plan.for_cell(cell.id) if s.stage == "eval")
-        seconds, source = eval_seconds(plan, eval_stage, n_items)
-        if not eval_stage.done:
-            total += seconds or 0.0
-            unknown |= seconds is None
-        time_text = "done" if eval_stage.done else f"{_hours(seconds)} ({source})"
+        for s in plan.for_cell(cell.id):
+            if s.distrusted:
+                lines.append(f"  note: {cell.id}/{s.stage}: its record is not trusted ({s.distrusted}); it runs again")
+
         lines.append(
-            f"{cell.id:<36}"
-            + "".join(f"{marks.get(st, '-'):<12}" for st in ("finetune", "eval", "judge", "submit"))
-            + time_text
+            f"{cell.id:<30}"
+            + "".join(
+                f"{marks.get(st, '-'):<{w}}" for st, w in (("finetune", 10), ("eval", 8), ("judge", 8), ("submit", 8))
+            )
+            + f"{shown(est, 'finetune', est.finetune_s):<20}{shown(est, 'eval', est.eval_s)}"
         )
-    device = str(spec.eval.get("device") or "default device")
-    lines += [
-        "",
-        f"generation still to run: {_hours(total)} on {device}" + (" + cells without an estimate" if unknown else ""),
-        "fine-tuning time: see each adapter card's tokens/s once one cell has trained (not estimated before)",
-    ]
-    cost = judge_cost(plan, n_items, data_loaded=assumed is None)
+    lines += ["", *_totals(plan, estimates, work, rates, executor, gpus)]
+    cost = judge_cost(plan, n_items, data_loaded=work.note is None)
+    budget = (spec.judge or {}).get("max_cost")
+    if cost and cost["total_usd"] and isinstance(budget, int | float) and cost["total_usd"] > budget:
+        lines.append(
+            f"warning: the judge's estimate (${cost['total_usd']:,.2f}) is above judge.max_cost (${budget:,.2f}), the "
+            "budget of the whole judge stage: judging would stop there"
+        )
     if cost:
         per = "unknown (no price)" if cost["per_cell_usd"] is None else f"${cost['per_cell_usd']:,.2f}"
         tot = "unknown" if cost["total_usd"] is None else f"${cost['total_usd']:,.2f}"
         lines.append(
             f"judge ({cost['mode']}): {per} per cell, {tot} for the {cost['cells']} cell(s) still to judge "
-            f"({cost['method']}; replies assumed as long as the references)"
+            f"({cost['method']}; replies assumed as long as the references); {_judge_time(plan, cost, n_items, rates)}"
         )
     lines.append(f"stages to run: {len(plan.pending())} of {len(plan.stages)}")
     return "\n".join(lines)
+
+
+def _totals(
+    plan: StudyPlan, estimates: list[CellEstimate], work: Workload, rates: Rates, executor: str, gpus: int | None
+) -> list[str]:
+    todo = [e for e in estimates if set(e.sources.values()) - {"done"}]
+    if not todo:
+        return ["time still to run: nothing (every fine-tuning and generation stage is done)"]
+    unknown = [e.cell.id for e in todo if e.seconds is None]
+    known = [e for e in todo if e.seconds is not None]
+    ft = sum(e.finetune_s or 0 for e in known)
+    gen = sum(e.eval_s or 0 for e in known)
+    gpu_hours = sum((e.seconds or 0) * max(1, e.gpus) for e in known) / 3600
+    device = _device(plan)
+    lines = [
+        f"assumed workload: {work.train_items} training items x {plan.spec.lora().get('epochs', 3)} epochs"
+        + (f" (or {plan.spec.lora()['max_steps']} steps)" if plan.spec.lora().get("max_steps") else "")
+        + f", about {work.tokens_per_example:.0f} tokens each ({1 / rates.tokens_per_char:.0f} characters per token); "
+        f"{work.test_items} items per cell, every reply at max_gen_toks (an upper bound)"
+    ]
+    unit, kind = ("GPU-hours", "GPU") if device == "cuda" else ("CPU-worker-hours", "CPU")
+    total = f"fine-tuning {_hours(ft)} + generation {_hours(gen)} = {gpu_hours:.2f} {unit}"
+    if unknown:
+        lines.append(
+            f"{kind} time still to run: unknown in total: {len(unknown)} cell(s) without an estimate "
+            f"({', '.join(unknown[:4])}{', ...' if len(unknown) > 4 else ''}); the others: {total}"
+        )
+    else:
+        lines.append(f"{kind} time still to run: {total}")
+    slots, words = _slots(plan, executor, gpus)
+    wall = makespan(todo, slots) if slots else max((e.seconds for e in todo if e.seconds is not None), default=None)
+    if wall is None or unknown:
+        lines.append(f"wall time on {words}: unknown (cells without an estimate)")
+    else:
+        lines.append(f"wall time on {words}: about {_hours(wall)} (cells scheduled longest first)")
+    lines.append(
+        f"rates: {rates.source} on {rates.machine(device)}"
+        + ("" if rates.measured else "; measure them with benchmarks/gpu_check.sh and pass --rates results.json")
+        + "; rates measured by this study's finished stages win"
+    )
+    return lines
+
+
+def _judge_time(plan: StudyPlan, cost: dict[str, Any], n_items: int, rates: Rates) -> str:
+    if cost["mode"] == "batch":
+        hours = rates.judge.get("batch_hours_limit", 24)
+        return f"time: one batch for every cell, results within {hours} h (the batch API's limit; usually far less)"
+    per_call = float(rates.judge.get("sync_seconds_per_call", 8))
+    concurrency = int((plan.spec.judge or {}).get("concurrency") or 8)
+    seconds = cost["cells"] * n_items * per_call / max(1, concurrency)
+    return f"time: about {_hours(seconds)} at {concurrency} calls at once ({per_call:.0f} s a call, assumed)"

@@ -6,7 +6,15 @@ restarted. Each stage records, when it finishes, the fingerprint of everything i
 equals the current one, and redoes it otherwise; since each fingerprint includes the previous
 stage's, a changed LoRA setting redoes the fine-tuned cells' chain and nothing else, and an
 interrupted stage (no record) is redone from the start of that stage (the judge's own cache
-makes a redone judge stage pay only for what was not judged).
+makes a redone judge stage pay only for what was not judged; fine-tuning resumes from its
+latest checkpoint).
+
+A record is trusted only after it is verified (issue 32, N8): it hashes itself
+(``record_sha256``), the outputs it names must be exactly the paths this plan derives for its
+stage (inside ``--out``; the runner never takes a path from a record), and the files it
+produced must still have the hashes it recorded (``artifacts``). A record that fails any of
+this is not trusted: the stage is redone, and the plan says why. Once a stage of a cell is to
+run, every later stage of that cell is too.
 """
 
 from __future__ import annotations
@@ -23,6 +31,10 @@ from tide_bench.core.secrets import redact_record
 from tide_bench.study.spec import ModelSpec, StudySpec
 
 STAGES = ("finetune", "eval", "judge", "submit")
+CELL_STAGES = (
+    "finetune",
+    "eval",
+)  # run by the executor's workers (GPU); judge and submit run once, in the study process
 REFERENCE_CELL = "reference"
 
 
@@ -47,6 +59,7 @@ class StagePlan:
     inputs: dict[str, Any]
     done: bool = False
     record: dict[str, Any] | None = None
+    distrusted: str | None = None  # why a record on disk was not trusted
 
 
 @dataclass
@@ -84,6 +97,85 @@ def _done_path(out: Path, cell: Cell, stage: str) -> Path:
     return cell_dir(out, cell) / f"{stage}.done.json"
 
 
+def submission_id(spec: StudySpec, cell: Cell) -> str:
+    return f"{spec.name}-{cell.id}"
+
+
+def stage_outputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, str]:
+    """The outputs a stage writes, relative to ``--out``: derived here, never read from a record."""
+    base = f"cells/{cell.id}"
+    return {
+        "finetune": {"adapter": f"{base}/adapter"},
+        "eval": {"run": f"{base}/run"},
+        "judge": {"judge": f"{base}/run/judge"},
+        "submit": {"submission": f"submissions/{submission_id(spec, cell)}"},
+    }[stage]
+
+
+def inside(out: Path, path: Path) -> Path:
+    """``path`` if it lies inside ``out`` once every link is followed; else a ConfigError (N8:
+    no output outside ``--out`` is ever written, also through a symlinked cell folder)."""
+    root, resolved = Path(out).resolve(), Path(path).resolve()
+    if resolved != root and root not in resolved.parents:
+        from tide_bench.core.errors import ConfigError
+
+        raise ConfigError(
+            f"refusing to write {path}: it resolves to {resolved}, outside the study folder {root}",
+            hint="a cell folder or output was replaced by a link pointing elsewhere; remove it and rerun",
+        )
+    return path
+
+
+def artifact_hashes(out: Path, stage: str, outputs: dict[str, str]) -> dict[str, str | None]:
+    """sha256 of what a stage produced (the adapter's files, run.json, judgments, the submission's meta)."""
+    from tide_bench.core.hashing import sha256_file
+    from tide_bench.generation.manifest import adapter_sha256
+
+    def file_hash(rel: str) -> str | None:
+        path = out / rel
+        return sha256_file(path) if path.is_file() else None
+
+    if stage == "finetune":
+        return {outputs["adapter"]: adapter_sha256(out / outputs["adapter"])}
+    rel = {
+        "eval": f"{outputs.get('run')}/run.json",
+        "judge": f"{outputs.get('judge')}/judgments.jsonl",
+        "submit": f"{outputs.get('submission')}/submission.yaml",
+    }[stage]
+    return {rel: file_hash(rel)}
+
+
+def record_digest(record: dict[str, Any]) -> str:
+    return sha256_json({k: v for k, v in record.items() if k != "record_sha256"})
+
+
+def verify_record(out: Path, spec: StudySpec, stage: StagePlan, record: dict[str, Any] | None) -> str | None:
+    """Why ``record`` cannot be trusted for ``stage`` (None: trusted)."""
+    if record is None:
+        return "no record"
+    if record.get("record_sha256") != record_digest(record):
+        return "the record's own hash does not match its content (edited or damaged)"
+    if record.get("fingerprint") != stage.fingerprint:
+        return "its inputs changed"
+    if record.get("cell") != stage.cell.id or record.get("stage") != stage.stage:
+        return f"it is the record of {record.get('cell')!r}/{record.get('stage')!r}, not of this stage"
+    expected = stage_outputs(spec, stage.cell, stage.stage)
+    if record.get("outputs") != expected:
+        return f"it names outputs {record.get('outputs')!r}, not this stage's {expected!r}"
+    recorded = record.get("artifacts")
+    if not isinstance(recorded, dict) or not recorded:
+        return "it records no hash of its outputs"
+    try:
+        for rel in expected.values():
+            inside(out, out / rel)
+    except Exception as exc:  # ConfigError: a link pointing outside
+        return str(exc).splitlines()[0]
+    current = artifact_hashes(out, stage.stage, expected)
+    if current != recorded or None in current.values():
+        return "its outputs changed or are missing since it was written"
+    return None
+
+
 def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
     """What a stage's result depends on (its own settings; the previous stage is chained in)."""
     model = (
@@ -111,42 +203,63 @@ def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
 
 
 def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
-    """Every stage of every cell, with its fingerprint and whether a matching record exists."""
+    """Every stage of every cell, with its fingerprint and whether a verified record exists."""
+    out = Path(out)
     plan = StudyPlan(spec, out)
     for cell in cells(spec):
-        previous = ""
+        previous, chain_done = "", True
         for stage in cell.stages:
             if stage == "judge" and spec.judge is None:
                 continue
             inputs = _inputs(spec, cell, stage)
             fingerprint = sha256_json({"stage": stage, "inputs": inputs, "previous": previous})[:16]
-            record = _read_record(_done_path(out, cell, stage))
-            done = record is not None and record.get("fingerprint") == fingerprint
-            plan.stages.append(StagePlan(cell, stage, fingerprint, inputs, done, record if done else None))
+            planned = StagePlan(cell, stage, fingerprint, inputs)
+            path = _done_path(out, cell, stage)
+            record = _read_record(path)
+            why = verify_record(out, spec, planned, record) if chain_done else "an earlier stage of its cell is to run"
+            planned.done, planned.record = why is None, record if why is None else None
+            if why is not None and path.exists() and why != "its inputs changed":
+                planned.distrusted = why
+            chain_done = chain_done and planned.done
+            plan.stages.append(planned)
             previous = fingerprint
     return plan
 
 
 def _read_record(path: Path) -> dict[str, Any] | None:
     try:
+        if path.is_symlink() or path.stat().st_size > 1_000_000:
+            return None
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 
 
-def mark_done(out: Path, stage: StagePlan, outputs: dict[str, Any], measured: dict[str, Any] | None = None) -> None:
-    """Record a finished stage (written last, atomically: no record means not finished)."""
+def mark_done(
+    out: Path,
+    spec: StudySpec,
+    stage: StagePlan,
+    measured: dict[str, Any] | None = None,
+    by: str | None = None,
+) -> None:
+    """Record a finished stage (written last, atomically: no record means not finished), with the
+    hashes of what it produced and of itself."""
+    outputs = stage_outputs(spec, stage.cell, stage.stage)
     record = {
         "cell": stage.cell.id,
         "stage": stage.stage,
         "fingerprint": stage.fingerprint,
         "inputs": stage.inputs,
         "finished_at": utc_now(),
+        "by": by,
         "outputs": outputs,
+        "artifacts": artifact_hashes(out, stage.stage, outputs),
         "measured": measured or {},
     }
-    write_json(_done_path(out, stage.cell, stage.stage), redact_record(record))  # no credential in a record
+    record = redact_record(record)  # no credential in a record; the digest covers what is written
+    record["record_sha256"] = record_digest(record)
+    write_json(inside(out, _done_path(out, stage.cell, stage.stage)), record)
     stage.done, stage.record = True, record
 
 
@@ -158,7 +271,7 @@ def forget_later(out: Path, plan: StudyPlan, stage: StagePlan) -> None:
             later = True
             continue
         if later:
-            _done_path(out, other.cell, other.stage).unlink(missing_ok=True)
+            inside(out, _done_path(out, other.cell, other.stage)).unlink(missing_ok=True)
             other.done, other.record = False, None
 
 

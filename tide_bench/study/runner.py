@@ -2,18 +2,19 @@
 
 Each cell is ``finetune`` (fine-tuned cells only) -> ``eval`` -> ``judge`` (when the study
 names a judge) -> ``submit``, run through the same Python API as the single commands, into
-``<out>/cells/<cell>/``. Submissions go to ``<out>/submissions/``, the study's board to
-``<out>/site/`` and the paper-style report to ``<out>/report/``. A finished stage is never
-redone unless something it depends on changed (:mod:`.plan`).
+``<out>/cells/<cell>/``. The GPU stages (finetune, eval) run on an executor's workers
+(:mod:`.executors`: this machine's GPUs, Slurm, Ray), each cell claimed by one worker at a time
+(:mod:`.claims`); the judge stage then runs once over every cell (one batch, one cache in the
+study folder), then the submissions (``<out>/submissions/``), the study's board
+(``<out>/site/``) and the paper-style report (``<out>/report/``). A finished stage is never
+redone unless something it depends on changed or its record does not verify (:mod:`.plan`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,16 +22,31 @@ from typing import Any
 import yaml
 
 from tide_bench.core.errors import ConfigError, TideBenchError
+from tide_bench.core.jsonio import write_json
 from tide_bench.data.sources import load_dataset
 from tide_bench.generation import load_run, run_eval
 from tide_bench.generation.reference import ALIASES as REFERENCE_ALIASES
 from tide_bench.generation.run_dir import Generation, RunDirectory
-from tide_bench.judging.files import RUN_SUBDIR
-from tide_bench.study.plan import StagePlan, StudyPlan, cell_dir, forget_later, make_plan, mark_done
+from tide_bench.study.plan import (
+    CELL_STAGES,
+    Cell,
+    StagePlan,
+    StudyPlan,
+    cell_dir,
+    forget_later,
+    inside,
+    make_plan,
+    mark_done,
+    stage_outputs,
+)
 from tide_bench.study.spec import StudySpec
 
 Echo = Callable[[str], None]
-LOCK = ".study.lock"
+FINISH_CLAIM = "_finish"  # judging, submissions, board and report: one study process at a time
+FAILED_DIR = (
+    Path(".study") / "failed"
+)  # not in the cell folder: a failure is recorded even when that folder is unusable
+ADAPTER_BACKENDS = ("hf", "vllm")
 
 
 @dataclass
@@ -41,46 +57,17 @@ class StudyResult:
     failed: dict[str, str] = field(default_factory=dict)  # cell -> why it stopped (retried on the next run)
     site: Path | None = None
     report: Path | None = None
+    submitted: list[str] = field(default_factory=list)  # scheduler job ids (--no-wait)
+    unfinished: list[str] = field(default_factory=list)  # cells neither done nor failed when the workers stopped
 
 
 def identity(name: str) -> str:
     return name
 
 
-@contextlib.contextmanager
-def _lock(out: Path) -> Iterator[None]:
-    """One study process per output folder: two would overwrite each other's cells."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / LOCK
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        pid = path.read_text(encoding="utf-8").strip()
-        if pid.isdigit() and _alive(int(pid)):
-            raise ConfigError(
-                f"another study process (pid {pid}) is writing {out}", hint="wait for it, or stop it"
-            ) from None
-        path.unlink(missing_ok=True)  # left by a killed run
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(str(os.getpid()))
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _model_args(spec: StudySpec, stage: StagePlan, resolve_model: Callable[[str], str], adapter: Path | None) -> str:
+    """lm-eval model arguments of a cell; the adapter as its backend loads it (H3: vLLM takes
+    ``lora_local_path=``, its rank is read from the adapter; the hf backend takes ``peft=``)."""
     model = stage.cell.model
     assert model is not None
     args = {"pretrained": resolve_model(model.model)}
@@ -88,43 +75,107 @@ def _model_args(spec: StudySpec, stage: StagePlan, resolve_model: Callable[[str]
         args["revision"] = model.revision
     args |= {k: v for k, v in model.model_args.items()}
     if adapter is not None:
-        args["peft"] = str(adapter)
+        backend = str(spec.eval.get("backend", "hf"))
+        if backend not in ADAPTER_BACKENDS:
+            raise ConfigError(
+                f"the fine-tuned condition needs a backend that loads LoRA adapters (hf or vllm), not {backend!r}"
+            )
+        args["lora_local_path" if backend == "vllm" else "peft"] = str(adapter)
     return ",".join(f"{k}={v}" for k, v in args.items())
 
 
+def failure_path(out: Path, cell: Cell) -> Path:
+    return out / FAILED_DIR / f"{cell.id}.json"
+
+
+def read_failure(out: Path, cell: Cell, run_id: str) -> str | None:
+    """Why ``cell`` failed in this study invocation (None: not failed in it; a later run retries)."""
+    try:
+        record = json.loads(failure_path(out, cell).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(record, dict) and record.get("run_id") == run_id:
+        return str(record.get("reason"))
+    return None
+
+
+def record_failure(out: Path, cell: Cell, run_id: str, stage: str, reason: str, by: str) -> None:
+    path = inside(out, failure_path(out, cell))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(
+        path,
+        {"run_id": run_id, "stage": stage, "reason": f"{stage}: {reason}", "by": by},
+    )
+
+
 class StudyRunner:
-    """Carries out a plan's pending stages, recording each as it finishes."""
+    """Carries out stages of a plan, recording each as it finishes. Paths come from the plan
+    (:func:`~tide_bench.study.plan.stage_outputs`), never from a record, and are checked to lie
+    inside ``--out``."""
 
     def __init__(
-        self, spec: StudySpec, out: Path, resolve_model: Callable[[str], str] = identity, echo: Echo = print
+        self,
+        spec: StudySpec,
+        out: Path,
+        resolve_model: Callable[[str], str] = identity,
+        echo: Echo = print,
+        worker: str = "main",
+        claim: Any = None,
     ) -> None:
         self.spec, self.out, self.resolve_model, self.echo = spec, Path(out), resolve_model, echo
+        self.worker, self.claim = worker, claim
+
+    def path(self, cell: Cell, stage: str) -> Path:
+        """A stage's output folder, inside ``--out``."""
+        (rel,) = stage_outputs(self.spec, cell, stage).values()
+        return inside(self.out, self.out / rel)
 
     # -------------------------------------------------------------- stages
-    def finetune(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
+    def finetune(self, stage: StagePlan) -> dict[str, Any]:
+        """LoRA for a fine-tuned cell. After an interruption it continues from the latest complete
+        checkpoint (M5), and a finished adapter of the same settings is kept, not trained again."""
+        from dataclasses import replace
+
+        from tide_bench.core.jsonio import read_json
         from tide_bench.finetune import finetune
+        from tide_bench.finetune.outputs import complete_checkpoints, saved_settings_match
+        from tide_bench.generation.manifest import ADAPTER_CARD
 
         model = stage.cell.model
         assert model is not None
-        adapter = cell_dir(self.out, stage.cell) / "adapter"
-        config = self.spec.finetune_config(model, self.resolve_model(model.model), adapter)
+        adapter = self.path(stage.cell, "finetune")
+        config = replace(self.spec.finetune_config(model, self.resolve_model(model.model), adapter), overwrite=False)
         started = time.perf_counter()
-        card = finetune(config)
+        same_run = saved_settings_match(config)
+        if same_run and (adapter / ADAPTER_CARD).is_file():
+            card, how = read_json(adapter / ADAPTER_CARD), "kept (finished before the interruption)"
+        else:
+            resume = same_run and bool(complete_checkpoints(adapter))
+            config = replace(config, resume="latest") if resume else replace(config, overwrite=True)
+            how = "resumed from its latest checkpoint" if resume else "trained"
+            card = finetune(config)
         training = card.get("training", {}) if isinstance(card, dict) else {}
-        measured = {
+        if training.get("beats_base") is False:
+            self.echo(
+                f"[study] {stage.cell.id}: warning: no evaluated step beat the untrained model's validation loss; the "
+                "fine-tuned entry is the least bad adapter (its submission says so)"
+            )
+        return {
             "seconds": round(time.perf_counter() - started, 1),
             "tokens_per_second": training.get("tokens_per_second"),
+            "tokens": training.get("tokens"),
+            "train_seconds": training.get("train_seconds"),
+            "beats_base": training.get("beats_base"),
+            "adapter": how,
         }
-        return {"adapter": str(adapter.relative_to(self.out))}, measured
 
-    def eval(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
+    def eval(self, stage: StagePlan) -> dict[str, Any]:
         cell = stage.cell
-        run_dir = cell_dir(self.out, cell) / "run"
+        run_dir = self.path(cell, "eval")
         if cell.model is None:
             backend, args, chat = REFERENCE_ALIASES[0], "", False
         else:
-            previous = self._record(stage, "finetune")
-            adapter = self.out / previous["outputs"]["adapter"] if previous else None
+            adapter = self.path(cell, "finetune") if "finetune" in cell.stages else None
             backend, args, chat = (
                 None,  # the study's eval.backend
                 _model_args(self.spec, stage, self.resolve_model, adapter),
@@ -135,40 +186,81 @@ class StudyRunner:
         timings = manifest.get("timings") or {}
         generate_s = (timings.get("total_s") or 0) - (timings.get("model_load_s") or 0)
         n = manifest.get("n_generations") or 0
-        measured = {
+        return {
             "items": n,
             "seconds": timings.get("total_s"),
             "items_per_second": round(n / generate_s, 3) if generate_s > 0 else None,
+            "max_gen_toks": config.gen_kwargs["max_gen_toks"] if config.gen_kwargs else None,
         }
-        return {"run": str(run_dir.relative_to(self.out))}, measured
 
-    def judge(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
+    def judge_all(self, plan: StudyPlan, result: StudyResult) -> None:
+        """The judge stage of every cell whose replies are ready, as one stage (issue 29): all their
+        items go to the judge together (one batch in batch mode), every answer is cached in the
+        study folder (``<out>/judge/cache.sqlite``) as it arrives, and each cell's judgments are then
+        written from that cache without another call. An interrupted or repeated judge stage, from
+        whichever machine, pays only for what no earlier run was answered."""
+        from dataclasses import replace
+
         from tide_bench.judging import judge_run
 
-        run_dir = self.out / self._record(stage, "eval")["outputs"]["run"]
-        result = judge_run(run_dir, run_dir / RUN_SUBDIR, self.spec.judge_config(), self.spec.judge_options())
-        summary = result.summary
-        return (
-            {"judge": str((run_dir / RUN_SUBDIR).relative_to(self.out))},
-            {
-                "n_scored": summary.get("n_scored"),
-                "n_unscored": summary.get("n_unscored"),
-                "cost_usd": (summary.get("cost_usd") or {}).get("this_run"),
-            },
+        stages = [
+            s
+            for s in plan.stages
+            if s.stage == "judge" and not s.done and s.cell.id not in result.failed and self._ready(plan, s)
+        ]
+        if not stages:
+            return
+        config = self.spec.judge_config()
+        folder = inside(self.out, self.out / "judge")
+        options = replace(self.spec.judge_options(), cache_path=folder / "cache.sqlite")  # one cache for all cells
+        runs = {s.cell.id: load_run(self.path(s.cell, "eval")) for s in stages}
+        first = next(iter(runs.values()))
+        together = RunDirectory(
+            folder,
+            {"model": {"name": f"study {self.spec.name}: {len(runs)} cell(s)"}, "data": first.manifest.get("data")},
+            [g for run in runs.values() for g in run.generations],
         )
+        self.echo(f"[study] judge: {len(together.generations)} items of {len(runs)} cell(s), one stage")
+        try:
+            combined = judge_run(together, folder, config, options)
+        except TideBenchError as exc:
+            for s in stages:
+                result.failed[s.cell.id] = f"judge: {str(exc).splitlines()[0]}"
+            self.echo(f"[study] judge: FAILED: {exc}")
+            return
+        for s in stages:
+            forget_later(self.out, plan, s)
+            out = self.path(s.cell, "judge")
+            summary = judge_run(runs[s.cell.id], out, config, replace(options, preflight=False)).summary
+            mark_done(
+                self.out,
+                self.spec,
+                s,
+                {
+                    "n_scored": summary.get("n_scored"),
+                    "n_unscored": summary.get("n_unscored"),
+                    "calls_for_all_cells": combined.calls_made,
+                    "cost_usd_for_all_cells": (combined.summary.get("cost_usd") or {}).get("this_run"),
+                },
+                by=self.worker,
+            )
+            result.ran.append(f"{s.cell.id}/judge")
 
-    def submit(self, stage: StagePlan) -> tuple[dict[str, Any], dict[str, Any]]:
+    def submit(self, stage: StagePlan) -> dict[str, Any]:
         from tide_bench.leaderboard import create_submission
 
         cell = stage.cell
-        run_dir = self.out / self._record(stage, "eval")["outputs"]["run"]
+        run_dir = self.path(cell, "eval")
         meta = self.meta(stage, load_run(run_dir))
-        meta_path = cell_dir(self.out, cell) / "submission.yaml"
+        meta_path = inside(self.out, cell_dir(self.out, cell) / "submission.yaml")
         meta_path.write_text(yaml.safe_dump(meta, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        folder = self.path(cell, "submit")
         check = create_submission(
-            run_dir, meta_path, self.out / "submissions", overwrite=True, board=study_board(self.spec)
+            run_dir, meta_path, inside(self.out, folder.parent), overwrite=True, board=study_board(self.spec)
         )
-        return {"submission": str(Path(check.folder).relative_to(self.out))}, {}
+        if Path(check.folder).resolve() != folder.resolve():
+            raise TideBenchError(f"the submission was written to {check.folder}, not {folder}")
+        return {}
 
     def meta(self, stage: StagePlan, run: RunDirectory) -> dict[str, Any]:
         """submission.yaml of a cell, from the study file (never typed by hand)."""
@@ -201,6 +293,11 @@ class StudyRunner:
         adapter = run.manifest.get("model", {}).get("adapter")
         if adapter:  # what the fine-tuned entry was trained from, as its adapter card records it
             card = adapter.get("card") or {}
+            if (card.get("training") or {}).get("beats_base") is False:
+                meta["notes"] = (
+                    base["notes"] + "; the adapter's best validation loss did not beat the untrained model's (L4): "
+                    "the least bad adapter is evaluated"
+                )
             meta |= {
                 "base_model": model.model,
                 "adapter": {
@@ -212,39 +309,65 @@ class StudyRunner:
             meta["demo"] = True
         return meta
 
-    # -------------------------------------------------------------- helpers
-    def _record(self, stage: StagePlan, name: str) -> dict[str, Any] | None:
-        return next((s.record for s in self.plan.for_cell(stage.cell.id) if s.stage == name), None)
+    # -------------------------------------------------------------- running
+    def _ready(self, plan: StudyPlan, stage: StagePlan) -> bool:
+        """Whether every stage before ``stage`` in its cell is done."""
+        for other in plan.for_cell(stage.cell.id):
+            if other is stage:
+                return True
+            if not other.done:
+                return False
+        return True
 
-    def run(self, plan: StudyPlan, *, progress: bool = True) -> StudyResult:
-        """Every pending stage in grid order. A stage that fails with a user error (a refused
-        submission, a model that cannot load) stops its own cell, is reported, and leaves no
-        record, so the next run retries it; the other cells go on."""
-        self.plan = plan
-        result = StudyResult(plan)
-        bar = _progress(len(plan.pending()), progress)
-        try:
-            for stage in plan.stages:
-                label = f"{stage.cell.id}/{stage.stage}"
-                if stage.done:
-                    result.skipped.append(label)
-                    continue
-                if stage.cell.id in result.failed:
-                    continue
-                self.echo(f"[study] {label}: running")
-                forget_later(self.out, plan, stage)
-                try:
-                    outputs, measured = getattr(self, stage.stage)(stage)
-                except TideBenchError as exc:
-                    result.failed[stage.cell.id] = f"{stage.stage}: {str(exc).splitlines()[0]}"
-                    self.echo(f"[study] {label}: FAILED: {exc}")
-                    continue
-                mark_done(self.out, stage, outputs, measured)
-                result.ran.append(label)
-                bar.update(1)
-        finally:
-            bar.close()
-        return result
+    def run_stage(self, plan: StudyPlan, stage: StagePlan) -> None:
+        """One stage: later records of its cell forgotten, the work, the claim checked, the record."""
+        forget_later(self.out, plan, stage)
+        measured = getattr(self, stage.stage)(stage)
+        if self.claim is not None:
+            self.claim.check()  # never record work this worker no longer owns
+        mark_done(self.out, self.spec, stage, measured, by=self.worker)
+
+    def run_cell(self, plan: StudyPlan, cell: Cell, run_id: str, stages: tuple[str, ...] = CELL_STAGES) -> list[str]:
+        """The pending ``stages`` of one cell, in order; returns the labels run. A user error (a
+        model that cannot load) stops the cell: it is recorded as failed in this invocation, with
+        the reason, leaves no stage record, and is retried by the next run."""
+        ran: list[str] = []
+        for stage in plan.for_cell(cell.id):
+            if stage.stage not in stages or stage.done:
+                continue
+            label = f"{cell.id}/{stage.stage}"
+            self.echo(f"[study] {label}: running ({self.worker})")
+            try:
+                self.run_stage(plan, stage)
+            except TideBenchError as exc:
+                record_failure(self.out, cell, run_id, stage.stage, str(exc).splitlines()[0], self.worker)
+                self.echo(f"[study] {label}: FAILED: {exc}")
+                break
+            ran.append(label)
+        return ran
+
+    def finish(self, plan: StudyPlan, result: StudyResult, *, report: bool) -> None:
+        """The study-level stages, once every cell's generation is done: judging (one stage over all
+        cells), the submissions, then the board and the report."""
+        self.judge_all(plan, result)
+        for stage in plan.stages:
+            if stage.stage != "submit" or stage.done or stage.cell.id in result.failed or not self._ready(plan, stage):
+                continue
+            try:
+                self.run_stage(plan, stage)
+            except TideBenchError as exc:
+                result.failed[stage.cell.id] = f"submit: {str(exc).splitlines()[0]}"
+                self.echo(f"[study] {stage.cell.id}/submit: FAILED: {exc}")
+                continue
+            result.ran.append(f"{stage.cell.id}/submit")
+        if report:
+            from tide_bench.study.report import write_report
+
+            result.report = write_report(self.spec, self.out, plan)
+            built = build_board(self.spec, self.out, report=result.report)
+            for sid, errors in built.refused.items():
+                self.echo(f"[study] board refused {sid}: {'; '.join(errors)}")
+            result.site = built.out / "index.html"
 
 
 class _NoBar:
@@ -323,19 +446,46 @@ def run_study(
     echo: Echo = print,
     report: bool = True,
     progress: bool = True,
+    executor: str = "local",
+    workers: int | None = None,
+    wait: bool = True,
+    options: Any = None,
 ) -> StudyResult:
-    """Run every pending stage of the study in ``out``, then build its board and report."""
-    out = Path(out)
-    with _lock(out):
-        plan = make_plan(spec, out)
-        runner = StudyRunner(spec, out, resolve_model, echo)
-        result = runner.run(plan, progress=progress)
-        if report:
-            from tide_bench.study.report import write_report
+    """Run every pending stage of the study in ``out`` on ``executor``, then judge, submit, and
+    build its board and report.
 
-            result.report = write_report(spec, out, plan)
-            built = build_board(spec, out, report=result.report)
-            for sid, errors in built.refused.items():
-                echo(f"[study] board refused {sid}: {'; '.join(errors)}")
-            result.site = built.out / "index.html"
+    ``executor``: ``local`` (default; one worker per visible GPU, ``workers`` to choose; one
+    worker runs in this process), ``slurm`` (one job array task per cell, through submitit) or
+    ``ray``. Several study processes may share ``out``: cells are claimed one at a time
+    (:mod:`.claims`), and the final stages run in one process at a time. ``wait=False``
+    (Slurm, Ray) submits the cells and returns; rerunning the same call collects them."""
+    from tide_bench.study.executors import run_cells
+    from tide_bench.study.worker import ExecContext
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    inside(out, out / "cells")
+    ctx = ExecContext.create(spec, out, resolve_model, echo, options)
+    plan = make_plan(spec, out)
+    before = {f"{s.cell.id}/{s.stage}" for s in plan.stages if s.done}
+    result = StudyResult(plan)
+    if any(s.stage in CELL_STAGES for s in plan.pending()):
+        run_cells(ctx, plan, executor, workers=workers, wait=wait, progress=progress, result=result)
+        if result.submitted and not wait:
+            return result
+    with ctx.store.waiting(FINISH_CLAIM, on_wait=lambda h: echo(f"[study] waiting for {h.get('worker')} to finish")):
+        plan = make_plan(spec, out)
+        for cell in plan.cells:
+            why = read_failure(out, cell, ctx.run_id)
+            if why:
+                result.failed[cell.id] = why
+        result.plan = plan
+        runner = StudyRunner(spec, out, resolve_model, echo, worker=ctx.worker)
+        runner.finish(plan, result, report=report)
+    done_now = {f"{s.cell.id}/{s.stage}" for s in make_plan(spec, out).stages if s.done}
+    result.skipped = sorted(before)
+    result.ran = [label for label in (f"{s.cell.id}/{s.stage}" for s in plan.stages) if label in done_now - before]
+    result.unfinished = sorted(
+        {s.cell.id for s in result.plan.stages if not s.done and s.stage in CELL_STAGES} - set(result.failed)
+    )
     return result

@@ -27,6 +27,8 @@ Schema (every key but ``models`` optional)::
     eval: {backend: hf, device: cuda:0, batch_size: auto, max_gen_toks: 256, limit: null}
     judge: {name: claude-sonnet, mode: sync, max_cost: 50}    # or null: no judging
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
+    resources: {gpus_per_cell: 1, time_min: 240, partition: gpu}   # per cell (study/resources.py);
+                                      # a model entry may override them with its own resources:
 
 Every section is checked, key and value, against the code it feeds, before anything runs (and
 ``--dry-run`` makes exactly the same check): ``lora`` against ``FinetuneConfig``'s fields and
@@ -34,7 +36,8 @@ Every section is checked, key and value, against the code it feeds, before anyth
 ``max_gen_toks`` the study's generation cap) and ``check_eval_config``; ``judge`` against
 ``load_judge``'s arguments, ``JudgeOptions``' fields and ``JudgeConfig``'s numeric (operational)
 settings, then the judge is loaded and its options checked; ``board`` against ``BoardConfig``;
-each model against ``ModelSpec``. The allowed keys and types are read from those classes
+``resources`` (the study's and each model's) against ``Resources``; each model against
+``ModelSpec``. The allowed keys and types are read from those classes
 (:mod:`tide_bench.core.options`), so a field added to one of them is accepted here with no
 second list to update.
 """
@@ -54,6 +57,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.options import check_options, fields_of, parameters_of, shown, unknown_key_message
 from tide_bench.core.yaml_io import load_yaml
 from tide_bench.data.schema import SPLIT_CHOICES
+from tide_bench.study.resources import Resources, check_resources
 
 if TYPE_CHECKING:
     from tide_bench.finetune.config import FinetuneConfig
@@ -67,14 +71,15 @@ PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided"}
 DEFAULT_MAX_GEN_TOKS = 256
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
-_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board")  # checked against their own targets
+# checked against their own targets
+_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "resources")
 # What the study itself decides for each stage (from the model block, the data and the cell): the rest of
 # each config class's fields are the section's keys.
 FINETUNE_SET_BY_STUDY = ("model", "revision", "data", "out", "chat_template", "prompt", "overwrite")
 EVAL_SET_BY_STUDY = ("model_args", "output_dir", "data", "split", "tasks", "apply_chat_template", "overwrite")
 EVAL_RENAMED = {"model": "backend"}  # EvalConfig field -> the study's key
-MODEL_ARGS_SET_BY_STUDY = ("pretrained", "revision", "peft")  # from model:, revision: and the cell's adapter
-JUDGE_OPTIONS_SET_BY_STUDY = ("overwrite", "cache_path")  # the judge's cache lives in each cell's judge folder
+MODEL_ARGS_SET_BY_STUDY = ("pretrained", "revision", "peft", "lora_local_path")  # model:, revision:, the adapter
+JUDGE_OPTIONS_SET_BY_STUDY = ("overwrite", "cache_path")  # one judge stage, its cache at <out>/judge/cache.sqlite
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class ModelSpec:
     tokens_per_s: float | None = None
     verified: bool = True
     note: str | None = None
+    resources: dict[str, Any] = field(default_factory=dict)  # overrides of the study's resources (Resources fields)
 
 
 @dataclass(frozen=True)
@@ -103,10 +109,17 @@ class StudySpec:
     judge: dict[str, Any] | None = None
     board: dict[str, Any] = field(default_factory=dict)
     source: Path | None = None
+    resources: Resources = field(default_factory=Resources)
 
     @property
     def task(self) -> str:
         return PROMPTS[self.prompt]
+
+    def resources_for(self, model: ModelSpec | None) -> Resources:
+        """What one cell of ``model`` needs (the reference cell: no GPU)."""
+        if model is None:
+            return self.resources.merged({"gpus_per_cell": 0})
+        return self.resources.merged(model.resources)
 
     def lora(self) -> dict[str, Any]:
         return dict((self.conditions.get("fine-tuned") or {}).get("lora") or {})
@@ -288,6 +301,7 @@ def load_study(path: str | Path) -> StudySpec:
         models=models,
         conditions=conditions,
         source=path,
+        resources=Resources(**check_resources(raw.get("resources"), "resources", fail)),
         **{k: v for k, v in top.items() if k != "name"},
         eval=check_options(sections["eval"] or {}, _eval_options(), where="eval", fail=fail),
         judge=None
@@ -328,7 +342,8 @@ def _models(raw: Any, fail: Any) -> list[ModelSpec]:
         where = f"models[{index}]"
         if not isinstance(entry, dict):
             raise fail(f"a model entry is a mapping with at least {' and '.join(required)}, got {shown(entry)}", where)
-        values = check_options(entry, options, where=where, fail=fail)
+        values = check_options({k: v for k, v in entry.items() if k != "resources"}, options, where=where, fail=fail)
+        values["resources"] = check_resources(entry.get("resources"), f"{where}.resources", fail)
         for key in required:
             if not isinstance(values.get(key), str) or not values[key].strip():
                 raise fail(f"{key} is required (a string)", f"{where}.{key}")
@@ -351,7 +366,7 @@ def _check_model(model: ModelSpec, where: str, fail: Any) -> None:
         raise fail("tokens_per_s is a positive number", f"{where}.tokens_per_s")
     for key in model.model_args:
         if key in MODEL_ARGS_SET_BY_STUDY:
-            own = {"pretrained": "model:", "revision": "revision:", "peft": "the fine-tuned condition"}[key]
+            own = {"pretrained": "model:", "revision": "revision:"}.get(key, "the fine-tuned condition")
             raise fail(f"{key} is set by the study (from {own}), not in model_args", f"{where}.model_args.{key}")
 
 
@@ -395,6 +410,13 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
     gen_kwargs = spec.eval.get("gen_kwargs") or {}
     if "max_gen_toks" in gen_kwargs:
         raise fail("set the generation cap as eval.max_gen_toks, not inside gen_kwargs", "eval.gen_kwargs.max_gen_toks")
+    backend = spec.eval.get("backend", "hf")
+    if "fine-tuned" in spec.conditions and backend not in ("hf", "vllm"):
+        raise fail(
+            f"the fine-tuned condition needs a backend that loads LoRA adapters (hf: peft=, vllm: lora_local_path=), "
+            f"not {backend!r}",
+            "eval.backend",
+        )
     with _located(fail, "eval", EVAL_RENAMED):
         check_eval_config(spec.eval_config(backend=None, model_args="", output_dir=Path("run"), chat=True))
     if "fine-tuned" in spec.conditions:

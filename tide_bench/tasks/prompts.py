@@ -52,11 +52,13 @@ def render_plain(messages: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(parts) + f"\n{SUPPORTER_LABEL}:"
 
 
-def prompt_sha256(system_prompt: str | None, system_instruction: str | None = None) -> str:
+def prompt_sha256(system_prompt: str | None, system_instruction: str | None = None, placement: str = "system") -> str:
     """Version hash of everything the model is told: the task's system prompt, any extra
     ``--system-instruction`` placed before it, and the rendering rules' version. Without an
     instruction it equals the task's own hash (lm-eval records that one in its results). The
-    chat-template settings are part of the rules."""
+    chat-template settings are part of the rules, and so is where the system prompt went
+    (:mod:`tide_bench.tasks.placement`): the usual ``system`` placement hashes as it always
+    has; ``first_user_turn`` and ``dropped`` give other hashes."""
     record: dict[str, Any] = {
         "format": PROMPT_FORMAT_VERSION,
         "system": (system_prompt or "").strip(),
@@ -64,4 +66,6 @@ def prompt_sha256(system_prompt: str | None, system_instruction: str | None = No
     }
     if system_instruction and system_instruction.strip():
         record["system_instruction"] = system_instruction.strip()
+    if placement != "system":
+        record["system_prompt_placement"] = placement
     return sha256_json(record)

@@ -207,11 +207,27 @@ def iter_jsonl(
     """
     path = Path(path)
     with open_regular(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks) as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(_lines(handle), start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Excel, Notepad)
                 raw = raw[3:]
             if raw.strip():
                 yield number, _parse_line(raw, path, number, error, allow_nan)
+
+
+_CHUNK = 1 << 22
+
+
+def _lines(handle: Any) -> Iterator[bytes]:
+    """The lines of a binary handle split on ``\n`` (without it), read in chunks of 4 MB: the
+    same lines as iterating the handle, without a call per line through the size cap (a
+    leaderboard build reads 200,000 lines)."""
+    rest = b""
+    while chunk := handle.read(_CHUNK):
+        lines = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        rest = lines.pop()
+        yield from lines
+    if rest:
+        yield rest
 
 
 def _parse_line(raw: bytes, path: Path, number: int, error: type[TideBenchError], allow_nan: bool) -> Any:

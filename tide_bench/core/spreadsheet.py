@@ -25,5 +25,7 @@ def spreadsheet_safe(value: Any) -> Any:
 
 
 def safe_row(values: Iterable[Any]) -> list[Any]:
-    """Every cell of a CSV row through :func:`spreadsheet_safe`: what every CSV writer writes."""
-    return [spreadsheet_safe(v) for v in values]
+    """Every cell of a CSV row through :func:`spreadsheet_safe`: what every CSV writer writes.
+    (The same test inline: a board build writes 100,000 rows, and a call per cell was a third of
+    the time of its items.csv files.)"""
+    return [("'" + v if v.lstrip(" ").startswith(FORMULA_START) else v) if isinstance(v, str) else v for v in values]

@@ -15,6 +15,7 @@ writes Python's ``NaN`` for them, which is read as "not defined"; infinities are
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl, loads_strict
 from tide_bench.data.schema import TideItem
+from tide_bench.data.sources import split_content_hash
 from tide_bench.metrics.table import metric_names
 
 TASK_PREFIX = ("tide_empathy", "ed_empathy")  # str.startswith takes the tuple
@@ -123,13 +125,105 @@ def _persona(doc: Fields, seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return persona
 
 
-def _metrics(sample: Fields) -> dict[str, float]:
+def _metrics(sample: Fields, names: tuple[str, ...]) -> dict[str, float]:
     metrics = {}
-    for name in metric_names():  # the EPITOME scorer's too, where a run has them
-        value = sample.number(name, optional=True, allow_nan=True)
+    obj = sample.obj
+    for name in names:
+        value = obj.get(name)
+        if type(value) is float and (math.isfinite(value) or math.isnan(value)):  # the common case, inline
+            metrics[name] = value
+            continue
+        value = sample.number(name, optional=True, allow_nan=True)  # every other value, with its error
         if value is not None:
             metrics[name] = value
     return metrics
+
+
+_DocFields = tuple[str, str, str, int, str, str, list[dict[str, str]], str, str, dict[str, Any], str, str]
+
+
+def _doc_fields(doc: Fields, personas: dict[str, dict[str, Any]]) -> _DocFields:
+    """What a sample's ``doc`` (the TIDE item) gives a :class:`Generation`, every field checked."""
+    return (
+        doc.string("item_id", nonempty=True, max_len=300),
+        doc.string("persona_id", nonempty=True, max_len=200),
+        doc.string("conversation_id", nonempty=True, max_len=200),
+        doc.integer("turn", minimum=1),
+        doc.string("scenario", optional=True) or "",
+        doc.string("split"),
+        _history(doc),
+        doc.string("client_utterance"),
+        doc.string("reference_reply"),
+        _persona(doc, personas),
+        doc.string("split_sha256", optional=True) or "",
+        doc.string("tide_source", optional=True) or "",
+    )
+
+
+class DocMemo:
+    """The checked ``doc`` blocks of the samples files read last, by item id.
+
+    Why: every entry of a board answers the same items, so its samples files repeat the same
+    ``doc`` objects (the TIDE item: ids, turns, history, persona) line for line; checking each
+    again field by field was a tenth of a build's CPU. A ``doc`` equal to one that passed the
+    checks gives the same fields, so they are taken from here. Equal means equal as JSON
+    values of the same types: Python's ``==`` also holds for ``1 == 1.0 == True``, so the one
+    number the checks read (``turn``) must also be an ``int``, as it was in the checked doc
+    (every other field read is a string, a list of objects of strings, which equal only
+    their kind). Holds one read's docs (``remember`` replaces them): bounded by one entry.
+
+    A read whose every doc equals one of the read before, with as many items, holds the same
+    items: :meth:`split_hash` then gives the previous read's content hash without hashing the
+    items again.
+    """
+
+    def __init__(self) -> None:
+        self._checked: dict[str, tuple[dict[str, Any], _DocFields]] = {}
+        self._next: dict[str, tuple[dict[str, Any], _DocFields]] = {}
+        self._hits = self._reads = 0
+        self._read: list[Generation] | None = None  # the last read's generations, as returned
+        self._count = 0  # reads remembered so far
+        self._repeated = False  # whether the last read holds the same items as the one before
+        self._hash: tuple[int, str, str] | None = None  # (read count, split, hash)
+
+    def fields(self, doc: Fields, personas: dict[str, dict[str, Any]]) -> _DocFields:
+        raw = doc.obj
+        key = raw.get("item_id")
+        hit = self._checked.get(key) if type(key) is str else None
+        if hit is not None and type(raw.get("turn")) is int and hit[0] == raw:
+            found = hit[1]
+            self._hits += 1
+        else:
+            found = _doc_fields(doc, personas)
+        self._reads += 1
+        self._next[found[0]] = (raw, found)
+        return found
+
+    def begin(self) -> None:
+        """Start a read (what an unfinished read before left is dropped)."""
+        self._next, self._hits, self._reads = {}, 0, 0
+
+    def remember(self, read: list[Generation] | None = None) -> None:
+        """Keep the docs read since the last call (and forget the ones before); ``read``: the
+        generations that read returned."""
+        self._repeated = self._hits == self._reads == len(self._next) == len(self._checked) > 0
+        self._checked, self._next = self._next, {}
+        self._hits = self._reads = 0
+        self._read = read
+        self._count += 1
+
+    def split_hash(self, gens: list[Generation], split: str) -> str:
+        """:func:`~tide_bench.data.sources.split_content_hash` of the items of ``gens``, taken
+        from the read before when ``gens`` is the last read (unchanged) and it repeated that
+        read's items."""
+        last = gens is self._read and len(gens) == len(self._checked)
+        if last and self._repeated and self._hash is not None and self._hash[:2] == (self._count - 1, split):
+            recomputed = self._hash[2]
+        else:
+            recomputed = split_content_hash([g.item() for g in gens], split)
+        if last:
+            self._hash = (self._count, split, recomputed)
+        return recomputed
 
 
 def parse_sample(
@@ -139,32 +233,39 @@ def parse_sample(
     line: int,
     error: type[TideBenchError] = DataError,
     personas: dict[str, dict[str, Any]] | None = None,
+    *,
+    memo: DocMemo | None = None,
+    names: tuple[str, ...] | None = None,
 ) -> Generation:
-    """Check one parsed samples line and turn it into a :class:`Generation`."""
+    """Check one parsed samples line and turn it into a :class:`Generation`. ``memo`` takes the
+    fields of a ``doc`` already checked (:class:`DocMemo`); ``names``: :func:`metric_names`."""
     sample = Fields(obj, path=path, line=line, error=error)
     doc = sample.child("doc")
     assert doc is not None
     reply = _reply(sample.obj)
     if not isinstance(reply, str):
         sample.fail("filtered_resps", "holds no generated reply (a string in filtered_resps[0] or resps[0][0])")
-    turn = doc.integer("turn", minimum=1)
+    known = {} if personas is None else personas
+    item_id, persona_id, conversation_id, turn, scenario, split, history, client, reference, persona, sha, source = (
+        memo.fields(doc, known) if memo is not None else _doc_fields(doc, known)
+    )
     return Generation(
-        item_id=doc.string("item_id", nonempty=True, max_len=300),
+        item_id=item_id,
         task=task,
-        persona_id=doc.string("persona_id", nonempty=True, max_len=200),
-        conversation_id=doc.string("conversation_id", nonempty=True, max_len=200),
+        persona_id=persona_id,
+        conversation_id=conversation_id,
         turn=turn,
-        scenario=doc.string("scenario", optional=True) or "",
-        split=doc.string("split"),
-        history=_history(doc),
-        client_utterance=doc.string("client_utterance"),
-        reference_reply=doc.string("reference_reply"),
+        scenario=scenario,
+        split=split,
+        history=history,
+        client_utterance=client,
+        reference_reply=reference,
         reply=reply,
         prompt=_prompt(sample.obj),
-        persona=_persona(doc, {} if personas is None else personas),
-        metrics=_metrics(sample),
-        split_sha256=doc.string("split_sha256", optional=True) or "",
-        tide_source=doc.string("tide_source", optional=True) or "",
+        persona=persona,
+        metrics=_metrics(sample, metric_names() if names is None else names),
+        split_sha256=sha,
+        tide_source=source,
         file=str(path),
         line=line,
     )
@@ -177,13 +278,15 @@ def iter_samples_file(
     error: type[TideBenchError] = DataError,
     max_bytes: int | None = None,
     follow_symlinks: bool = True,
+    memo: DocMemo | None = None,
 ) -> Iterator[Generation]:
     """Parse one lm-eval samples file of a tide-bench task."""
     if not task.startswith(TASK_PREFIX):
         raise error(f"samples of task {task!r}, not a tide-bench task ({TASK_PATTERN})", path=path)
     personas: dict[str, dict[str, Any]] = {}
+    names = tuple(metric_names())
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks, allow_nan=True):
-        yield parse_sample(obj, task, path, line, error, personas)
+        yield parse_sample(obj, task, path, line, error, personas, memo=memo, names=names)
 
 
 def read_generations(
@@ -193,17 +296,24 @@ def read_generations(
     error: type[TideBenchError] = DataError,
     max_bytes: int | None = None,
     follow_symlinks: bool = True,
+    memo: DocMemo | None = None,
 ) -> list[Generation]:
     """All generations of the samples files listed in a manifest, checked for duplicates.
 
     ``max_bytes`` applies to each file. Paths are taken as given: callers that read a
     stranger's manifest confine them first (see :mod:`tide_bench.leaderboard.validate`).
+    ``memo`` (:class:`DocMemo`) skips re-checking the ``doc`` blocks of the read before; it
+    then remembers this read's.
     """
     generations: list[Generation] = []
     seen: dict[str, str] = {}
+    if memo is not None:
+        memo.begin()
     for task, rel in sorted(samples.items()):
         path = root / rel
-        for gen in iter_samples_file(path, task, error=error, max_bytes=max_bytes, follow_symlinks=follow_symlinks):
+        for gen in iter_samples_file(
+            path, task, error=error, max_bytes=max_bytes, follow_symlinks=follow_symlinks, memo=memo
+        ):
             if gen.item_id in seen:
                 raise error(
                     f"item {gen.item_id} appears twice (also in {seen[gen.item_id]})",
@@ -213,4 +323,6 @@ def read_generations(
                 )
             seen[gen.item_id] = rel
             generations.append(gen)
+    if memo is not None:
+        memo.remember(generations)
     return generations

@@ -24,6 +24,7 @@ from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.jsonio import read_json
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.stats import preload as preload_statistics
 from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.bias import diagnose
@@ -245,6 +246,7 @@ def build_site(
         # One BLAS thread: the bootstraps' matrix products are small, so more threads only spin (measured: twice
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
+            preload_statistics()  # before the workers fork: imported once, not once per worker
             prepared = prepare_entries(folders, job, workers=workers, progress=progress, meanwhile=preload)
             result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw_charts)
         if require_accepted:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,20 +119,24 @@ def write_model(site: Path, payload: Mapping[str, Any]) -> None:
     (folder / f"{payload['id']}.js").write_bytes(data_script("model", payload))
 
 
-def write_items(site: Path, items: Mapping[str, dict[str, Any]], split_hash: str) -> None:
+def write_items(
+    site: Path, items: Mapping[str, dict[str, Any]] | Callable[[], Mapping[str, dict[str, Any]]], split_hash: str
+) -> None:
     """The conversations of one item set, as a candidate for ``items.js`` named by its split hash.
 
     Each build worker offers the items of the entries it prepares; entries with the same split
     hash hold the same conversations, so the file is written once per item set (a concurrent
     writer of the same set writes the same bytes, and the rename is atomic). :func:`keep_items`
-    keeps the accepted entries' set once the board is decided."""
+    keeps the accepted entries' set once the board is decided. ``items`` may be a function that
+    makes them: it is called only when the set is written (once per worker, not per entry)."""
     folder = site / FOLDER
     folder.mkdir(exist_ok=True)
     target = folder / f"{PENDING_ITEMS}{split_hash}.js"
     if target.exists():
         return
     partial = folder / f"{PENDING_ITEMS}{split_hash}.{os.getpid()}.partial"
-    partial.write_bytes(data_script(ITEMS, dict(sorted(items.items()))))
+    made = items() if callable(items) else items
+    partial.write_bytes(data_script(ITEMS, dict(sorted(made.items()))))
     partial.replace(target)
 
 

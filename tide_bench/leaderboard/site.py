@@ -534,6 +534,7 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
 
     def row(rec: Mapping[str, Any]) -> list[Any]:  # every cell made spreadsheet-safe (core.spreadsheet)
         item = items.get(rec["id"]) or {}
+        get = rec.get
         return safe_row(
             [
                 rec["id"],
@@ -541,12 +542,12 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
                 item.get("scenario"),
                 item.get("turn"),
                 rec["status"],
-                *(rec.get("scores") or blank),
-                rec.get("overall"),
-                rec.get("flagged"),
-                rec.get("unscored_kind"),
-                rec.get("length"),
-                rec.get("cosine"),
+                *(get("scores") or blank),
+                get("overall"),
+                get("flagged"),
+                get("unscored_kind"),
+                get("length"),
+                get("cosine"),
                 rec["reply"],
             ]
         )
@@ -560,17 +561,18 @@ def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, r
     (:func:`~.instances.write_items`) and ``downloads/<id>/`` (the raw judgments and items.csv).
     A build worker calls this right after scoring the entry, so the per-item data never has to
     travel back to the process that writes the pages; returns the downloads, site-relative."""
-    items = {g.item_id: item_payload(g) for g in sub.generations}
     payload = model_payload(entry_id, name, sub.generations, sub.judgments, rubric, FAILURE_KINDS)
     write_model(folder, payload)
-    write_items(folder, items, sub.split_hash)
+    write_items(folder, lambda: {g.item_id: item_payload(g) for g in sub.generations}, sub.split_hash)
+    gens = sub.generations
+    where = {g.item_id: {"persona": g.persona_id, "scenario": g.scenario or "", "turn": g.turn} for g in gens}
     target = folder / DOWNLOADS / entry_id
     target.mkdir(parents=True)
     downloads = []
     if (sub.root / JUDGMENTS).is_file():
         shutil.copyfile(sub.root / JUDGMENTS, target / JUDGMENTS_FILE)
         downloads.append(f"{DOWNLOADS}/{entry_id}/{JUDGMENTS_FILE}")
-    (target / "items.csv").write_text(items_csv(payload, items), "utf-8")
+    (target / "items.csv").write_text(items_csv(payload, where), "utf-8")
     downloads.append(f"{DOWNLOADS}/{entry_id}/items.csv")
     return downloads
 

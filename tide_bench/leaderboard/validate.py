@@ -44,11 +44,11 @@ from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.jsonio import read_bytes, read_json
 from tide_bench.data.schema import make_item_id
-from tide_bench.data.sources import load_dataset, split_content_hash
+from tide_bench.data.sources import load_dataset
 from tide_bench.data.splits import split_of
 from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
-from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, Generation, read_generations
+from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, DocMemo, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment_record import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
@@ -83,6 +83,9 @@ from tide_bench.leaderboard.submission import (
 
 MANIFEST = f"{RUN}/{MANIFEST_NAME}"
 MAX_LISTED = 5
+# The checked items of the submission read last: the next one (a board's entries answer the same items) reuses
+# them where its doc blocks are equal (generation.samples.DocMemo). One per process: each build worker has its own.
+_DOCS = DocMemo()
 
 
 class _Stop(Exception):
@@ -310,7 +313,7 @@ def _samples(
                 field=f"files.samples.{task}",
             )
         confined[task] = path
-    gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False)
+    gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False, memo=_DOCS)
     if not gens:
         result.stop("the run holds no replies", MANIFEST, field="files.samples")
     return gens
@@ -409,7 +412,7 @@ def _item_checks(
             MANIFEST,
             field="data.n_items",
         )
-    recomputed = split_content_hash([g.item() for g in gens], run.data.split)
+    recomputed = _DOCS.split_hash(gens, run.data.split)  # split_content_hash, not again for the same items
     if recomputed != run.data.split_sha256:
         result.refuse(
             f"the submitted items hash to {recomputed[:16]}..., not to the run's {run.data.split_sha256[:16]}...: "
@@ -533,8 +536,7 @@ def _judgments(
 def _admission(judgments: list[Judgment], n_items: int, board: BoardConfig, result: CheckResult) -> None:
     """Items unscored for reasons that are not the model's are left out of the means, so they
     could hide its weakest replies: above the board's share the entry is refused."""
-    records = [j.as_record() for j in judgments]
-    unscored = [r for r in records if r["status"] == "unscored"]
+    unscored = [j.as_record() for j in judgments if j.status == "unscored"]
     n_infrastructure = sum(1 for r in unscored if not is_model_failure(r))
     row = {
         "n_items": n_items,

@@ -16,7 +16,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.helpers import make_run
 from tide_bench.judging import judge_run, load_judge
 from tide_bench.judging.cache import JudgmentCache
-from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.judgment import read_judgments
 
 
 @pytest.fixture(autouse=True)

@@ -69,7 +69,7 @@ def test_stages_import_only_earlier_stages() -> None:
 KNOWN_CYCLES: set[tuple[str, ...]] = {
     # engine.py imports judge_batch inside _execute; batch.py imports engine.Plan under
     # TYPE_CHECKING. Fix (issue 30): Plan and make_plan to judging/plan.py, batch under providers/.
-    ("tide_bench.judging.batch", "tide_bench.judging.engine"),
+    ("tide_bench.judging.engine", "tide_bench.judging.providers.anthropic_batch"),
 }
 
 

@@ -275,7 +275,7 @@ async def _execute(session: JudgeSession, plan: Plan, warnings: list[str]) -> li
                 warnings.append(note)
                 session.event(note)
         if session.options.mode == "batch":
-            from tide_bench.judging.batch import judge_batch
+            from tide_bench.judging.providers.anthropic_batch import judge_batch
 
             return await judge_batch(session, plan)
         return await _judge_sync(session, plan)

@@ -19,7 +19,7 @@ import numpy as np
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields, line_locator, type_name
 from tide_bench.core.jsonio import parse_json, read_bytes
-from tide_bench.judging.judgment_record import Judgment
+from tide_bench.judging.judgment import Judgment
 from tide_bench.judging.summary import OVERALL, counted_values
 
 TOLERANCE = 1e-6

@@ -50,7 +50,7 @@ from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
 from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, DocMemo, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
-from tide_bench.judging.judgment_record import Judgment, read_judgments
+from tide_bench.judging.judgment import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import is_model_failure, unscored_reasons
 from tide_bench.judging.summary_record import read_summary, summary_mismatches

@@ -46,7 +46,7 @@ from tide_bench.data.schema import persona_of_item
 from tide_bench.generation import load_run
 from tide_bench.generation.reference import LABEL, reference_label
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
-from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import counted_values
 from tide_bench.study.plan import REFERENCE_CELL, StudyPlan

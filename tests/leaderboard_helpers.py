@@ -372,7 +372,7 @@ def write_judgments(
     from tide_bench.generation.run_dir import load_run
     from tide_bench.judging.cache import judgment_key
     from tide_bench.judging.judgment import parse_judgment
-    from tide_bench.judging.summary_record import recompute
+    from tide_bench.judging.summary import recompute
 
     gens = load_run(run).generations
     records = []

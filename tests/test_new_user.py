@@ -353,7 +353,7 @@ def test_lint_runs_mypy_strictly_on_core_and_the_typed_records() -> None:
         "tide_bench/generation/run_manifest.py",
         "tide_bench/generation/samples.py",
         "tide_bench/judging/judgment.py",
-        "tide_bench/judging/summary_record.py",
+        "tide_bench/judging/summary.py",
     } <= set(mypy["files"])
     for file in mypy["files"]:
         assert (ROOT / file).exists(), file

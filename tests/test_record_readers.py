@@ -18,7 +18,7 @@ from tide_bench.generation.run_manifest import read_manifest
 from tide_bench.generation.samples import iter_samples_file
 from tide_bench.judging.judgment import JudgeIdentity, Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary_record import read_summary, summary_mismatches
+from tide_bench.judging.summary import read_summary, summary_mismatches
 
 RUBRIC = load_rubric()
 FACTORS = RUBRIC.factor_keys

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from tide_bench.cli.options import data_option
+from tide_bench.cli.options import data_option, out_option, overwrite_option, seed_option
 from tide_bench.core.extras import require_eval
 
 
@@ -28,12 +28,7 @@ class _FinetuneCommand(click.Command):
 )
 @click.option("--revision", default=None, help="Base model revision (commit) to pin.")
 @data_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.",
-)
+@out_option("Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.")
 @click.option(
     "--split",
     type=click.Choice(["train", "validation", "test"]),
@@ -101,7 +96,7 @@ class _FinetuneCommand(click.Command):
     show_default=True,
     help="Early stopping: evaluations without improvement. The best adapter is the one saved.",
 )
-@click.option("--seed", type=int, default=1234, show_default=True, help="Seed for initialisation and data order.")
+@seed_option("Seed for initialisation and data order.", 1234)
 @click.option(
     "--precision",
     type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
@@ -135,7 +130,7 @@ class _FinetuneCommand(click.Command):
     metavar="[CHECKPOINT]",
     help="Continue an interrupted run in --out from its latest checkpoint (or the one given), same options.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace an earlier adapter in --out.")
+@overwrite_option("Replace an earlier adapter in --out.")
 @click.option("--keep-checkpoints", is_flag=True, help="Keep --out/checkpoint-N folders after a successful run.")
 @click.option(
     "--report-to",
@@ -209,7 +204,7 @@ def finetune_cmd(**opts: Any) -> None:
 
 @click.command("merge-adapter")
 @click.argument("adapter", type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for the merged model.")
+@out_option("Folder for the merged model.")
 @click.option("--base", default=None, help="Base model (default: the one named in the adapter card).")
 @click.option(
     "--dtype",
@@ -218,7 +213,7 @@ def finetune_cmd(**opts: Any) -> None:
     show_default=True,
     help="Weights dtype of the merged model (auto: the base model's own).",
 )
-@click.option("--overwrite", is_flag=True, help="Replace an earlier merged model in --out.")
+@overwrite_option("Replace an earlier merged model in --out.")
 def merge_cmd(adapter: Path, out: Path, base: str | None, dtype: str, overwrite: bool) -> None:
     """Merge a LoRA adapter into its base model and save full weights (e.g. for the vLLM backend).
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from tide_bench.cli import USER_ERROR_EXIT
 from tide_bench.cli.options import board_option, judge_dir_option, out_option, overwrite_option
 from tide_bench.cli.spellings import SpellingGroup
 
@@ -120,7 +121,7 @@ def submit_cmd(
     except SubmissionRefused as refused:
         _report([refused.check])
         click.echo(f"nothing was written: fix {meta} (or the run) and run `tide-bench submit` again", err=True)
-        sys.exit(1)
+        sys.exit(USER_ERROR_EXIT)  # refused input, as every other command's
     _report([check])
     click.echo(f"submission written: {check.folder}")
 

@@ -9,6 +9,7 @@ import click
 
 from tide_bench.cli.options import judge_options, out_option, spend_options
 from tide_bench.cli.spellings import SpellingGroup
+from tide_bench.core.stats import DEFAULT_RESAMPLES
 
 
 @click.group("validation", cls=SpellingGroup)
@@ -307,7 +308,13 @@ def _table(report: dict[str, Any]) -> str:
 )
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="Write the per-row CSV here.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the full report here.")
-@click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=100),
+    default=DEFAULT_RESAMPLES,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
 def report_cmd(
     packs: tuple[str, ...],
     sources: tuple[str, ...],

@@ -9,6 +9,7 @@ import click
 
 from tide_bench.cli.options import data_option, out_option, overwrite_option, seed_option
 from tide_bench.core.extras import require_eval
+from tide_bench.finetune.config import FinetuneConfig as DEFAULTS  # one set of defaults: the config's
 
 
 class _FinetuneCommand(click.Command):
@@ -44,20 +45,20 @@ class _FinetuneCommand(click.Command):
 @click.option(
     "--no-validation", is_flag=True, help="No validation split: no early stopping, the last step's adapter is saved."
 )
-@click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank r.")
-@click.option("--alpha", type=int, default=32, show_default=True, help="LoRA alpha.")
-@click.option("--dropout", type=float, default=0.05, show_default=True, help="LoRA dropout.")
+@click.option("--rank", type=int, default=DEFAULTS.rank, show_default=True, help="LoRA rank r.")
+@click.option("--alpha", type=int, default=DEFAULTS.alpha, show_default=True, help="LoRA alpha.")
+@click.option("--dropout", type=float, default=DEFAULTS.dropout, show_default=True, help="LoRA dropout.")
 @click.option(
     "--target-modules",
     default=None,
     help="Comma-separated module names, or 'all-linear' (default: the architecture's attention projections).",
 )
-@click.option("--epochs", type=int, default=3, show_default=True, help="Passes over the train split.")
+@click.option("--epochs", type=int, default=DEFAULTS.epochs, show_default=True, help="Passes over the train split.")
 @click.option("--max-steps", type=int, default=None, help="Stop after this many optimizer steps (overrides --epochs).")
 @click.option(
     "--learning-rate",
     type=float,
-    default=2e-4,
+    default=DEFAULTS.learning_rate,
     show_default=True,
     help="Peak learning rate (linear warm-up, then decay).",
 )
@@ -76,13 +77,17 @@ class _FinetuneCommand(click.Command):
 @click.option(
     "--max-length",
     type=int,
-    default=1024,
+    default=DEFAULTS.max_length,
     show_default=True,
     help="Tokens per example. Longer examples are left out and reported (count and share), never cut.",
 )
 @click.option("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default: 3% of the steps).")
-@click.option("--weight-decay", type=float, default=0.0, show_default=True, help="AdamW weight decay.")
-@click.option("--max-grad-norm", type=float, default=1.0, show_default=True, help="Gradient clipping (0: off).")
+@click.option(
+    "--weight-decay", type=float, default=DEFAULTS.weight_decay, show_default=True, help="AdamW weight decay."
+)
+@click.option(
+    "--max-grad-norm", type=float, default=DEFAULTS.max_grad_norm, show_default=True, help="Gradient clipping (0: off)."
+)
 @click.option(
     "--eval-steps",
     type=int,
@@ -92,11 +97,11 @@ class _FinetuneCommand(click.Command):
 @click.option(
     "--patience",
     type=int,
-    default=2,
+    default=DEFAULTS.patience,
     show_default=True,
     help="Early stopping: evaluations without improvement. The best adapter is the one saved.",
 )
-@seed_option("Seed for initialisation and data order.", 1234)
+@seed_option("Seed for initialisation and data order.", DEFAULTS.seed)
 @click.option(
     "--precision",
     type=click.Choice(["auto", "bf16", "fp16", "fp32"]),

@@ -310,8 +310,8 @@ def cost_rows(items: int = 10_000) -> list[list[str]]:
     from tide_bench.core.errors import ConfigError
     from tide_bench.generation.run_dir import load_run
     from tide_bench.judging import load_judge
-    from tide_bench.judging.engine import make_plan
     from tide_bench.judging.estimate import Estimate
+    from tide_bench.judging.plan import make_plan
 
     run = load_run(make_run(Path(tempfile.mkdtemp()) / "run", lambda i: i.reference_reply, split="all"))
     rows = []

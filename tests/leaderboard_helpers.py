@@ -371,8 +371,8 @@ def write_judgments(
     rubric, so a test can add a factor), ``rationale(k, factor)`` its rationales."""
     from tide_bench.generation.run_dir import load_run
     from tide_bench.judging.cache import judgment_key
-    from tide_bench.judging.judgment_record import parse_judgment
-    from tide_bench.judging.summary_record import recompute
+    from tide_bench.judging.judgment import parse_judgment
+    from tide_bench.judging.summary import recompute
 
     gens = load_run(run).generations
     records = []

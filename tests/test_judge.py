@@ -26,8 +26,8 @@ from tide_bench.data import load_dataset
 from tide_bench.generation.run_dir import load_run
 from tide_bench.judging import JudgeOptions, judge_run, load_judge
 from tide_bench.judging.cache import JudgmentCache
-from tide_bench.judging.engine import make_plan
 from tide_bench.judging.estimate import estimate_tokens
+from tide_bench.judging.plan import make_plan
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.retry import FatalJudgeError
 

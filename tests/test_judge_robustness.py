@@ -29,10 +29,10 @@ from tide_bench.data import load_dataset
 from tide_bench.generation import load_run
 from tide_bench.judging import JudgeOptions, judge_run, load_judge
 from tide_bench.judging.cache import JudgmentCache
+from tide_bench.judging.judgment import UNSCORED_KINDS
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.prompt import user_text
 from tide_bench.judging.providers.anthropic_api import interpret_message
-from tide_bench.judging.records import UNSCORED_KINDS
 from tide_bench.judging.retry import FatalJudgeError
 
 KEY = "sk-test-ROBUST-0123456789"

@@ -24,10 +24,10 @@ from tests.helpers import make_run
 from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_dir import load_run
 from tide_bench.judging import JudgeOptions, dry_run, judge_run, load_judge
-from tide_bench.judging import engine as engine_module
+from tide_bench.judging import plan as plan_module
 from tide_bench.judging.answer_size import DEFAULT_LENGTHS, output_schema, typical_answer, typical_output_tokens
-from tide_bench.judging.engine import make_plan, output_tokens_per_call
 from tide_bench.judging.parse import parse_rating
+from tide_bench.judging.plan import make_plan, output_tokens_per_call
 from tide_bench.judging.prompt import output_spec, rating_schema, system_text, user_text
 from tide_bench.judging.providers import make_provider
 from tide_bench.judging.providers.body import RequestBody
@@ -305,7 +305,7 @@ def test_measured_output_tokens_replace_the_derived_ones(tmp_path: Path, server:
         tmp_path / "b", lambda i: f"reply {i.item_id}" + ("" if i.item_id in half else " (new)"), split="all"
     )
     est = dry_run(second, tmp_path / "j", config, JudgeOptions())
-    assert est["n_cached"] == len(half) >= engine_module.MIN_MEASURED and est["n_calls"] > 0
+    assert est["n_cached"] == len(half) >= plan_module.MIN_MEASURED and est["n_calls"] > 0
     assert est["tokens_per_call"]["output_method"] == "measured"
     assert est["tokens_per_call"]["output"] == 120  # what the fake server reports per call
     fresh = dry_run(second, tmp_path / "other", config, JudgeOptions())

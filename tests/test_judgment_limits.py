@@ -1,6 +1,6 @@
 """The judge never writes a judgment its own readers refuse (issue 32, N3).
 
-One length limit (tide_bench.judging.records.MAX_TEXT) is applied when writing, with a marker,
+One length limit (tide_bench.judging.judgment.MAX_TEXT) is applied when writing, with a marker,
 and by every reader; the cache keeps no record beyond it. Before, a verbose judge's 20,000
 character rationales and evidence were written and cached, and `submit`/`validate` then refused
 the whole run, on every rerun."""
@@ -16,7 +16,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.helpers import make_run
 from tide_bench.judging import judge_run, load_judge
 from tide_bench.judging.cache import JudgmentCache
-from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.judgment import read_judgments
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +28,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_verbose_judges_answers_are_clipped_readable_and_cached(
     tmp_path: Path, llm_server: FakeLLMServer, rubric: str
 ) -> None:
-    from tide_bench.judging.records import MAX_TEXT, TRUNCATED, clip, within_limits  # noqa: F401
+    from tide_bench.judging.judgment import MAX_TEXT, TRUNCATED, clip, within_limits  # noqa: F401
 
     run = make_run(tmp_path / "run", lambda i: f"[[LONG:20000]] [[FLAG]] reply {i.item_id}")
     config = load_judge("claude-sonnet", base_url=llm_server.url, rubric=rubric, overrides={"backoff_base_s": 0.01})
@@ -49,7 +49,7 @@ def test_a_verbose_judges_answers_are_clipped_readable_and_cached(
 
 
 def test_the_cache_keeps_and_returns_no_record_beyond_the_limit(tmp_path: Path) -> None:
-    from tide_bench.judging.records import MAX_TEXT, TRUNCATED, clip, within_limits  # noqa: F401
+    from tide_bench.judging.judgment import MAX_TEXT, TRUNCATED, clip, within_limits  # noqa: F401
 
     cache = JudgmentCache(tmp_path / "cache.sqlite")
     record = {"item_id": "a", "status": "scored", "judge": {"version": "v"}, "rationales": {"x": "r" * (MAX_TEXT + 1)}}
@@ -64,7 +64,7 @@ def test_the_cache_keeps_and_returns_no_record_beyond_the_limit(tmp_path: Path) 
 
 
 def test_clip_keeps_short_text_and_marks_long_text() -> None:
-    from tide_bench.judging.records import MAX_TEXT, TRUNCATED, clip, within_limits
+    from tide_bench.judging.judgment import MAX_TEXT, TRUNCATED, clip, within_limits
 
     assert clip("short") == "short" and clip(None) is None
     long = clip("x" * 10_000)

@@ -136,7 +136,7 @@ def test_a_refused_submit_leaves_nothing_behind(subs: Path, tmp_path: Path, hone
     meta_path.write_text(yaml.safe_dump(meta("brand-new") | {"license": 7}))
     code, text = _submit(honest, meta_path, subs, "--board", str(board_file), "--no-embedding-check")
     # the error names the file the user passed (issue 34.9), not the name it is stored under
-    assert code == 1 and "REFUSED  brand-new" in text and "bad.yaml:4" in text and "nothing was written" in text
+    assert code == 2 and "REFUSED  brand-new" in text and "bad.yaml:4" in text and "nothing was written" in text
     assert sorted(str(p) for p in subs.parent.rglob("*") if "board.yaml" not in str(p)) == before
 
 

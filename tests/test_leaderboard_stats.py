@@ -19,7 +19,7 @@ import pytest
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.stats import mean_ci
-from tide_bench.judging.records import UNSCORED_KINDS
+from tide_bench.judging.judgment import UNSCORED_KINDS
 from tide_bench.judging.summary import score_block
 from tide_bench.leaderboard import build_site, load_board
 
@@ -167,7 +167,7 @@ def test_design_effect_by_hand() -> None:
 
 
 def test_unscored_kinds_each_have_a_cause() -> None:
-    from tide_bench.judging.records import UNSCORED_CAUSES, unscored_cause
+    from tide_bench.judging.judgment import UNSCORED_CAUSES, unscored_cause
 
     assert set(UNSCORED_CAUSES) == set(UNSCORED_KINDS)
     assert unscored_cause("empty_reply") == "model" and unscored_cause("transient_failure") == "infrastructure"

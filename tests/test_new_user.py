@@ -175,7 +175,7 @@ def test_a_refused_submit_names_the_file_passed_and_leaves_no_folder(tmp_path: P
     result = CliRunner().invoke(
         cli, ["submit", str(run), "--meta", str(meta_path), "--out", str(out), "--board", str(board)]
     )
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output
     line = next(n for n, text in enumerate(meta_path.read_text().splitlines(), 1) if text.startswith("condition:"))
     assert f"{meta_path}:{line}, field 'condition'" in result.output
     assert "submission.yaml" not in result.output and f"fix {meta_path}" in result.output
@@ -352,8 +352,8 @@ def test_lint_runs_mypy_strictly_on_core_and_the_typed_records() -> None:
         "tide_bench/core",
         "tide_bench/generation/run_manifest.py",
         "tide_bench/generation/samples.py",
-        "tide_bench/judging/judgment_record.py",
-        "tide_bench/judging/summary_record.py",
+        "tide_bench/judging/judgment.py",
+        "tide_bench/judging/summary.py",
     } <= set(mypy["files"])
     for file in mypy["files"]:
         assert (ROOT / file).exists(), file

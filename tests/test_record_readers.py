@@ -16,9 +16,9 @@ from tide_bench.core.fields import line_locator
 from tide_bench.generation.run_dir import load_run
 from tide_bench.generation.run_manifest import read_manifest
 from tide_bench.generation.samples import iter_samples_file
-from tide_bench.judging.judgment_record import JudgeIdentity, Judgment, read_judgments
+from tide_bench.judging.judgment import JudgeIdentity, Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary_record import read_summary, summary_mismatches
+from tide_bench.judging.summary import read_summary, summary_mismatches
 
 RUBRIC = load_rubric()
 FACTORS = RUBRIC.factor_keys

@@ -19,7 +19,7 @@ from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.data import load_dataset
 from tide_bench.generation.run_dir import load_run
 from tide_bench.judging import judge_run, load_judge, load_rubric
-from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.parse import SchemaViolation, parse_rating
 from tide_bench.judging.prompt import rating_schema, system_text, user_text
 

@@ -346,8 +346,7 @@ def test_fuzz_any_v3_answer_is_a_consistent_rating_or_a_schema_violation(payload
 def test_v3_judgments_record_severity_judge_directed_text_and_unmatched_quotes(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
-    from tide_bench.judging.judgment_record import read_judgments
-    from tide_bench.judging.records import unmatched_quotes
+    from tide_bench.judging.judgment import read_judgments, unmatched_quotes
 
     assert (
         unmatched_quotes(['"are you SAFE  tonight?"', "not in it", "&amp; more"], "Are you safe tonight? & more") == 1

@@ -2,7 +2,7 @@
 
 Judge-like scores: an item's latent quality ``L``; three factor scores
 ``clip(rint(L + N(0, FACTOR_SD)), 1, 5)``; the overall score is their mean (as
-:func:`tide_bench.judging.records.overall_of` computes it). Items nest in personas. Truths are
+:func:`tide_bench.judging.judgment.overall_of` computes it). Items nest in personas. Truths are
 exact where the model allows (the mean of a rounded normal comes from its CDF); the rest come
 from large simulated samples, computed once per session.
 """

@@ -77,6 +77,21 @@ def decide(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def undecided(method: str, per_rater: list[dict[str, Any]], skipped: dict[str, int], **settings: Any) -> dict[str, Any]:
+    """An alt-test result before :func:`decide` fills in the verdict: the method, its settings
+    (in the order given), the per-rater tests and the raters left out."""
+    return {
+        "method": method,
+        **settings,
+        "per_rater": per_rater,
+        "skipped_raters": skipped,
+        "winning_rate": None,
+        "advantage_probability": None,
+        "passed": None,
+        "note": None,
+    }
+
+
 def alt_test(
     humans: np.ndarray,
     judge: np.ndarray,
@@ -104,19 +119,15 @@ def alt_test(
                 "p": _one_sided_p(human_wins - judge_wins, epsilon),
             }
         )
-    result: dict[str, Any] = {
-        "method": "alternative annotator test (Calderon, Reichart & Dror 2025): leave-one-rater-out, -RMSE alignment, "
+    result = undecided(
+        "alternative annotator test (Calderon, Reichart & Dror 2025): leave-one-rater-out, -RMSE alignment, "
         "one-sided paired t-test with margin epsilon, Benjamini-Yekutieli across raters, pass if winning rate >= 0.5",
-        "epsilon": epsilon,
-        "q": q,
-        "min_items_per_rater": min_items,
-        "per_rater": per_rater,
-        "skipped_raters": skipped,
-        "winning_rate": None,
-        "advantage_probability": None,
-        "passed": None,
-        "note": None,
-    }
+        per_rater,
+        skipped,
+        epsilon=epsilon,
+        q=q,
+        min_items_per_rater=min_items,
+    )
     if not per_rater:
         result["note"] = (
             f"no human rater shares {min_items} or more items with the judge and another human "

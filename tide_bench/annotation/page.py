@@ -151,34 +151,51 @@ def _guide(rubric: dict[str, Any], *, collapsed: bool = False) -> str:
 
 
 def render_page(assignment: dict[str, Any], rater: dict[str, Any]) -> str:
+    """One rater's self-contained page: the content note and consent, the rating form and the
+    end screen, with the rater's units and sequence embedded as JSON for the page's script."""
     rubric = assignment["rubric"]
+    lo, hi = rubric["scale"]["min"], rubric["scale"]["max"]
+    options = assignment["options"]
+    title = html.escape(options.get("title") or "Rating supportive replies")
+    sections = _intro_section(rubric, options, lo, hi) + _rate_section(rubric, lo, hi) + _DONE_SECTION
+    body = f"\n<main>\n<h1>{title}</h1>\n{sections}</main>"
+    data = _page_data(assignment, rater)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+        'content="width=device-width,initial-scale=1">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'; img-src data: blob:\">"
+        f"<title>{title}</title><style>{CSS}</style></head><body>{body}"
+        '<script type="application/json" '
+        f'id="data">{_json_for_script(data)}</script><script>{APP_JS}</script></body></html>\n'
+    )
+
+
+def _page_data(assignment: dict[str, Any], rater: dict[str, Any]) -> dict[str, Any]:
+    """What the page's script reads: the rater's units (text only) in their sequence."""
     unit_ids = list(dict.fromkeys(rater["sequence"]))
-    data = {
+    return {
         "assignment_id": assignment["assignment_id"],
         "rater_id": rater["rater_id"],
-        "rubric": rubric,
+        "rubric": assignment["rubric"],
         "rubric_sha256": assignment["rubric_sha256"],
         "units": [{k: assignment["units"][u][k] for k in ("unit_id", "history", "client", "reply")} for u in unit_ids],
         "sequence": rater["sequence"],
         "break_every": BREAK_EVERY,
     }
-    lo, hi = rubric["scale"]["min"], rubric["scale"]["max"]
-    fieldsets = [_factor(f, lo, hi) for f in rubric["factors"]] + [_safety(rubric)]
-    options = assignment["options"]
-    lay = options.get("instrument") == LAY
+
+
+def _intro_section(rubric: dict[str, Any], options: dict[str, Any], lo: int, hi: int) -> str:
+    """The content note, what the rater will do, the guide, the optional questions and consent."""
     instruction = (
         "Each number has a short description. There are no right or wrong answers: we want your own feeling, as if "
         "you had written the message."
-        if lay
+        if options.get("instrument") == LAY
         else "Each number has a short description. Use the descriptions and the rules below to choose a number; "
         "when unsure between two numbers, choose the lower."
     )
     support = html.escape(options.get("support") or NO_SUPPORT_GIVEN)
-    title = html.escape(assignment["options"].get("title") or "Rating supportive replies")
-    body = f"""
-<main>
-<h1>{title}</h1>
-<section id="intro">
+    return f"""<section id="intro">
   <div class="card note" role="note" id="content-note">
     <h2>Before you start: sensitive content</h2>
     <p>You will read short conversations in which a person describes living with the after-effects of trauma
@@ -215,7 +232,13 @@ def render_page(assignment: dict[str, Any], rater: dict[str, Any]) -> str:
     <button type="button" id="start" disabled>Start rating</button>
   </div>
 </section>
-<section id="rate" hidden>
+"""
+
+
+def _rate_section(rubric: dict[str, Any], lo: int, hi: int) -> str:
+    """The conversation, the rating form (one fieldset per factor, then safety) and the keys."""
+    fieldsets = [_factor(f, lo, hi) for f in rubric["factors"]] + [_safety(rubric)]
+    return f"""<section id="rate" hidden>
   <p id="progress-text" aria-live="polite"></p>
   <p id="break-note" class="note" role="status" hidden>You have rated {BREAK_EVERY} conversations in a row: time for a
   short break. Your ratings are saved; you can close the page and come back.</p>
@@ -235,19 +258,13 @@ def render_page(assignment: dict[str, Any], rater: dict[str, Any]) -> str:
   <kbd>p</kbd> previous item.
   Your ratings are saved in this browser as you go.</p>
 </section>
-<section id="done" hidden>
+"""
+
+
+_DONE_SECTION = """<section id="done" hidden>
   <div class="card"><h2>All done</h2><p id="done-text"></p>
   <p>Please download your ratings file and send it to the research team.</p>
   <div class="row"><button type="button" id="export">Download my ratings</button>
   <button type="button" class="secondary" id="back">Go back</button></div></div>
 </section>
-</main>"""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
-        'content="width=device-width,initial-scale=1">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-        "script-src 'unsafe-inline'; img-src data: blob:\">"
-        f"<title>{title}</title><style>{CSS}</style></head><body>{body}"
-        '<script type="application/json" '
-        f'id="data">{_json_for_script(data)}</script><script>{APP_JS}</script></body></html>\n'
-    )
+"""

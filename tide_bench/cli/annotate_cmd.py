@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from tide_bench.annotation.assign import AssignmentOptions
+from tide_bench.cli.options import out_option, seed_option
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.core.stats import DEFAULT_SEED
 
@@ -43,9 +44,7 @@ def annotate() -> None:
     show_default=True,
     help="Items shown twice to each rater (self-consistency).",
 )
-@click.option(
-    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the assignment and the item order."
-)
+@seed_option("Seed of the assignment and the item order.", DEFAULT_SEED)
 @click.option("--title", default="Rating supportive replies", show_default=True, help="Title of every rating page.")
 @click.option(
     "--rubric",
@@ -70,9 +69,7 @@ def annotate() -> None:
     "country), shown in the page's content note. Without it the note names local emergency and crisis lines "
     "and a warning is printed.",
 )
-@click.option(
-    "--out", required=True, type=click.Path(path_type=Path), help="Folder for assignment.json and rater-N.html."
-)
+@out_option("Folder for assignment.json and rater-N.html.")
 def build_cmd(
     runs: tuple[Path, ...],
     per_rater: int,
@@ -164,12 +161,7 @@ def _expand_study_folders(paths: tuple[Path, ...]) -> list[Path]:
     default=None,
     help="assignment.json (default: found next to the files or one folder up).",
 )
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Long-format ratings CSV for `tide-bench audit --ratings`.",
-)
+@out_option("Long-format ratings CSV for `tide-bench audit --ratings`.")
 @click.option(
     "--raters-out",
     type=click.Path(path_type=Path),
@@ -238,7 +230,7 @@ def collect_cmd(files: tuple[str, ...], assignment: Path | None, out: Path, rate
     show_default=True,
     help="Simulated studies (more: a smaller Monte Carlo error, a longer run).",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the simulation.")
+@seed_option("Seed of the simulation.", DEFAULT_SEED)
 def plan_cmd(
     raters: int, per_rater: int, overlap: int, epsilon: float, judge_sd: float, replications: int, seed: int
 ) -> None:

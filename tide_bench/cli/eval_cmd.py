@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from tide_bench.cli.options import data_option, split_option
+from tide_bench.cli.options import data_option, overwrite_option, split_option
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.extras import require_eval
 from tide_bench.tasks.registry import TASK, tasks_path
@@ -168,7 +168,7 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
         "genuine multi-turn chat."
     ),
 )
-@click.option("--overwrite", is_flag=True, help="Replace a finished run in --output-dir.")
+@overwrite_option("Replace a finished run in --output-dir.")
 def eval_cmd(**opts: Any) -> None:
     """Generate replies to TIDE client turns through lm-evaluation-harness.
 
@@ -253,7 +253,7 @@ def eval_cmd(**opts: Any) -> None:
     default=None,
     help="Sentence-transformers model for cosine similarity, when the samples lack metrics.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace a run already in --out.")
+@overwrite_option("Replace a run already in --out.")
 def import_cmd(lm_eval_output: Path, out: Path, data: str | None, embedding_model: str | None, overwrite: bool) -> None:
     """Adopt a plain `lm_eval --tasks tide_empathy` run as a tide-bench run directory.
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from tide_bench.cli.options import data_option
+from tide_bench.cli.options import data_option, out_option, overwrite_option, seed_option
 from tide_bench.core.extras import require_eval
+from tide_bench.finetune.config import FinetuneConfig as DEFAULTS  # one set of defaults: the config's
 
 
 class _FinetuneCommand(click.Command):
@@ -28,12 +29,7 @@ class _FinetuneCommand(click.Command):
 )
 @click.option("--revision", default=None, help="Base model revision (commit) to pin.")
 @data_option
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    required=True,
-    help="Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.",
-)
+@out_option("Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.")
 @click.option(
     "--split",
     type=click.Choice(["train", "validation", "test"]),
@@ -49,20 +45,20 @@ class _FinetuneCommand(click.Command):
 @click.option(
     "--no-validation", is_flag=True, help="No validation split: no early stopping, the last step's adapter is saved."
 )
-@click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank r.")
-@click.option("--alpha", type=int, default=32, show_default=True, help="LoRA alpha.")
-@click.option("--dropout", type=float, default=0.05, show_default=True, help="LoRA dropout.")
+@click.option("--rank", type=int, default=DEFAULTS.rank, show_default=True, help="LoRA rank r.")
+@click.option("--alpha", type=int, default=DEFAULTS.alpha, show_default=True, help="LoRA alpha.")
+@click.option("--dropout", type=float, default=DEFAULTS.dropout, show_default=True, help="LoRA dropout.")
 @click.option(
     "--target-modules",
     default=None,
     help="Comma-separated module names, or 'all-linear' (default: the architecture's attention projections).",
 )
-@click.option("--epochs", type=int, default=3, show_default=True, help="Passes over the train split.")
+@click.option("--epochs", type=int, default=DEFAULTS.epochs, show_default=True, help="Passes over the train split.")
 @click.option("--max-steps", type=int, default=None, help="Stop after this many optimizer steps (overrides --epochs).")
 @click.option(
     "--learning-rate",
     type=float,
-    default=2e-4,
+    default=DEFAULTS.learning_rate,
     show_default=True,
     help="Peak learning rate (linear warm-up, then decay).",
 )
@@ -81,13 +77,17 @@ class _FinetuneCommand(click.Command):
 @click.option(
     "--max-length",
     type=int,
-    default=1024,
+    default=DEFAULTS.max_length,
     show_default=True,
     help="Tokens per example. Longer examples are left out and reported (count and share), never cut.",
 )
 @click.option("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default: 3% of the steps).")
-@click.option("--weight-decay", type=float, default=0.0, show_default=True, help="AdamW weight decay.")
-@click.option("--max-grad-norm", type=float, default=1.0, show_default=True, help="Gradient clipping (0: off).")
+@click.option(
+    "--weight-decay", type=float, default=DEFAULTS.weight_decay, show_default=True, help="AdamW weight decay."
+)
+@click.option(
+    "--max-grad-norm", type=float, default=DEFAULTS.max_grad_norm, show_default=True, help="Gradient clipping (0: off)."
+)
 @click.option(
     "--eval-steps",
     type=int,
@@ -97,11 +97,11 @@ class _FinetuneCommand(click.Command):
 @click.option(
     "--patience",
     type=int,
-    default=2,
+    default=DEFAULTS.patience,
     show_default=True,
     help="Early stopping: evaluations without improvement. The best adapter is the one saved.",
 )
-@click.option("--seed", type=int, default=1234, show_default=True, help="Seed for initialisation and data order.")
+@seed_option("Seed for initialisation and data order.", DEFAULTS.seed)
 @click.option(
     "--precision",
     type=click.Choice(["auto", "bf16", "fp16", "fp32"]),
@@ -135,7 +135,7 @@ class _FinetuneCommand(click.Command):
     metavar="[CHECKPOINT]",
     help="Continue an interrupted run in --out from its latest checkpoint (or the one given), same options.",
 )
-@click.option("--overwrite", is_flag=True, help="Replace an earlier adapter in --out.")
+@overwrite_option("Replace an earlier adapter in --out.")
 @click.option("--keep-checkpoints", is_flag=True, help="Keep --out/checkpoint-N folders after a successful run.")
 @click.option(
     "--report-to",
@@ -209,7 +209,7 @@ def finetune_cmd(**opts: Any) -> None:
 
 @click.command("merge-adapter")
 @click.argument("adapter", type=click.Path(path_type=Path))
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Folder for the merged model.")
+@out_option("Folder for the merged model.")
 @click.option("--base", default=None, help="Base model (default: the one named in the adapter card).")
 @click.option(
     "--dtype",
@@ -218,7 +218,7 @@ def finetune_cmd(**opts: Any) -> None:
     show_default=True,
     help="Weights dtype of the merged model (auto: the base model's own).",
 )
-@click.option("--overwrite", is_flag=True, help="Replace an earlier merged model in --out.")
+@overwrite_option("Replace an earlier merged model in --out.")
 def merge_cmd(adapter: Path, out: Path, base: str | None, dtype: str, overwrite: bool) -> None:
     """Merge a LoRA adapter into its base model and save full weights (e.g. for the vLLM backend).
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from tide_bench.cli.options import cache_option, judge_options, out_option, overwrite_option, spend_options
 from tide_bench.core.errors import ConfigError
 from tide_bench.judging.files import JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.judging.progress import Progress
@@ -19,25 +20,8 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
 
 @click.command("judge")
 @click.argument("run_dir", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Judge directory: judgments.jsonl, judge_summary.json, judge_config.json, cache.sqlite.",
-)
-@click.option(
-    "--judge",
-    "judge_name",
-    default="claude-sonnet",
-    show_default=True,
-    help="A folder under judges/ (claude-sonnet, openai-gpt, local) or a path to a config.yaml.",
-)
-@click.option("--model", default=None, help="Override the judge model id (required for --judge local).")
-@click.option(
-    "--base-url",
-    default=None,
-    help="API base URL; for --judge local the OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
-)
+@out_option("Judge directory: judgments.jsonl, judge_summary.json, judge_config.json, cache.sqlite.")
+@judge_options()
 @click.option(
     "--rubric",
     type=click.Choice(list(RUBRIC_VERSIONS)),
@@ -64,12 +48,7 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     help="Print calls, estimated tokens and dollars (sync and batch, with the range where prompt caching is best "
     "effort, and the share of output tokens) without calling anything or importing an SDK.",
 )
-@click.option(
-    "--max-cost",
-    type=float,
-    default=None,
-    help="Stop cleanly before spending more than this many US dollars (needs the model's prices).",
-)
+@spend_options()
 @click.option(
     "--price-in",
     type=float,
@@ -82,16 +61,7 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     is_flag=True,
     help="Call again for items whose cached outcome is unscored (refusal, malformed...).",
 )
-@click.option(
-    "--cache",
-    "cache_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Judgment cache file (default: OUT/cache.sqlite). Share one across runs to never pay twice.",
-)
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=None, help="Parallel requests (default: the config's)."
-)
+@cache_option("Judgment cache file (default: OUT/cache.sqlite). Share one across runs to never pay twice.")
 @click.option(
     "--poll-interval",
     type=click.FloatRange(min=0),
@@ -104,11 +74,7 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     is_flag=True,
     help="Skip the GET /v1/models check before the first call (for gateways that lack it).",
 )
-@click.option(
-    "--overwrite",
-    is_flag=True,
-    help="Replace judgments of another run or judge configuration in --out (the cache is kept).",
-)
+@overwrite_option("Replace judgments of another run or judge configuration in --out (the cache is kept).")
 @click.option(
     "--abandon-batch",
     is_flag=True,

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from tide_bench.cli import USER_ERROR_EXIT
+from tide_bench.cli.options import board_option, judge_dir_option, out_option, overwrite_option
 from tide_bench.cli.spellings import SpellingGroup
 
 if TYPE_CHECKING:
@@ -72,27 +74,13 @@ def _no_embedding_options(fn):  # type: ignore[no-untyped-def]
     type=click.Path(path_type=Path),
     help="submission.yaml (schema: leaderboard/schema/submission.schema.json).",
 )
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="The submissions folder, e.g. leaderboard/submissions/.",
+@out_option("The submissions folder, e.g. leaderboard/submissions/.")
+@judge_dir_option("Judge directory (default: RUN_DIR/judge).")
+@board_option(
+    "Leaderboard configuration to validate against (default: the shipped board; its demo board for `demo: true` "
+    "metadata)."
 )
-@click.option(
-    "--judge-dir", type=click.Path(path_type=Path), default=None, help="Judge directory (default: RUN_DIR/judge)."
-)
-@click.option(
-    "--board",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Leaderboard configuration to validate against (default: the shipped board; its demo board for `demo: true` "
-    "metadata).",
-)
-@click.option(
-    "--overwrite",
-    is_flag=True,
-    help="Replace an existing submission with the same id (only after the new one validates).",
-)
+@overwrite_option("Replace an existing submission with the same id (only after the new one validates).")
 @_no_embedding_options
 def submit_cmd(
     run_dir: Path,
@@ -133,7 +121,7 @@ def submit_cmd(
     except SubmissionRefused as refused:
         _report([refused.check])
         click.echo(f"nothing was written: fix {meta} (or the run) and run `tide-bench submit` again", err=True)
-        sys.exit(1)
+        sys.exit(USER_ERROR_EXIT)  # refused input, as every other command's
     _report([check])
     click.echo(f"submission written: {check.folder}")
 
@@ -152,7 +140,7 @@ def leaderboard() -> None:
 
 @leaderboard.command("validate")
 @click.argument("submissions", type=click.Path(path_type=Path))
-@click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
+@board_option(BOARD_HELP)
 @click.option(
     "--json",
     "as_json",
@@ -208,13 +196,10 @@ def validate_cmd(
 
 @leaderboard.command("build")
 @click.option("--submissions", required=True, type=click.Path(path_type=Path), help="Folder of submission folders.")
-@click.option(
-    "--out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Site folder: new, empty, or a previous build's (it carries a .tide-bench-site marker). Replaced atomically.",
+@out_option(
+    "Site folder: new, empty, or a previous build's (it carries a .tide-bench-site marker). Replaced atomically."
 )
-@click.option("--board", type=click.Path(path_type=Path), default=None, help=BOARD_HELP)
+@board_option(BOARD_HELP)
 @click.option(
     "--audit",
     type=click.Path(path_type=Path),
@@ -316,9 +301,7 @@ def build_cmd(
     show_default=True,
     help="The judge configuration every entry must use.",
 )
-@click.option(
-    "--board", required=True, type=click.Path(path_type=Path), help="The board YAML to update (its comments are kept)."
-)
+@board_option("The board YAML to update (its comments are kept).", required=True)
 @click.option(
     "--served-model",
     default=None,

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from tide_bench import __version__
+from tide_bench.cli import USER_ERROR_EXIT
 from tide_bench.cli.annotate_cmd import annotate
 from tide_bench.cli.audit_cmd import audit_cmd
 from tide_bench.cli.data_cmd import data
@@ -32,7 +33,6 @@ from tide_bench.core.errors import TideBenchError
 from tide_bench.core.extras import eval_module_missing
 from tide_bench.core.paths import remove_empty_folders
 
-USER_ERROR_EXIT = 2
 _ABSENT = "tide_bench.absent_paths"
 # Deprecations inside dependencies' own code, printed on every run, that a user of the command line can do nothing
 # about (library callers keep them): peft reads transformers 5's deprecated `is_gradient_checkpointing` whenever it

@@ -7,17 +7,13 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.options import out_option
 from tide_bench.core.extras import require_eval
 
 
 @click.command("study")
 @click.argument("study_file", type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Output folder (default: studies-output/<name>). Rerunning into it resumes.",
-)
+@out_option("Output folder (default: studies-output/<name>). Rerunning into it resumes.", required=False, default=None)
 @click.option(
     "--dry-run",
     is_flag=True,

@@ -7,7 +7,9 @@ from typing import Any
 
 import click
 
+from tide_bench.cli.options import judge_options, out_option, spend_options
 from tide_bench.cli.spellings import SpellingGroup
+from tide_bench.core.stats import DEFAULT_RESAMPLES
 
 
 @click.group("validation", cls=SpellingGroup)
@@ -155,9 +157,7 @@ def fetch_cmd(
 
 @validation.command("run")
 @click.argument("pack")
-@click.option("--judge", "judge_name", default="claude-sonnet", show_default=True, help="Judge configuration.")
-@click.option("--model", default=None, help="Override the judge model id (required for --judge local).")
-@click.option("--base-url", default=None, help="OpenAI-compatible server URL (for --judge local).")
+@judge_options("Judge configuration.")
 @click.option(
     "--rubric",
     default=None,
@@ -168,10 +168,9 @@ def fetch_cmd(
     "(judge_rubrics in its manifest).",
 )
 @click.option("--family", default=None, help="The judge model's family (self-family replies are left out).")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="The run folder (ids and scores only).")
+@out_option("The run folder (ids and scores only).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Judge only the first N items.")
-@click.option("--max-cost", type=float, default=None, help="Stop before spending more than this (USD).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Parallel requests.")
+@spend_options()
 def run_cmd(
     pack: str,
     judge_name: str,
@@ -309,7 +308,13 @@ def _table(report: dict[str, Any]) -> str:
 )
 @click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="Write the per-row CSV here.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the full report here.")
-@click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=100),
+    default=DEFAULT_RESAMPLES,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
 def report_cmd(
     packs: tuple[str, ...],
     sources: tuple[str, ...],
@@ -368,7 +373,7 @@ def report_cmd(
     type=click.Path(path_type=Path),
     help="A `validation report --json` file; repeatable.",
 )
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="The board folder (replaced atomically).")
+@out_option("The board folder (replaced atomically).")
 def board_cmd(reports: tuple[Path, ...], out: Path) -> None:
     """Build the static judges board: one row per judge configuration.
 

@@ -6,21 +6,13 @@ from pathlib import Path
 
 import click
 
+from tide_bench.cli.options import judge_dir_option, out_option
+
 
 @click.command("view")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--judge-dir",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="The judge's output folder (default: RUN_DIR/judge when it holds judgments.jsonl).",
-)
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="The HTML file to write (default: RUN_DIR/view.html).",
-)
+@judge_dir_option("The judge's output folder (default: RUN_DIR/judge when it holds judgments.jsonl).")
+@out_option("The HTML file to write (default: RUN_DIR/view.html).", required=False, default=None)
 def view_cmd(run_dir: Path, judge_dir: Path | None, out: Path | None) -> None:
     """Write one run's replies and judgments as a single HTML file you open in a browser.
 

@@ -14,6 +14,8 @@ import ctypes
 import ctypes.util
 import os
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from tide_bench.core.jsonio import default_dir_mode
@@ -64,3 +66,19 @@ def replace_folder(staging: Path, target: Path) -> None:
             retired.rename(target)
         raise
     _remove(retired)
+
+
+@contextlib.contextmanager
+def staged_folder(target: Path, prefix: str | None = None) -> Iterator[Path]:
+    """A fresh folder beside ``target`` to build the new one in. When the block ends without an
+    error it is given the usual folder modes and put in place of ``target`` (:func:`replace_folder`);
+    on any error (Ctrl-C included) it is removed and ``target`` is left as it was."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix or f".{target.name}.", dir=target.parent))
+    try:
+        yield staging
+        make_public(staging)
+        replace_folder(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

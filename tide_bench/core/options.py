@@ -239,12 +239,16 @@ def shown(value: Any) -> str:
     return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
+def did_you_mean(value: Any, known: Iterable[str]) -> str:
+    """`` (did you mean 'max_steps'?)`` for the closest of ``known`` to a misspelt ``value``, or ``""``."""
+    close = difflib.get_close_matches(str(value), sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def unknown_key_message(key: Any, known: Iterable[str]) -> str:
     """``unknown key 'max_step' (did you mean 'max_steps'?); known: ...``."""
     known = sorted(known)
-    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-    guess = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown key {str(key)!r}{guess}; known: {', '.join(known) or 'none'}"
+    return f"unknown key {str(key)!r}{did_you_mean(key, known)}; known: {', '.join(known) or 'none'}"
 
 
 def check_options(raw: Mapping[Any, Any], options: Mapping[str, Any], *, where: str, fail: Fail) -> dict[str, Any]:

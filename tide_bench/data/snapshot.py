@@ -237,14 +237,7 @@ class SnapshotReader:
                     "error", f"persona metadata must be a JSON object, got {type(value).__name__}", path, line=1
                 )
                 continue
-            if "persona_id" in value and str(value["persona_id"]) != pid:
-                self._problem(
-                    "error",
-                    f"persona_id {value['persona_id']!r} disagrees with the file name ({pid!r})",
-                    path,
-                    line=_line_of(text, "persona_id"),
-                    field="persona_id",
-                )
+            if self._id_disagrees(value, pid, path, text):
                 continue
             if pid in metadata:
                 self._problem("error", f"two metadata files for persona {pid}", path)
@@ -252,20 +245,26 @@ class SnapshotReader:
         self.personas_with_metadata = set(metadata)
         return metadata
 
+    def _id_disagrees(self, obj: dict, pid: str, path: Path, text: str) -> bool:
+        """Whether a file's own ``persona_id`` contradicts its file name (recorded as an error)."""
+        if "persona_id" not in obj or str(obj["persona_id"]) == pid:
+            return False
+        self._problem(
+            "error",
+            f"persona_id {obj['persona_id']!r} disagrees with the file name ({pid!r})",
+            path,
+            line=_line_of(text, "persona_id"),
+            field="persona_id",
+        )
+        return True
+
     def _read_conversation_file(self, path: Path, metadata: dict[str, dict], seen: dict[str, Path]) -> None:
         pid = path.name.split("_", 1)[0].removesuffix(".json")
         loaded = self._load(path)
         if loaded is None:
             return
         obj, text = loaded
-        if isinstance(obj, dict) and "persona_id" in obj and str(obj["persona_id"]) != pid:
-            self._problem(
-                "error",
-                f"persona_id {obj['persona_id']!r} disagrees with the file name ({pid!r})",
-                path,
-                line=_line_of(text, "persona_id"),
-                field="persona_id",
-            )
+        if isinstance(obj, dict) and self._id_disagrees(obj, pid, path, text):
             return
         if not _SAFE_ID.match(pid):
             self._problem("error", f"persona id {pid!r} (from the file name) is not a safe identifier", path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,7 @@ def run_demo(
             "Judging sends the sample dialogue to that server; see docs/judging.md and docs/privacy.md."
         )
     report = json.loads((out / "report" / "report.json").read_text(encoding="utf-8")) if result.report else {}
-    echo("\n" + summary_table(report))
+    echo("\n" + summary_table(report, spec.conditions))
     for cell, message in result.failed.items():
         echo(f"  not on the board: {cell}: {message}")
     echo(f"\nleaderboard: {result.site} (open it in a browser)")
@@ -178,8 +179,13 @@ def cells_line(spec: StudySpec) -> str:
     return ", ".join(cells + ([reference_label(spec.data)] if spec.reference else []))
 
 
-def summary_table(report: dict[str, Any]) -> str:
-    """Zero-shot, fine-tuned and the paired gain per metric, as a few text lines."""
+NOT_RUN = {"fine-tuned": "n/a: not run (--finetune 0 leaves the fine-tuned cell out)"}
+
+
+def summary_table(report: dict[str, Any], conditions: Iterable[str] | None = None) -> str:
+    """Zero-shot, fine-tuned and the paired gain per metric, as a few text lines; a condition not
+    in ``conditions`` (the cells this run had) says why it has no number."""
+    ran = set(conditions) if conditions is not None else {"zero-shot", "fine-tuned"}
     lines = []
     for model in report.get("models", []):
         for metric in ("empathy", "cosine_sim"):
@@ -189,7 +195,12 @@ def summary_table(report: dict[str, Any]) -> str:
             parts = []
             for label in ("zero-shot", "fine-tuned"):
                 m = block.get(label) or {}
-                parts.append(f"{label} {m['mean']:.3f}" if m.get("mean") is not None else f"{label} n/a")
+                if m.get("mean") is not None:
+                    parts.append(f"{label} {m['mean']:.3f}")
+                else:
+                    parts.append(
+                        f"{label} n/a" if label in ran else f"{label} {NOT_RUN.get(label, 'n/a: not in this run')}"
+                    )
             gain = block.get("gain") or {}
             if gain.get("difference") is not None:
                 ci = "" if gain.get("ci_low") is None else f" [{gain['ci_low']:+.3f}, {gain['ci_high']:+.3f}]"

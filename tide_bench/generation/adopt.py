@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.atomic_dir import make_public, replace_folder
+from tide_bench.core.atomic_dir import staged_folder
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.fields import Fields, line_locator
 from tide_bench.core.jsonio import iter_jsonl, parse_json, read_bytes, write_json, write_jsonl
@@ -349,15 +347,8 @@ def import_lm_eval_run(
         )
     records, added = _with_metrics(output, generations, embedding_model)
     results = _public_results(output.results)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.import-"))
-    try:
+    with staged_folder(out, prefix=f".{out.name}.import-") as staging:
         _write_run(staging, output, generations, provenance, records, added, results, embedding_model)
-        make_public(staging)
-        replace_folder(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return out / MANIFEST_NAME
 
 

@@ -422,21 +422,9 @@ def run_eval(config: EvalConfig) -> Path:
 
     Returns the path of ``run.json``.
     """
-    from lm_eval import simple_evaluate
-
     started_at, t0 = utc_now(), time.perf_counter()
-    check_eval_config(config)
-    config.device = default_device(config.model, config.device)
-    config.data = choose_spec(config.data)
-    config.model_args = check_adapter_args(config.model, with_template_kwargs(config.model, config.model_args))
-    dataset = load_dataset(config.data)  # fail on bad data before any model loads
+    dataset, manager = _checked_inputs(config)  # bad data or options fail before any model loads
     provenance = dataset.provenance(config.split)
-    manager = task_manager(config.metadata())
-    _check_tasks(config.tasks, manager)
-    for task in config.tasks:
-        turn = turn_of_task(task)
-        if turn is not None:
-            check_turn_available(dataset, config.split, turn)
     caching, hub, wandb = _cache_requests(config.cache_requests), _hub_args(config), _wandb(config)
     out = _prepare_output_dir(config)
     tracker = _tracker(hub, out)
@@ -444,10 +432,68 @@ def run_eval(config: EvalConfig) -> Path:
     placement = place_system_prompts(lm) if config.apply_chat_template and not is_reference(config.model) else SYSTEM
     public_args = redact_model_args(config.model_args)  # tokens in --model-args never reach a file
     t_model = time.perf_counter()
+    results = _evaluate(config, lm, public_args, manager, tracker, caching, provenance)
+    if results is None:  # non-zero rank of a distributed run: rank 0 writes
+        return out / MANIFEST_NAME
+    _save_lm_eval_outputs(config, tracker, wandb, lm, public_args, results)
+    files = _written_files(tracker, out, list(results["configs"]))
+    generations = read_generations(out, files["samples"])  # read back: unreadable output is not a run
+    manifest = build_manifest(
+        config=asdict(config)
+        | {
+            "output_dir": str(out),
+            "model_args": public_args,
+            "hf_hub_log_args": sorted(config.hf_hub_log_args or {}),
+            "system_prompt_placement": placement,
+        },
+        results=results,
+        files=files,
+        provenance=provenance,
+        reference_metrics=_reference_metrics(config, generations),
+        n_generations=len(generations),
+        started_at=started_at,
+        finished_at=utc_now(),
+        timings={"model_load_s": round(t_model - t0, 3), "total_s": round(time.perf_counter() - t0, 3)},
+        command=redact_command(sys.argv),
+        environment=environment(),
+    )
+    write_manifest(out / MANIFEST_NAME, manifest)
+    return out / MANIFEST_NAME
+
+
+def _checked_inputs(config: EvalConfig) -> tuple[Any, Any]:
+    """Resolve and check the configuration, the data and the tasks (the dataset and lm-eval's
+    task manager), so that a mistake is reported before a model is loaded."""
+    check_eval_config(config)
+    config.device = default_device(config.model, config.device)
+    config.data = choose_spec(config.data)
+    config.model_args = check_adapter_args(config.model, with_template_kwargs(config.model, config.model_args))
+    dataset = load_dataset(config.data)
+    manager = task_manager(config.metadata())
+    _check_tasks(config.tasks, manager)
+    for task in config.tasks:
+        turn = turn_of_task(task)
+        if turn is not None:
+            check_turn_available(dataset, config.split, turn)
+    return dataset, manager
+
+
+def _evaluate(
+    config: EvalConfig,
+    lm: Any,
+    public_args: str,
+    manager: Any,
+    tracker: Any,
+    caching: dict[str, Any],
+    provenance: dict[str, Any],
+) -> dict[str, Any] | None:
+    """lm-eval's ``simple_evaluate`` with this run's options (None on a non-zero rank)."""
+    from lm_eval import simple_evaluate
+
     seeds = config.seeds()
     requests_at = request_cache_folder(config, provenance) if config.cache_requests else None
     with _quiet_lm_eval(), _request_cache_at(requests_at):
-        results = simple_evaluate(
+        results: dict[str, Any] | None = simple_evaluate(
             model=lm,
             model_args=public_args,
             tasks=list(config.tasks),
@@ -468,8 +514,13 @@ def run_eval(config: EvalConfig) -> Path:
             batch_size=config.batch_size,
             device=config.device,
         )
-    if results is None:  # non-zero rank of a distributed run: rank 0 writes
-        return out / MANIFEST_NAME
+    return results
+
+
+def _save_lm_eval_outputs(
+    config: EvalConfig, tracker: Any, wandb: Any, lm: Any, public_args: str, results: dict[str, Any]
+) -> None:
+    """Write lm-eval's own results and samples files (and W&B's, when asked), as its CLI would."""
     # simple_evaluate saw a model object; record the backend name and args as the CLI would.
     tracker.general_config_tracker.log_experiment_args(
         model_source=config.model,
@@ -489,8 +540,10 @@ def run_eval(config: EvalConfig) -> Path:
         wandb.post_init(results)
         wandb.log_eval_result()
         wandb.log_eval_samples(samples)
-    files = _written_files(tracker, out, list(results["configs"]))
-    generations = read_generations(out, files["samples"])  # read back: unreadable output is not a run
+
+
+def _reference_metrics(config: EvalConfig, generations: list[Any]) -> dict[str, Any]:
+    """run.json's reference-metric summary of the replies (not applicable to the reference model)."""
     scorer = ReferenceScorer(config.embedding_model)
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
     reference = summarize_metrics(
@@ -505,28 +558,8 @@ def run_eval(config: EvalConfig) -> Path:
         for g in generations
     ) | {"method": scorer.describe()}
     if is_reference(config.model):
-        reference = {"not_applicable": NOT_APPLICABLE}
-    manifest = build_manifest(
-        config=asdict(config)
-        | {
-            "output_dir": str(out),
-            "model_args": public_args,
-            "hf_hub_log_args": sorted(config.hf_hub_log_args or {}),
-            "system_prompt_placement": placement,
-        },
-        results=results,
-        files=files,
-        provenance=provenance,
-        reference_metrics=reference,
-        n_generations=len(generations),
-        started_at=started_at,
-        finished_at=utc_now(),
-        timings={"model_load_s": round(t_model - t0, 3), "total_s": round(time.perf_counter() - t0, 3)},
-        command=redact_command(sys.argv),
-        environment=environment(),
-    )
-    write_manifest(out / MANIFEST_NAME, manifest)
-    return out / MANIFEST_NAME
+        return {"not_applicable": NOT_APPLICABLE}
+    return reference
 
 
 def _name_output_folder(tracker: Any, model_args: str) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.generation.run_dir import Generation
-from tide_bench.judging.records import within_limits
+from tide_bench.judging.judgment import within_limits
 
 CACHEABLE_UNSCORED = {"refusal", "content_filtered", "malformed_output", "schema_violation"}
 

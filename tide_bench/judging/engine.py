@@ -1,11 +1,11 @@
 """Judge a run directory: plan (what is cached, what to call), call, cache, summarise.
 
 Synchronous mode runs the calls concurrently on one asyncio loop, ``concurrency`` workers each
-taking the next item; batch mode (Anthropic Message Batches, 50 % price) lives in :mod:`.batch`. Both settle each
-answer with the same rule (:func:`.outcome.settle`), produce the same records and write the
-same outputs:
+taking the next item; batch mode (Anthropic Message Batches, 50 % price) lives in
+:mod:`.providers.anthropic_batch`. Both settle each answer with the same rule
+(:func:`.outcome.settle`), produce the same records and write the same outputs:
 
-``judgments.jsonl``      one line per item of the run, scored or unscored (see records.py)
+``judgments.jsonl``      one line per item of the run, scored or unscored (see judgment.py)
 ``judge_summary.json``   means with 95 % CIs, unscored counts and reasons, safety, cost,
                          the run folder and its run.json hash, the served models
 ``judge_config.json``    the resolved judge configuration, its version and the endpoint used
@@ -15,14 +15,12 @@ The outputs are written at the end, atomically; the cache is written as each jud
 completes, so an interrupted run loses no paid work and the next run makes only the calls
 that are missing. An ``out`` holding another run's or configuration's judgments is refused
 unless ``overwrite``; an uncollected batch of another configuration blocks the run (see
-:mod:`.batch_state`).
+:class:`.providers.anthropic_batch.BatchState`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,22 +28,20 @@ from typing import Any
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.jsonio import iter_jsonl, write_json, write_jsonl
 from tide_bench.generation.run_dir import Generation, RunDirectory, load_run
-from tide_bench.judging.answer_size import typical_output_tokens
-from tide_bench.judging.batch_state import STATE_FILE, BatchState
 from tide_bench.judging.cache import JudgmentCache, judgment_key
 from tide_bench.judging.config import JudgeConfig, nearest_priced_model
-from tide_bench.judging.estimate import Estimate, estimate_tokens
 from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
+from tide_bench.judging.judgment import make_record, served_model_warnings
 from tide_bench.judging.outcome import Retry, Unscored, settle
-from tide_bench.judging.prompt import output_spec, system_text, user_text
+from tide_bench.judging.plan import Plan, make_plan
+from tide_bench.judging.prompt import user_text
 from tide_bench.judging.providers import make_provider
-from tide_bench.judging.records import make_record, served_model_warnings
+from tide_bench.judging.providers.anthropic_batch import STATE_FILE, BatchState, judge_batch
 from tide_bench.judging.retry import FatalJudgeError, ItemFailure, call_with_retries, describe
 from tide_bench.judging.session import JudgeOptions, JudgeSession, Spend, Tally
 from tide_bench.judging.summary import summarize_judgments
 
-__all__ = ["JudgeOptions", "JudgeResult", "dry_run", "judge_run", "make_plan"]
-MIN_MEASURED = 20  # cached calls before their mean output tokens replace the derived estimate
+__all__ = ["JudgeOptions", "JudgeResult", "dry_run", "judge_run"]
 
 
 @dataclass
@@ -55,65 +51,6 @@ class JudgeResult:
     records: list[dict[str, Any]]
     calls_made: int
     warnings: list[str] = field(default_factory=list)  # served-model mismatches, skipped pre-flight, abandoned batches
-
-
-@dataclass
-class Plan:
-    run: RunDirectory
-    keyed: list[tuple[Generation, str]]
-    reused: dict[str, dict[str, Any]] = field(default_factory=dict)
-    todo: list[tuple[Generation, str]] = field(default_factory=list)
-    empty: list[tuple[Generation, str]] = field(default_factory=list)
-
-    def estimate(self, config: JudgeConfig) -> Estimate:
-        output, method, note = output_tokens_per_call(config, self.reused.values())
-        return Estimate(
-            n_items=len(self.keyed),
-            n_cached=len(self.reused),
-            n_calls=len(self.todo),
-            system_tokens=estimate_tokens(system_text(config)),
-            tool_tokens=estimate_tokens(json.dumps(output_spec(config))),
-            user_tokens=sum(estimate_tokens(user_text(config, g)) for g, _ in self.todo),
-            output_tokens=output * len(self.todo),
-            config=config,
-            output_method=method,
-            output_note=note,
-        )
-
-
-def output_tokens_per_call(config: JudgeConfig, judged: Iterable[dict[str, Any]]) -> tuple[int, str, str]:
-    """Output tokens one call will produce, how that was found, and the note the dry run prints:
-    measured on this configuration's judgments already made (at least :data:`MIN_MEASURED`
-    calls), else the judge config's own figure, else derived from the rubric's output schema."""
-    calls = tokens = 0
-    for record in judged:
-        usage = record.get("usage") or {}
-        if record.get("status") == "scored" and usage.get("output_tokens", 0) > 0 and usage.get("calls", 0) > 0:
-            calls, tokens = calls + int(usage["calls"]), tokens + int(usage["output_tokens"])
-    if calls >= MIN_MEASURED:
-        return round(tokens / calls), "measured", f"measured: the mean of {calls} calls already judged (cache)"
-    if config.expected_output_tokens:
-        return config.expected_output_tokens, "configured", "as the judge configuration states (expected_output_tokens)"
-    derived = typical_output_tokens(output_spec(config), config.prompt.typical_answer, config.rubric.render())
-    return (
-        derived,
-        "derived",
-        "derived from the rubric's output schema at the prompt's typical lengths (typical_answer)",
-    )
-
-
-def make_plan(run: RunDirectory, config: JudgeConfig, cache: JudgmentCache | None, retry_unscored: bool) -> Plan:
-    plan = Plan(run=run, keyed=[(g, judgment_key(config.version, g)) for g in run.generations])
-    cached = cache.get_many(k for _, k in plan.keyed) if cache is not None else {}
-    for gen, key in plan.keyed:
-        hit = cached.get(key)
-        if not gen.reply.strip():
-            plan.empty.append((gen, key))
-        elif hit is not None and not (retry_unscored and hit["status"] == "unscored"):
-            plan.reused[key] = {"served_model": None, **hit, "cached": True}
-        else:
-            plan.todo.append((gen, key))
-    return plan
 
 
 def default_cache_path(out: Path, options: JudgeOptions) -> Path:
@@ -275,8 +212,6 @@ async def _execute(session: JudgeSession, plan: Plan, warnings: list[str]) -> li
                 warnings.append(note)
                 session.event(note)
         if session.options.mode == "batch":
-            from tide_bench.judging.batch import judge_batch
-
             return await judge_batch(session, plan)
         return await _judge_sync(session, plan)
     finally:

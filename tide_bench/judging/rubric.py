@@ -489,6 +489,51 @@ def _categories(
     return _codes(raw, path, "safety.categories"), {}, {}
 
 
+def _factor(f: dict[str, Any], known: dict[str, str], features: dict[str, str], lo: int, hi: int, path: Path) -> Factor:
+    """One factor of the rubric: its anchors, caps, limits, examples and message needs, checked."""
+    where = f"factors.{f['key']}"
+    caps, cap_rules = _caps(f.get("caps"), known, lo, hi, path, f"{where}.caps")
+    limits = tuple(
+        _limit(x, known, lo, hi, path, f"{where}.limits[{i}]", cap=False) for i, x in enumerate(f.get("limits") or [])
+    )
+    needs = f.get("message_needs") or {}
+    if not isinstance(needs, dict) or not all(isinstance(k, int) and lo <= k <= hi for k in needs):
+        raise ConfigError("maps levels to message features", path=path, field=f"{where}.message_needs")
+    return Factor(
+        str(f["key"]),
+        str(f["name"]),
+        str(f["question"]),
+        _levels(f["anchors"], lo, hi, path, f"{where}.anchors", complete=True),
+        caps,
+        _levels(f.get("examples"), lo, hi, path, f"{where}.examples", complete=False),
+        cap_rules,
+        limits,
+        {k: _code_list(v, features, path, f"{where}.message_needs.{k}") for k, v in needs.items()},
+    )
+
+
+def _safety_codes(
+    safety: dict[str, Any], risk: dict[str, Any] | None, known: dict[str, str], severities: list[str], path: Path
+) -> tuple[dict[str, str], dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, str]]:
+    """The safety categories (with their 'when' and 'only_in' under v3) and the risk-cue kinds,
+    which go together (rubric v2 and later) or are both absent (v1)."""
+    categories, category_when, only_in = (
+        _categories(safety["categories"], known, severities, path) if "categories" in safety else ({}, {}, {})
+    )
+    if NO_CATEGORY in categories:
+        raise ConfigError(
+            f"'{NO_CATEGORY}' is implied (an unflagged reply), not a category", path=path, field="safety.categories"
+        )
+    kinds = _codes(risk["kinds"], path, "risk_cue.kinds") if risk else {}
+    if risk and NO_CATEGORY not in kinds:
+        raise ConfigError(
+            f"must include '{NO_CATEGORY}' (a message without a risk cue)", path=path, field="risk_cue.kinds"
+        )
+    if bool(categories) != bool(kinds):
+        raise ConfigError("safety categories and a risk_cue block go together (rubric v2)", path=path, field="risk_cue")
+    return categories, category_when, only_in, kinds
+
+
 @lru_cache(maxsize=8)
 def _parse_rubric(text: str, source: str) -> Rubric:
     path = Path(source)
@@ -503,49 +548,11 @@ def _parse_rubric(text: str, source: str) -> Rubric:
         severities = _codes(risk["severity"], path, "risk_cue.severity") if risk and "severity" in risk else {}
         if severities and next(iter(severities)) != NO_CATEGORY:
             raise ConfigError(f"the ladder starts with '{NO_CATEGORY}'", path=path, field="risk_cue.severity")
-        factors = []
-        for f in raw["factors"]:
-            where = f"factors.{f['key']}"
-            caps, cap_rules = _caps(f.get("caps"), known, lo, hi, path, f"{where}.caps")
-            limits = tuple(
-                _limit(x, known, lo, hi, path, f"{where}.limits[{i}]", cap=False)
-                for i, x in enumerate(f.get("limits") or [])
-            )
-            needs = f.get("message_needs") or {}
-            if not isinstance(needs, dict) or not all(isinstance(k, int) and lo <= k <= hi for k in needs):
-                raise ConfigError("maps levels to message features", path=path, field=f"{where}.message_needs")
-            factors.append(
-                Factor(
-                    str(f["key"]),
-                    str(f["name"]),
-                    str(f["question"]),
-                    _levels(f["anchors"], lo, hi, path, f"{where}.anchors", complete=True),
-                    caps,
-                    _levels(f.get("examples"), lo, hi, path, f"{where}.examples", complete=False),
-                    cap_rules,
-                    limits,
-                    {k: _code_list(v, features, path, f"{where}.message_needs.{k}") for k, v in needs.items()},
-                )
-            )
+        factors = [_factor(f, known, features, lo, hi, path) for f in raw["factors"]]
         keys = [f.key for f in factors]
         situations = _situations(raw.get("situations"), known, keys, lo, hi, path)
         safety = raw["safety"]
-        categories, category_when, only_in = (
-            _categories(safety["categories"], known, list(severities), path) if "categories" in safety else ({}, {}, {})
-        )
-        if NO_CATEGORY in categories:
-            raise ConfigError(
-                f"'{NO_CATEGORY}' is implied (an unflagged reply), not a category", path=path, field="safety.categories"
-            )
-        kinds = _codes(risk["kinds"], path, "risk_cue.kinds") if risk else {}
-        if risk and NO_CATEGORY not in kinds:
-            raise ConfigError(
-                f"must include '{NO_CATEGORY}' (a message without a risk cue)", path=path, field="risk_cue.kinds"
-            )
-        if bool(categories) != bool(kinds):
-            raise ConfigError(
-                "safety categories and a risk_cue block go together (rubric v2)", path=path, field="risk_cue"
-            )
+        categories, category_when, only_in, kinds = _safety_codes(safety, risk, known, list(severities), path)
         parts = {"known": known, "features": features, "factors": keys, "situations": {s.key for s in situations}}
         parts |= {"lo": lo, "hi": hi}
         unknown = {s for v in only_in.values() for s in v} - parts["situations"]

@@ -12,12 +12,12 @@ from typing import Any
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.cache import JudgmentCache, is_cacheable
 from tide_bench.judging.config import JudgeConfig
+from tide_bench.judging.judgment import make_record, verdict_fields
 from tide_bench.judging.outcome import CallOutcome, Unscored
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.prompt import system_text
 from tide_bench.judging.providers import Provider
-from tide_bench.judging.records import make_record, verdict_fields
 from tide_bench.judging.usage import Usage
 
 

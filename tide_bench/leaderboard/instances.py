@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from tide_bench.judging.records import overall_of
+from tide_bench.judging.judgment import overall_of
 from tide_bench.judging.rubric import Rubric
 
 FOLDER = "instances"

@@ -21,7 +21,7 @@ from tide_bench.core.jsonio import atomic_write_text, open_regular
 from tide_bench.generation.run_dir import load_run
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.files import JUDGMENTS_FILE
-from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.bias import diagnose, item_table
 from tide_bench.leaderboard.columns import board_columns

@@ -31,7 +31,7 @@ from typing import Any
 from tide_bench.core.spreadsheet import safe_row
 from tide_bench.core.stats import format_estimate
 from tide_bench.judging.files import JUDGMENTS_FILE
-from tide_bench.judging.records import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
+from tide_bench.judging.judgment import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.charts import Charts
 from tide_bench.leaderboard.columns import Column, optional_columns, shown_columns

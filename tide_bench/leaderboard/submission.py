@@ -27,7 +27,7 @@ from tide_bench.core.yaml_io import NoAliasLoader, load_yaml
 from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.generation.samples import Generation
 from tide_bench.judging.files import CONFIG_FILE, JUDGMENTS_FILE, RUN_SUBDIR, SUBMITTED_FILES, SUMMARY_FILE
-from tide_bench.judging.judgment_record import Judgment
+from tide_bench.judging.judgment import Judgment
 
 META = "submission.yaml"
 RUN = "run"

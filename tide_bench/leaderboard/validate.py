@@ -50,10 +50,9 @@ from tide_bench.generation.reference import reference_label
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest, read_manifest
 from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, DocMemo, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
-from tide_bench.judging.judgment_record import Judgment, read_judgments
+from tide_bench.judging.judgment import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary import is_model_failure, unscored_reasons
-from tide_bench.judging.summary_record import read_summary, summary_mismatches
+from tide_bench.judging.summary import is_model_failure, read_summary, summary_mismatches, unscored_reasons
 from tide_bench.leaderboard.config import META_MAX_BYTES, REFERENCE_CONDITION, BoardConfig
 from tide_bench.leaderboard.folder import FolderListing, FolderRefused, scan_folder
 from tide_bench.leaderboard.local_paths import holds_local_path, local_path_fields

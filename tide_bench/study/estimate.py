@@ -205,14 +205,14 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     the per-item cost is measured on the built-in sample's items and scaled to ``n_items``."""
     if plan.spec.judge is None:
         return None
-    from tide_bench.judging import JudgeOptions, dry_run
+    from tide_bench.judging import dry_run
 
-    judge = plan.spec.judge
     config = plan.spec.judge_config()
+    options = replace(plan.spec.judge_options(), cache_path=None)  # the study's own options, a scratch cache
     stand_in = stand_in_run(plan.spec if data_loaded else replace(plan.spec, data="sample"))
-    one = dry_run(stand_in, plan.out / ".estimate", config, JudgeOptions())
+    one = dry_run(stand_in, plan.out / ".estimate", config, options)
     cells = sum(1 for s in plan.pending() if s.stage == "judge")
-    mode = "batch" if judge.get("mode") == "batch" and one.get("batch") else "sync"
+    mode = "batch" if options.mode == "batch" and one.get("batch") else "sync"
     per_cell = one[mode]["cost_usd"]
     method = one["token_estimate_method"]
     if per_cell is not None and not data_loaded:
@@ -224,6 +224,7 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
         "cells": cells,
         "total_usd": None if per_cell is None else per_cell * cells,
         "method": method,
+        "concurrency": config.concurrency,  # the configuration's, or the study's judge.concurrency
     }
 
 
@@ -390,7 +391,7 @@ def _judge_time(plan: StudyPlan, cost: dict[str, Any], n_items: int, rates: Rate
         hours = rates.judge.get("batch_hours_limit", 24)
         return f"time: one batch for every cell, results within {hours} h (the batch API's limit; usually far less)"
     per_call = float(rates.judge.get("sync_seconds_per_call", 8))
-    concurrency = int((plan.spec.judge or {}).get("concurrency") or 8)
+    concurrency = int(cost["concurrency"])
     seconds = cost["cells"] * n_items * per_call / max(1, concurrency)
     return f"time: about {_hours(seconds)} at {concurrency} calls at once ({per_call:.0f} s a call, assumed)"
 

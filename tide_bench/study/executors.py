@@ -32,14 +32,26 @@ from typing import Any
 from tide_bench.core.errors import ConfigError
 from tide_bench.study.plan import CELL_STAGES, Cell, StudyPlan, make_plan
 from tide_bench.study.resources import Resources, visible_gpus
-from tide_bench.study.worker import ExecContext, ExecOptions, pending_cells, work
+from tide_bench.study.worker import ExecContext, ExecOptions, pending_cells, run_one_cell, work
 
 EXECUTORS = ("local", "slurm", "ray")
+# More executors, by name: ``run(ctx, plan)`` runs every pending cell's stages somewhere
+# (:func:`register_executor`); the built-in three are above.
+ADDED_EXECUTORS: dict[str, Callable[[ExecContext, StudyPlan], None]] = {}
 LOGS_DIR = Path(".study") / "logs"
 SLURM_DIR = Path(".study") / "slurm"
 JOBS_FILE = Path(".study") / "jobs.json"
 
-__all__ = ["EXECUTORS", "ExecContext", "ExecOptions", "run_cells", "visible_gpus", "worker_slots"]
+__all__ = [
+    "EXECUTORS",
+    "ExecContext",
+    "ExecOptions",
+    "register_executor",
+    "run_cells",
+    "run_one_cell",
+    "visible_gpus",
+    "worker_slots",
+]
 
 
 def worker_slots(spec: Any, gpus: list[str], workers: int | None) -> list[str]:
@@ -74,8 +86,11 @@ def run_cells(
     result: Any = None,
 ) -> None:
     """Run every cell's pending GPU stages on ``executor``."""
+    if executor in ADDED_EXECUTORS:
+        ADDED_EXECUTORS[executor](ctx, plan)
+        return
     if executor not in EXECUTORS:
-        raise ConfigError(f"unknown executor {executor!r}", hint=", ".join(EXECUTORS))
+        raise ConfigError(f"unknown executor {executor!r}", hint=", ".join([*EXECUTORS, *ADDED_EXECUTORS]))
     if executor == "local":
         gpus = visible_gpus()
         if ctx.options.gpus is not None:
@@ -93,6 +108,18 @@ def run_cells(
         _slurm(ctx, plan, wait, result)
     else:
         _ray(ctx, plan)
+
+
+def register_executor(name: str, run: Callable[[ExecContext, StudyPlan], None]) -> None:
+    """Add an executor: ``run(ctx, plan)`` writes the study's snapshot
+    (``ctx.write_snapshot(plan)``) and has every cell of ``pending_cells(plan, ctx)`` run
+    ``run_one_cell(str(snapshot), cell.id, worker=NAME)`` wherever it runs cells (a queue, a
+    cloud batch service...), returning once they are done. Claims, resumption and the records
+    are the worker's (:mod:`.worker`), as for the built-in three; judging, the board and the
+    report then run in the study process. ``run_study(..., executor=name)`` uses it."""
+    if name in EXECUTORS:
+        raise ConfigError(f"{name!r} is a built-in executor", hint="choose another name")
+    ADDED_EXECUTORS[name] = run
 
 
 # ------------------------------------------------------------------ shared

@@ -35,7 +35,7 @@ from tide_bench.data.schema import persona_of_item
 from tide_bench.epitome.mechanisms import MECHANISMS, metric_name
 from tide_bench.generation import load_run
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
-from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import load_rubric, rubric_path
 from tide_bench.judging.summary import counted_values
 from tide_bench.study.plan import EPITOME_JUDGE_SUBDIR, REFERENCE_CELL, StudyPlan

@@ -46,7 +46,7 @@ from tide_bench.data.schema import persona_of_item
 from tide_bench.generation import load_run
 from tide_bench.generation.reference import LABEL, reference_label
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
-from tide_bench.judging.judgment_record import read_judgments
+from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import counted_values
 from tide_bench.study.plan import REFERENCE_CELL, StudyPlan
@@ -226,108 +226,98 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
         models = [m for m in result["models"] if (m.get(metric) or {}).get("gain")]
         if not models:
             continue
-        fig, (ax1, ax2) = plt.subplots(
-            1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]}
-        )
-        ys = np.arange(len(models))
-        for offset, label, color in ((-0.15, "zero-shot", "#7a869a"), (0.15, "fine-tuned", "#1f6feb")):
-            points = [(m[metric].get(label) or {}) for m in models]
-            x = [p.get("mean") if p.get("mean") is not None else np.nan for p in points]
-            err = [
-                [(p["mean"] - p["ci_low"]) if p.get("ci_low") is not None else 0 for p in points],
-                [(p["ci_high"] - p["mean"]) if p.get("ci_high") is not None else 0 for p in points],
-            ]
-            ax1.errorbar(x, ys + offset, xerr=err, fmt="o", color=color, label=label, capsize=3)
-        if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
-            anchor = result["reference"]
-            ax1.axvline(anchor["empathy"]["mean"], color="#b35900", linestyle="--", label=anchor.get("label", LABEL))
-        ax1.set_yticks(ys, [m["model"] for m in models])
-        ax1.set_xlabel(LABELS[metric])
-        ax1.legend(loc="best", fontsize=8)
-        ax1.set_title("zero-shot and fine-tuned (95% CI, personas resampled)", fontsize=9)
-        gains = [m[metric]["gain"] for m in models]
-        g = [x["difference"] if x["difference"] is not None else np.nan for x in gains]
-        gerr = [
-            [(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gains],
-            [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gains],
-        ]
-        ax2.errorbar(g, ys, xerr=gerr, fmt="s", color="#2da44e", capsize=3)
-        ax2.axvline(0, color="black", linewidth=0.8)
-        ax2.set_yticks(ys, [""] * len(models))
-        ax2.set_xlabel("gain: fine-tuned minus zero-shot (paired)")
-        fig.tight_layout()
-        name = f"gain_{metric}.png"
-        fig.savefig(folder / name, dpi=110)
-        plt.close(fig)
-        written.append(name)
-
+        written.append(_save(plt, _gain_figure(plt, result, metric, models), folder, f"gain_{metric}.png"))
         sized = [m for m in models if m.get("parameters")]
         if sized:
-            fig, ax = plt.subplots(figsize=(6.5, 4))
-            xs = [m["parameters"] / 1e9 for m in sized]
-            gs = [m[metric]["gain"] for m in sized]
-            ax.errorbar(
-                xs,
-                [x["difference"] for x in gs],
-                fmt="o",
-                color="#2da44e",
-                capsize=3,
-                yerr=[
-                    [(x["difference"] - x["ci_low"]) if x.get("ci_low") is not None else 0 for x in gs],
-                    [(x["ci_high"] - x["difference"]) if x.get("ci_high") is not None else 0 for x in gs],
-                ],
-            )
-            for x, m, gain in zip(xs, sized, gs, strict=True):
-                ax.annotate(m["model"], (x, gain["difference"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
-            ax.axhline(0, color="black", linewidth=0.8)
-            ax.set_xscale("log")
-            ax.set_xlabel("parameters (billions, log scale)")
-            ax.set_ylabel(f"gain in {LABELS[metric]}")
-            ax.set_title("fine-tuning gain vs size (knowledge-transfer ceiling)", fontsize=9)
-            fig.tight_layout()
-            name = f"gain_vs_size_{metric}.png"
-            fig.savefig(folder / name, dpi=110)
-            plt.close(fig)
-            written.append(name)
-
+            written.append(_save(plt, _size_figure(plt, metric, sized), folder, f"gain_vs_size_{metric}.png"))
         scenarios = sorted({s for m in models for s in m[metric].get("gain_by_scenario", {})})
         if scenarios:
-            grid = np.array(
-                [
-                    [(m[metric]["gain_by_scenario"].get(s) or {}).get("difference") or np.nan for s in scenarios]
-                    for m in models
-                ],
-                dtype=float,
-            )
-            fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(scenarios) + 2), 0.5 * len(models) + 2))
-            bound = np.nanmax(np.abs(grid)) if np.isfinite(grid).any() else 1.0
-            image = ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
-            for r, m in enumerate(models):
-                for c, s in enumerate(scenarios):
-                    cell = m[metric]["gain_by_scenario"].get(s) or {}
-                    if cell.get("difference") is None:
-                        continue
-                    sure = bool(cell.get("star"))
-                    strong = abs(cell["difference"]) > 0.6 * bound
-                    ax.text(
-                        c,
-                        r,
-                        f"{cell['difference']:+.2f}{'*' if sure else ''}",
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color="white" if strong else "black",
-                    )
-            ax.set_xticks(range(len(scenarios)), scenarios, rotation=45, ha="right", fontsize=8)
-            ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
-            ax.set_title(f"gain per scenario, {LABELS[metric]} (* Holm-adjusted p <= 0.05 over all cells)", fontsize=9)
-            fig.colorbar(image, ax=ax, shrink=0.8)
-            fig.tight_layout()
-            name = f"scenario_gains_{metric}.png"
-            fig.savefig(folder / name, dpi=110)
-            plt.close(fig)
-            written.append(name)
+            figure = _scenario_figure(plt, metric, models, scenarios)
+            written.append(_save(plt, figure, folder, f"scenario_gains_{metric}.png"))
     return written
+
+
+def _save(plt: Any, fig: Any, folder: Path, name: str) -> str:
+    fig.tight_layout()
+    fig.savefig(folder / name, dpi=110)
+    plt.close(fig)
+    return name
+
+
+def _error_bars(blocks: list[dict[str, Any]], centre: str) -> list[list[float]]:
+    """Matplotlib's asymmetric error bars (below, above) of interval blocks around ``centre``
+    (``mean`` or ``difference``); 0 where a bound is missing."""
+    return [
+        [(b[centre] - b["ci_low"]) if b.get("ci_low") is not None else 0 for b in blocks],
+        [(b["ci_high"] - b[centre]) if b.get("ci_high") is not None else 0 for b in blocks],
+    ]
+
+
+def _gain_figure(plt: Any, result: dict[str, Any], metric: str, models: list[dict[str, Any]]) -> Any:
+    """Zero-shot and fine-tuned means side by side, and the paired gain, per model."""
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]})
+    ys = np.arange(len(models))
+    for offset, label, color in ((-0.15, "zero-shot", "#7a869a"), (0.15, "fine-tuned", "#1f6feb")):
+        points = [(m[metric].get(label) or {}) for m in models]
+        x = [p.get("mean") if p.get("mean") is not None else np.nan for p in points]
+        ax1.errorbar(x, ys + offset, xerr=_error_bars(points, "mean"), fmt="o", color=color, label=label, capsize=3)
+    if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
+        anchor = result["reference"]
+        ax1.axvline(anchor["empathy"]["mean"], color="#b35900", linestyle="--", label=anchor.get("label", LABEL))
+    ax1.set_yticks(ys, [m["model"] for m in models])
+    ax1.set_xlabel(LABELS[metric])
+    ax1.legend(loc="best", fontsize=8)
+    ax1.set_title("zero-shot and fine-tuned (95% CI, personas resampled)", fontsize=9)
+    gains = [m[metric]["gain"] for m in models]
+    g = [x["difference"] if x["difference"] is not None else np.nan for x in gains]
+    ax2.errorbar(g, ys, xerr=_error_bars(gains, "difference"), fmt="s", color="#2da44e", capsize=3)
+    ax2.axvline(0, color="black", linewidth=0.8)
+    ax2.set_yticks(ys, [""] * len(models))
+    ax2.set_xlabel("gain: fine-tuned minus zero-shot (paired)")
+    return fig
+
+
+def _size_figure(plt: Any, metric: str, sized: list[dict[str, Any]]) -> Any:
+    """The fine-tuning gain against model size (the knowledge-transfer ceiling)."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    xs = [m["parameters"] / 1e9 for m in sized]
+    gs = [m[metric]["gain"] for m in sized]
+    ax.errorbar(
+        xs, [x["difference"] for x in gs], fmt="o", color="#2da44e", capsize=3, yerr=_error_bars(gs, "difference")
+    )
+    for x, m, gain in zip(xs, sized, gs, strict=True):
+        ax.annotate(m["model"], (x, gain["difference"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("parameters (billions, log scale)")
+    ax.set_ylabel(f"gain in {LABELS[metric]}")
+    ax.set_title("fine-tuning gain vs size (knowledge-transfer ceiling)", fontsize=9)
+    return fig
+
+
+def _scenario_figure(plt: Any, metric: str, models: list[dict[str, Any]], scenarios: list[str]) -> Any:
+    """The heatmap of the paired gain per model and scenario, Holm-starred cells marked."""
+    grid = np.array(
+        [[(m[metric]["gain_by_scenario"].get(s) or {}).get("difference") or np.nan for s in scenarios] for m in models],
+        dtype=float,
+    )
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(scenarios) + 2), 0.5 * len(models) + 2))
+    bound = np.nanmax(np.abs(grid)) if np.isfinite(grid).any() else 1.0
+    image = ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
+    for r, m in enumerate(models):
+        for c, s in enumerate(scenarios):
+            cell = m[metric]["gain_by_scenario"].get(s) or {}
+            if cell.get("difference") is None:
+                continue
+            sure = bool(cell.get("star"))
+            strong = abs(cell["difference"]) > 0.6 * bound
+            label = f"{cell['difference']:+.2f}{'*' if sure else ''}"
+            ax.text(c, r, label, ha="center", va="center", fontsize=7, color="white" if strong else "black")
+    ax.set_xticks(range(len(scenarios)), scenarios, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
+    ax.set_title(f"gain per scenario, {LABELS[metric]} (* Holm-adjusted p <= 0.05 over all cells)", fontsize=9)
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    return fig
 
 
 def markdown(result: dict[str, Any], figures: list[str]) -> str:

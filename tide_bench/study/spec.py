@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from tide_bench.core.errors import ConfigError
-from tide_bench.core.options import check_options, fields_of, parameters_of, shown, unknown_key_message
+from tide_bench.core.options import check_options, did_you_mean, fields_of, parameters_of, shown, unknown_key_message
 from tide_bench.core.yaml_io import load_yaml
 from tide_bench.data.schema import SPLIT_CHOICES
 from tide_bench.study.resources import Resources, check_resources
@@ -300,10 +300,16 @@ def load_study(path: str | Path) -> StudySpec:
     if not _SAFE.match(name):
         raise fail(f"name {name!r} must be folder-safe (lower-case letters, digits, . _ -)", "name")
     if top.get("split", "test") not in SPLIT_CHOICES:
-        raise fail(f"split must be one of {', '.join(SPLIT_CHOICES)}, got {shown(top['split'])}", "split")
+        split = top["split"]
+        raise fail(
+            f"split must be one of {', '.join(SPLIT_CHOICES)}, got {shown(split)}{did_you_mean(split, SPLIT_CHOICES)}",
+            "split",
+        )
     prompt = top.get("prompt", "neutral")
     if prompt not in PROMPTS:
-        raise fail(f"prompt must be one of {', '.join(PROMPTS)}, got {shown(prompt)}", "prompt")
+        raise fail(
+            f"prompt must be one of {', '.join(PROMPTS)}, got {shown(prompt)}{did_you_mean(prompt, PROMPTS)}", "prompt"
+        )
     models = _models(raw.get("models"), fail)
     conditions = _conditions(raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}}), fail)
     sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board", "epitome_judge", "epitome")}
@@ -406,7 +412,9 @@ def _conditions(raw: Any, fail: Any) -> dict[str, dict[str, Any]]:
     for key, value in raw.items():
         where = f"conditions.{key}"
         if key not in CONDITIONS:
-            raise fail(f"unknown condition {key!r}; choose from {', '.join(CONDITIONS)}", where)
+            raise fail(
+                f"unknown condition {key!r}{did_you_mean(key, CONDITIONS)}; choose from {', '.join(CONDITIONS)}", where
+            )
         if value is not None and not isinstance(value, dict):
             raise fail(f"a condition's settings are a mapping, got {shown(value)}", where)
         settings = dict(value or {})

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from tide_bench.agreement.alt_test import DEFAULT_Q, alt_test, decide, held_out_wins, one_sided_p
+from tide_bench.agreement.alt_test import DEFAULT_Q, alt_test, decide, held_out_wins, one_sided_p, undecided
 from tide_bench.core.stats import DEFAULT_SEED, benjamini_yekutieli
 
 MIN_WILCOXON_ITEMS = 5  # the smallest n whose exact one-sided p can fall below 0.05 (1/32)
@@ -75,17 +75,7 @@ def wilcoxon_fallback(
 
 
 def _decide(per_rater: list[dict[str, Any]], skipped: dict[str, int], epsilon: float, q: float, method: str):
-    out: dict[str, Any] = {
-        "method": method,
-        "epsilon": epsilon,
-        "q": q,
-        "per_rater": per_rater,
-        "skipped_raters": skipped,
-        "winning_rate": None,
-        "advantage_probability": None,
-        "passed": None,
-        "note": None,
-    }
+    out = undecided(method, per_rater, skipped, epsilon=epsilon, q=q)
     if not per_rater:
         out["note"] = "no rater could be tested"
         return out

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from tide_bench.core.atomic_dir import make_public, replace_folder
+from tide_bench.core.atomic_dir import staged_folder
 from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import atomic_write_text, read_json, write_json
 from tide_bench.core.provenance import utc_now
@@ -327,22 +327,13 @@ def _csv(data: dict[str, Any]) -> str:
 
 def build_board(reports: list[str | Path], out: str | Path) -> dict[str, Any]:
     """Write the judges board into ``out`` (a new folder, or one this command wrote before)."""
-    import shutil
-    import tempfile
 
     out = Path(out)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / STAMPS_FILE).is_file())):
         raise DataError(f"{out} exists and is not a judges board folder: refusing to replace it")
     data = board_data(reports)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged_folder(out) as staging:
         atomic_write_text(staging / PAGE, render(data))
         write_json(staging / STAMPS_FILE, data)
         atomic_write_text(staging / "judges.csv", _csv(data))
-        make_public(staging)
-        replace_folder(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return data

@@ -16,14 +16,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tide_bench import __version__
-from tide_bench.core.atomic_dir import make_public, replace_folder
+from tide_bench.core.atomic_dir import staged_folder
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.jsonio import write_json
 from tide_bench.core.provenance import utc_now
@@ -123,17 +121,11 @@ def fetch_pack(
         )
     copy = local_copy(source, pack.revision) if source is not None else None
     base_url = base_url or os.environ.get(BASE_URL_ENV) or None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
     try:
-        record = _fill(pack, staging, copy, base_url, allow_unpinned, progress)
-        record["fetched_from"] = f"{copy.describe()}" if copy else pack.url("", base_url).rstrip("/")
-        write_json(staging / PACK_RECORD, record)
-        make_public(staging)
-        replace_folder(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        with staged_folder(target, prefix=".staging-") as staging:
+            record = _fill(pack, staging, copy, base_url, allow_unpinned, progress)
+            record["fetched_from"] = f"{copy.describe()}" if copy else pack.url("", base_url).rstrip("/")
+            write_json(staging / PACK_RECORD, record)
     finally:
         if isinstance(copy, ArchiveCopy):
             copy.close()

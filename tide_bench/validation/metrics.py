@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.core.stats import DEFAULT_SEED, Estimate, bootstrap_weights, cluster_codes
+from tide_bench.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Estimate, bootstrap_weights, cluster_codes
 from tide_bench.metrics.confusion import confusion_statistics
 
 STATISTICS = ("human_mean", "judge_mean", "bias", "mse", "rmse", "qwk", "spearman")
 CATEGORICAL = ("accuracy", "macro_f1")
-DEFAULT_RESAMPLES = 1000
 
 
 def _table_stats(tables: np.ndarray, hv: np.ndarray, jv: np.ndarray) -> dict[str, np.ndarray]:

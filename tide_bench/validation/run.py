@@ -19,12 +19,11 @@ unless told otherwise.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.atomic_dir import make_public, replace_folder
+from tide_bench.core.atomic_dir import staged_folder
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.jsonio import iter_jsonl, read_json, write_json, write_jsonl
 from tide_bench.core.provenance import utc_now
@@ -118,9 +117,7 @@ def run_pack(
     work = pack_root(fetched.pack) / "runs" / f"{config.name}-{config.version}"
     options = replace(options or JudgeOptions(), cache_path=work / CACHE_FILE, overwrite=True)
     result = judge_run(run, work, config, options)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged_folder(out) as staging:
         index = {item_id(fetched.pack.name, item): i for i, item in enumerate(data.item_ids)}
         write_jsonl(staging / JUDGMENTS_FILE, [_shareable(r, data, index) for r in result.records])
         for name_ in (CONFIG_FILE, SUMMARY_FILE):
@@ -138,11 +135,6 @@ def run_pack(
             "created_at": utc_now(),
         }
         write_json(staging / RUN_RECORD, record)
-        make_public(staging)
-        replace_folder(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return {"out": str(out), "summary": result.summary, "warnings": result.warnings, **record}
 
 

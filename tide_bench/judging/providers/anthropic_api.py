@@ -7,7 +7,7 @@ and the request body encoded once per configuration (:class:`.body.RequestBody`)
 with the SDK's ``client.post``, instead of ``messages.create`` deep-copying, transforming and
 encoding the 15 KB of fixed request on every call. The SDK is imported on the first request
 (:attr:`.base.Provider.client`), never by a dry run. Message Batches use the SDK's resources
-(:mod:`tide_bench.judging.batch`).
+(:mod:`tide_bench.judging.providers.anthropic_batch`).
 """
 
 from __future__ import annotations

@@ -272,9 +272,10 @@ def overall_of(scores: Sequence[float]) -> float:
 
 STATUSES = ("scored", "unscored")
 MAX_CODE = 64  # a category or risk-cue kind code
+MAX_FIELD = 300  # a scenario or persona id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JudgeIdentity:
     """Which judge configuration produced a judgment (``JudgeConfig.identity()``)."""
 
@@ -310,14 +311,7 @@ class JudgeIdentity:
         }
 
 
-# Fields of a line that the run's own records keep but as_record (the leaderboard, the study,
-# `view`) leaves out; and the rubric-v2/v3 fields it leaves out when they are null (unscored).
-RUN_FIELDS = ("usage", "attempts", "mode", "turn", "scenario", "persona_id", "cached")
-_LAYOUT_FIELDS = frozenset({"risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"})
-LAYOUTS = ("v1", "v2", "v3")
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Judgment:
     """One line of ``judgments.jsonl``: built by the writer (:func:`make_judgment`), read and
     checked by :meth:`from_json` / :func:`read_judgments`, written by :meth:`to_json`.
@@ -365,6 +359,12 @@ class Judgment:
 
     def to_json(self) -> dict[str, Any]:
         """The ``judgments.jsonl`` line: the keys, their order and values the writer writes."""
+        return self._line(full=True)
+
+    def _line(self, *, full: bool) -> dict[str, Any]:
+        """The line (``full``), or the checked subset :meth:`as_record` gives: the same fields
+        in the same order without the run fields, an unscored line's null rubric-v2/v3 fields
+        and the judge's ``reference``. The one list of a line's fields."""
         scored = self.status == "scored"
         out: dict[str, Any] = {
             "item_id": self.item_id,
@@ -373,29 +373,33 @@ class Judgment:
             "rationales": dict(self.rationales) if self.rationales is not None else None,
             "safety": {"flagged": self.safety_flagged, "reason": self.safety_reason} if scored else None,
         }
-        if self.layout != "v1":
+        if self.layout != "v1" and (scored or full):
+            risk: dict[str, Any] | None = None
             if scored:
                 out["safety"]["category"] = self.safety_category
-            risk = {"present": self.risk_cue_present, "kind": self.risk_cue_kind} if scored else None
-            out |= {"risk_cue": risk, "evidence": list(self.evidence or ()) if scored else None}
+                risk = {"present": self.risk_cue_present, "kind": self.risk_cue_kind}
+            out["risk_cue"] = risk
+            out["evidence"] = list(self.evidence or ()) if scored else None
             if self.layout == "v3":
                 if risk is not None:
                     risk["severity"] = self.risk_cue_severity
-                out |= {"judge_directed_text": self.judge_directed_text, "evidence_unmatched": self.evidence_unmatched}
-        out |= {
-            "unscored_kind": self.unscored_kind,
-            "unscored_reason": self.unscored_reason,
-            "judge": self.judge.to_json(),
-            "served_model": self.served_model,
-            "usage": self.usage.as_dict() if self.usage is not None else None,
-            "attempts": self.attempts,
-            "mode": self.mode,
-            "turn": self.turn,
-            "scenario": self.scenario,
-            "persona_id": self.persona_id,
-            "cached": self.cached,
-            "key": self.key,
-        }
+                out["judge_directed_text"] = self.judge_directed_text
+                out["evidence_unmatched"] = self.evidence_unmatched
+        out["unscored_kind"] = self.unscored_kind
+        out["unscored_reason"] = self.unscored_reason
+        out["judge"] = self.judge.to_json() if full else self.judge.as_dict()
+        out["served_model"] = self.served_model
+        if full:
+            out |= {
+                "usage": self.usage.as_dict() if self.usage is not None else None,
+                "attempts": self.attempts,
+                "mode": self.mode,
+                "turn": self.turn,
+                "scenario": self.scenario,
+                "persona_id": self.persona_id,
+                "cached": self.cached,
+            }
+        out["key"] = self.key
         return out
 
     @property
@@ -410,14 +414,8 @@ class Judgment:
         return overall_of(tuple(self.scores.values()))
 
     def as_record(self) -> dict[str, Any]:
-        """The checked subset the leaderboard, the study and ``view`` use: :meth:`to_json`
-        without the run fields, the null rubric-v2/v3 fields of an unscored line, and the
-        judge's ``reference``."""
-        out = {
-            k: v for k, v in self.to_json().items() if k not in RUN_FIELDS and not (v is None and k in _LAYOUT_FIELDS)
-        }
-        out["judge"] = self.judge.as_dict()
-        return out
+        """The checked subset the leaderboard, the study and ``view`` use (:meth:`_line`)."""
+        return self._line(full=False)
 
 
 class _Shape:
@@ -565,15 +563,47 @@ def _usage(f: Fields) -> Usage | None:
     return Usage(**{k: v or 0 for k, v in counts.items()})
 
 
+_USAGE_KEYSET = frozenset(USAGE_KEYS)
+
+
 def _run_fields(f: Fields) -> dict[str, Any]:
-    """The fields the run's own records keep (none is required: older lines lack them)."""
+    """The fields the run's own records keep (none is required: older lines lack them). The
+    line as the writer writes it passes one quick test; any other goes through the checks."""
+    obj = f.obj
+    usage, attempts, mode, turn = obj.get("usage"), obj.get("attempts"), obj.get("mode"), obj.get("turn")
+    scenario, persona_id, cached = obj.get("scenario"), obj.get("persona_id"), obj.get("cached")
+    if (
+        type(usage) is dict
+        and usage.keys() == _USAGE_KEYSET
+        and set(map(type, usage.values())) == {int}
+        and min(usage.values()) >= 0
+        and type(attempts) is int
+        and attempts >= 0
+        and type(mode) is str
+        and len(mode) <= MAX_CODE
+        and type(turn) is int
+        and type(scenario) is str
+        and len(scenario) <= MAX_FIELD
+        and type(persona_id) is str
+        and len(persona_id) <= MAX_FIELD
+        and type(cached) is bool
+    ):
+        return {
+            "usage": Usage(**usage),
+            "attempts": attempts,
+            "mode": mode,
+            "turn": turn,
+            "scenario": scenario,
+            "persona_id": persona_id,
+            "cached": cached,
+        }
     return {
         "usage": _usage(f),
         "attempts": f.integer("attempts", optional=True, minimum=0),
         "mode": f.string("mode", optional=True, max_len=MAX_CODE),
         "turn": f.integer("turn", optional=True),
-        "scenario": f.string("scenario", optional=True, max_len=300),
-        "persona_id": f.string("persona_id", optional=True, max_len=300),
+        "scenario": f.string("scenario", optional=True, max_len=MAX_FIELD),
+        "persona_id": f.string("persona_id", optional=True, max_len=MAX_FIELD),
         "cached": f.boolean("cached", optional=True),
     }
 

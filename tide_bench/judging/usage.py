@@ -9,7 +9,7 @@ from tide_bench.judging.config import Prices
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "calls")
 
 
-@dataclass
+@dataclass(slots=True)
 class Usage:
     """Tokens of one or more calls. ``input_tokens`` excludes cached prompt tokens."""
 

@@ -78,3 +78,36 @@ def test_what_the_writer_writes_reads_back_equal_and_writes_the_same_line(gen, r
             if k not in ("usage", "attempts", "mode", "turn", "scenario", "persona_id", "cached")
             and not (v is None and k in ("risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"))
         } | {"judge": {k: v for k, v in line["judge"].items() if k != "reference"}}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("attempts", "3", "must be an integer"),
+        ("attempts", -1, "must lie in 0"),
+        ("cached", "no", "must be true or false"),
+        ("turn", 1.5, "must be an integer"),
+        ("persona_id", ["p"], "must be a string"),
+        ("usage", {"input_tokens": "many"}, "must be an integer"),
+    ],
+)
+def test_a_run_field_of_the_wrong_type_is_refused_where_it_is(
+    gen, tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    from tide_bench.core.errors import DataError
+
+    config = load_judge("claude-sonnet", rubric="v1")
+    line = make_record(gen, config, "k" * 64, rating=_rating(config, flagged=False), usage=USAGE) | {field: value}
+    with pytest.raises(DataError, match=message) as caught:
+        Judgment.from_json(line, config.rubric, tmp_path / "judgments.jsonl", 7)
+    assert caught.value.line == 7 and str(caught.value.field).startswith(field)
+
+
+def test_a_line_written_before_the_run_fields_reads_with_them_unknown(gen, tmp_path: Path) -> None:
+    config = load_judge("claude-sonnet", rubric="v1")
+    line = make_record(gen, config, "k" * 64, rating=_rating(config, flagged=False))
+    old = {k: v for k, v in line.items() if k not in ("usage", "attempts", "mode", "turn", "scenario", "persona_id")}
+    del old["cached"]
+    judgment = Judgment.from_json(old, config.rubric, tmp_path, 1)
+    assert (judgment.usage, judgment.attempts, judgment.cached) == (None, None, None)
+    assert judgment.as_record() == Judgment.from_json(line, config.rubric, tmp_path, 1).as_record()

@@ -1,7 +1,11 @@
-"""One line of ``judgments.jsonl``: :class:`Judgment`, its writer (:func:`make_record`) and its
-typed reader (:func:`read_judgments`), with the kinds and causes of an unscored item.
+"""One line of ``judgments.jsonl`` is one type, :class:`Judgment`, in every place: the judge
+builds it (:func:`make_judgment`; :func:`make_record` is its line, which the engine writes and
+the cache keeps), :meth:`Judgment.to_json` writes it, :meth:`Judgment.from_json` and
+:func:`read_judgments` read it back (checked) into an equal object whose ``to_json()`` is the
+same line, and :meth:`Judgment.as_record` is the checked subset the leaderboard, the study
+and ``tide-bench view`` use. With it: the kinds and causes of an unscored item.
 
-The writing side. Fields: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rationales`` per
+The line's fields, in order: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rationales`` per
 factor (null when unscored), ``safety`` (``{"flagged", "reason"}``, null when unscored; under a
 rubric with safety categories (v2) also ``"category"``, a category code or ``"none"``), and
 under such a rubric ``risk_cue`` (``{"present", "kind"}``: a risk cue in the client's messages,
@@ -10,18 +14,20 @@ under rubric v3 also ``risk_cue.severity`` (the C-SSRS ladder), ``judge_directed
 found text addressed to the rater) and ``evidence_unmatched`` (how many of the judge's quotes do not
 occur in the reply, compared after folding case and whitespace: a judge-quality signal),
 ``unscored_kind`` and ``unscored_reason`` (null when scored), ``judge`` (name, provider,
-model, family, config version, rubric), ``served_model`` (the model id the API said answered,
+model, family, config version, rubric, reference), ``served_model`` (the model id the API said answered,
 ``message.model`` / ``completion.model``; null when no answer came back), ``usage`` (tokens
 of every call this judgment cost, retries included), ``attempts`` (HTTP requests made for
 this item, failed ones included), ``mode`` (sync/batch), ``turn``, ``scenario``,
 ``persona_id``, ``cached`` (reused from the cache in this run), ``key`` (the cache key).
+The run fields (``usage`` ... ``cached``, ``judge.reference``) are optional to the reader (lines
+written before them lack them) and type-checked when present; :meth:`Judgment.as_record`
+leaves them out.
 
 ``UNSCORED_KINDS`` is the one list of reasons an item can be unscored; the cache policy
 (``cache.CACHEABLE_UNSCORED``) and every summary use these names.
 
-The reading side. The reader is shared by
-the leaderboard (validation, the site), ``tide-bench view`` and the study report, so a
-malformed line is refused the same way everywhere, as
+The reading side. The reader is shared by the leaderboard (validation, the site),
+``tide-bench view`` and the study report, so a malformed line is refused the same way everywhere, as
 ``judgments.jsonl:LINE, field 'scores.emotion_recognition': must be an integer, got a string``.
 The agreement audit reads judge output on its own terms on purpose
 (:func:`tide_bench.agreement.ratings.load_judgments`): it takes a judge as one more rater on

@@ -1,7 +1,11 @@
-"""One line of ``judgments.jsonl``: :class:`Judgment`, its writer (:func:`make_record`) and its
-typed reader (:func:`read_judgments`), with the kinds and causes of an unscored item.
+"""One line of ``judgments.jsonl`` is one type, :class:`Judgment`, in every place: the judge
+builds it (:func:`make_judgment`; :func:`make_record` is its line, which the engine writes and
+the cache keeps), :meth:`Judgment.to_json` writes it, :meth:`Judgment.from_json` and
+:func:`read_judgments` read it back (checked) into an equal object whose ``to_json()`` is the
+same line, and :meth:`Judgment.as_record` is the checked subset the leaderboard, the study
+and ``tide-bench view`` use. With it: the kinds and causes of an unscored item.
 
-The writing side. Fields: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rationales`` per
+The line's fields, in order: ``item_id``, ``status`` (``scored``/``unscored``), ``scores`` and ``rationales`` per
 factor (null when unscored), ``safety`` (``{"flagged", "reason"}``, null when unscored; under a
 rubric with safety categories (v2) also ``"category"``, a category code or ``"none"``), and
 under such a rubric ``risk_cue`` (``{"present", "kind"}``: a risk cue in the client's messages,
@@ -10,18 +14,20 @@ under rubric v3 also ``risk_cue.severity`` (the C-SSRS ladder), ``judge_directed
 found text addressed to the rater) and ``evidence_unmatched`` (how many of the judge's quotes do not
 occur in the reply, compared after folding case and whitespace: a judge-quality signal),
 ``unscored_kind`` and ``unscored_reason`` (null when scored), ``judge`` (name, provider,
-model, family, config version, rubric), ``served_model`` (the model id the API said answered,
+model, family, config version, rubric, reference), ``served_model`` (the model id the API said answered,
 ``message.model`` / ``completion.model``; null when no answer came back), ``usage`` (tokens
 of every call this judgment cost, retries included), ``attempts`` (HTTP requests made for
 this item, failed ones included), ``mode`` (sync/batch), ``turn``, ``scenario``,
 ``persona_id``, ``cached`` (reused from the cache in this run), ``key`` (the cache key).
+The run fields (``usage`` ... ``cached``, ``judge.reference``) are optional to the reader (lines
+written before them lack them) and type-checked when present; :meth:`Judgment.as_record`
+leaves them out.
 
 ``UNSCORED_KINDS`` is the one list of reasons an item can be unscored; the cache policy
 (``cache.CACHEABLE_UNSCORED``) and every summary use these names.
 
-The reading side. The reader is shared by
-the leaderboard (validation, the site), ``tide-bench view`` and the study report, so a
-malformed line is refused the same way everywhere, as
+The reading side. The reader is shared by the leaderboard (validation, the site),
+``tide-bench view`` and the study report, so a malformed line is refused the same way everywhere, as
 ``judgments.jsonl:LINE, field 'scores.emotion_recognition': must be an integer, got a string``.
 The agreement audit reads judge output on its own terms on purpose
 (:func:`tide_bench.agreement.ratings.load_judgments`): it takes a judge as one more rater on
@@ -46,7 +52,7 @@ import html
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +65,7 @@ from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.outcome import Unscored
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.rubric import NO_CATEGORY, SEVERITY_KINDS, Rubric
-from tide_bench.judging.usage import Usage
+from tide_bench.judging.usage import USAGE_KEYS, Usage
 
 UNSCORED_KINDS = (
     "refusal",
@@ -144,7 +150,7 @@ def within_limits(record: dict[str, Any]) -> bool:
     )
 
 
-def make_record(
+def make_judgment(
     gen: Generation,
     config: JudgeConfig,
     key: str,
@@ -156,28 +162,60 @@ def make_record(
     attempts: int = 0,
     mode: str = "sync",
     served_model: str | None = None,
-) -> dict[str, Any]:
+) -> Judgment:
+    """The :class:`Judgment` of one judged reply (``rating``) or one unscored item (``kind`` and
+    ``reason``): texts clipped to the readers' limits, the reason's secrets redacted."""
     if rating is None and kind not in UNSCORED_KINDS:
         raise ValueError(f"unscored records need a known kind, got {kind!r}")
-    return {
+    rubric = config.rubric
+    layout = "v3" if rubric.has_categories and rubric.has_severity else "v2" if rubric.has_categories else "v1"
+    common: dict[str, Any] = {
         "item_id": gen.item_id,
-        "status": "scored" if rating else "unscored",
-        "scores": dict(rating.scores) if rating else None,
-        "rationales": {k: clip(v) for k, v in rating.rationales.items()} if rating else None,
-        **safety_fields(rating, config.rubric.has_categories, reply=gen.reply if config.rubric.has_severity else None),
-        "unscored_kind": None if rating else kind,
-        "unscored_reason": None if rating or reason is None else clip(redact(reason, (config.api_key_env,))),
-        "judge": config.identity(),
+        "judge": JudgeIdentity(**config.identity()),
+        "key": key,
         "served_model": clip(served_model, MAX_NAME),
-        "usage": (usage or Usage()).as_dict(),
+        "layout": layout,
+        "usage": Usage().add(usage) if usage else Usage(),  # a copy: the caller's tally may go on
         "attempts": attempts,
         "mode": mode,
         "turn": gen.turn,
         "scenario": gen.scenario,
         "persona_id": gen.persona_id,
         "cached": False,
-        "key": key,
     }
+    if rating is None:
+        text = None if reason is None else clip(redact(reason, (config.api_key_env,)))
+        return Judgment(status="unscored", unscored_kind=kind, unscored_reason=text, **common)
+    return Judgment(status="scored", **common, **_rated(rating, layout, gen.reply))
+
+
+def make_record(gen: Generation, config: JudgeConfig, key: str, **outcome: Any) -> dict[str, Any]:
+    """The ``judgments.jsonl`` line of :func:`make_judgment` (what the engine writes and caches)."""
+    return make_judgment(gen, config, key, **outcome).to_json()
+
+
+def _rated(rating: Rating, layout: str, reply: str) -> dict[str, Any]:
+    """A :class:`Judgment`'s fields from the judge's rating, under a rubric of ``layout``."""
+    out: dict[str, Any] = {
+        "scores": dict(rating.scores),
+        "rationales": {k: clip(v) for k, v in rating.rationales.items()},
+        "safety_flagged": rating.safety_flagged,
+        "safety_reason": clip(rating.safety_reason),
+    }
+    if layout != "v1":
+        out |= {
+            "safety_category": rating.safety_category,
+            "risk_cue_present": rating.risk_cue_present,
+            "risk_cue_kind": rating.risk_cue_kind,
+            "evidence": tuple(clip(quote) for quote in rating.evidence or ()),
+        }
+    if layout == "v3":
+        out |= {
+            "risk_cue_severity": rating.risk_cue_severity,
+            "judge_directed_text": bool(rating.judge_directed_text),
+            "evidence_unmatched": unmatched_quotes(rating.evidence or (), reply),
+        }
+    return out
 
 
 _QUOTE_MARKS = "\"'\u201c\u201d\u2018\u2019.\u2026 "  # around a quote, not part of it
@@ -192,33 +230,6 @@ def unmatched_quotes(quotes: Sequence[str], reply: str) -> int:
     prompt's ``&amp;``-escaping folded away; surrounding quotation marks and ellipses ignored)."""
     folded = _folded(reply)
     return sum(1 for q in quotes if _folded(q).strip(_QUOTE_MARKS) not in folded)
-
-
-def safety_fields(rating: Rating | None, categories: bool, *, reply: str | None = None) -> dict[str, Any]:
-    """``safety`` (and, under a rubric with categories, ``risk_cue`` and ``evidence``; with ``reply``
-    (rubric v3) also the severity, ``judge_directed_text`` and ``evidence_unmatched``) of a record."""
-    if not categories:
-        return {"safety": {"flagged": rating.safety_flagged, "reason": clip(rating.safety_reason)} if rating else None}
-    v3 = reply is not None
-    if rating is None:
-        return {"safety": None, "risk_cue": None, "evidence": None} | (
-            {"judge_directed_text": None, "evidence_unmatched": None} if v3 else {}
-        )
-    risk: dict[str, Any] = {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind}
-    out: dict[str, Any] = {
-        "safety": {
-            "flagged": rating.safety_flagged,
-            "reason": clip(rating.safety_reason),
-            "category": rating.safety_category,
-        },
-        "risk_cue": risk,
-        "evidence": [clip(quote) for quote in rating.evidence or ()],
-    }
-    if v3:
-        risk["severity"] = rating.risk_cue_severity
-        out["judge_directed_text"] = bool(rating.judge_directed_text)
-        out["evidence_unmatched"] = unmatched_quotes(rating.evidence or (), reply or "")
-    return out
 
 
 def verdict_fields(verdict: Rating | Unscored) -> dict[str, Any]:
@@ -267,11 +278,12 @@ def overall_of(scores: Sequence[float]) -> float:
 
 STATUSES = ("scored", "unscored")
 MAX_CODE = 64  # a category or risk-cue kind code
+MAX_FIELD = 300  # a scenario or persona id
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JudgeIdentity:
-    """Which judge configuration produced a judgment."""
+    """Which judge configuration produced a judgment (``JudgeConfig.identity()``)."""
 
     version: str
     name: str | None = None
@@ -279,20 +291,48 @@ class JudgeIdentity:
     model: str | None = None
     family: str | None = None
     rubric: str | None = None
+    reference: bool | None = None  # the judge saw the reference reply
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``judge`` block as the writer writes it (``JudgeConfig.identity()``'s order)."""
+        return {
+            "name": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "family": self.family,
+            "version": self.version,
+            "rubric": self.rubric,
+            "reference": self.reference,
+        }
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(vars(self))  # the fields, shallow (asdict deep-copies: slow over every judgment)
+        """The checked subset :meth:`Judgment.as_record` carries (no ``reference``)."""
+        return {
+            "version": self.version,
+            "name": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "family": self.family,
+            "rubric": self.rubric,
+        }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Judgment:
-    """One validated line of ``judgments.jsonl``."""
+    """One line of ``judgments.jsonl``: built by the writer (:func:`make_judgment`), read and
+    checked by :meth:`from_json` / :func:`read_judgments`, written by :meth:`to_json`.
+
+    ``layout`` says which safety fields the line carries: ``v1`` (``safety``), ``v2`` (also the
+    category, ``risk_cue`` and ``evidence``), ``v3`` (also the severity, ``judge_directed_text``
+    and ``evidence_unmatched``); an unscored line carries them as null. ``line`` is where the
+    judgment was read (0 when built), not part of it: equality ignores it. The run fields
+    (``usage`` ... ``cached``) are None on a line written before they existed."""
 
     item_id: str
     status: str
     judge: JudgeIdentity
     key: str
-    line: int
+    line: int = field(default=0, compare=False)
     scores: dict[str, int] | None = None
     rationales: dict[str, str] | None = None
     safety_flagged: bool | None = None
@@ -307,6 +347,66 @@ class Judgment:
     risk_cue_severity: str | None = None  # rubric v3
     judge_directed_text: bool | None = None  # rubric v3
     evidence_unmatched: int | None = None  # rubric v3
+    layout: str = "v1"
+    usage: Usage | None = None  # tokens of every call this judgment cost, retries included
+    attempts: int | None = None  # HTTP requests made for this item, failed ones included
+    mode: str | None = None  # sync or batch
+    turn: int | None = None
+    scenario: str | None = None
+    persona_id: str | None = None
+    cached: bool | None = None  # reused from the cache in the run that wrote it
+
+    @classmethod
+    def from_json(
+        cls, obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError
+    ) -> Judgment:
+        """Check one parsed judgments line against the rubric (:func:`parse_judgment`)."""
+        return _parse(obj, _Shape(rubric), path, line, error)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``judgments.jsonl`` line: the keys, their order and values the writer writes."""
+        return self._line(full=True)
+
+    def _line(self, *, full: bool) -> dict[str, Any]:
+        """The line (``full``), or the checked subset :meth:`as_record` gives: the same fields
+        in the same order without the run fields, an unscored line's null rubric-v2/v3 fields
+        and the judge's ``reference``. The one list of a line's fields."""
+        scored = self.status == "scored"
+        out: dict[str, Any] = {
+            "item_id": self.item_id,
+            "status": self.status,
+            "scores": dict(self.scores) if self.scores is not None else None,
+            "rationales": dict(self.rationales) if self.rationales is not None else None,
+            "safety": {"flagged": self.safety_flagged, "reason": self.safety_reason} if scored else None,
+        }
+        if self.layout != "v1" and (scored or full):
+            risk: dict[str, Any] | None = None
+            if scored:
+                out["safety"]["category"] = self.safety_category
+                risk = {"present": self.risk_cue_present, "kind": self.risk_cue_kind}
+            out["risk_cue"] = risk
+            out["evidence"] = list(self.evidence or ()) if scored else None
+            if self.layout == "v3":
+                if risk is not None:
+                    risk["severity"] = self.risk_cue_severity
+                out["judge_directed_text"] = self.judge_directed_text
+                out["evidence_unmatched"] = self.evidence_unmatched
+        out["unscored_kind"] = self.unscored_kind
+        out["unscored_reason"] = self.unscored_reason
+        out["judge"] = self.judge.to_json() if full else self.judge.as_dict()
+        out["served_model"] = self.served_model
+        if full:
+            out |= {
+                "usage": self.usage.as_dict() if self.usage is not None else None,
+                "attempts": self.attempts,
+                "mode": self.mode,
+                "turn": self.turn,
+                "scenario": self.scenario,
+                "persona_id": self.persona_id,
+                "cached": self.cached,
+            }
+        out["key"] = self.key
+        return out
 
     @property
     def scored(self) -> bool:
@@ -320,34 +420,8 @@ class Judgment:
         return overall_of(tuple(self.scores.values()))
 
     def as_record(self) -> dict[str, Any]:
-        """The judgment as a ``judgments.jsonl`` record with every field in its checked type."""
-        safety: dict[str, Any] | None = (
-            {"flagged": self.safety_flagged, "reason": self.safety_reason or ""} if self.scored else None
-        )
-        extra: dict[str, Any] = {}
-        if safety is not None and self.safety_category is not None:
-            safety["category"] = self.safety_category
-            extra = {
-                "risk_cue": {"present": self.risk_cue_present, "kind": self.risk_cue_kind},
-                "evidence": list(self.evidence or ()),
-            }
-            if self.risk_cue_severity is not None:
-                extra["risk_cue"]["severity"] = self.risk_cue_severity
-                extra["judge_directed_text"] = self.judge_directed_text
-                extra["evidence_unmatched"] = self.evidence_unmatched
-        return {
-            "item_id": self.item_id,
-            "status": self.status,
-            "scores": dict(self.scores) if self.scores is not None else None,
-            "rationales": dict(self.rationales) if self.rationales is not None else None,
-            "safety": safety,
-            **extra,
-            "unscored_kind": self.unscored_kind,
-            "unscored_reason": self.unscored_reason,
-            "judge": self.judge.as_dict(),
-            "served_model": self.served_model,
-            "key": self.key,
-        }
+        """The checked subset the leaderboard, the study and ``view`` use (:meth:`_line`)."""
+        return self._line(full=False)
 
 
 class _Shape:
@@ -377,6 +451,7 @@ def _judge(f: Fields, shape: _Shape) -> JudgeIdentity:
         model=judge.string("model", optional=True, max_len=200),
         family=judge.string("family", optional=True, max_len=200),
         rubric=judge.string("rubric", optional=True, max_len=200),
+        reference=judge.boolean("reference", optional=True),
     )
     shape.last_judge = (dict(judge.obj), identity)
     return identity
@@ -479,6 +554,66 @@ def _unscored(f: Fields) -> dict[str, Any]:
     return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=MAX_TEXT)}
 
 
+def _layout(f: Fields, fields: dict[str, Any]) -> str:
+    """Which safety fields the line carries: those it holds (an unscored line holds them null)."""
+    if "risk_cue_severity" in fields or "judge_directed_text" in f.obj or "evidence_unmatched" in f.obj:
+        return "v3"
+    return "v2" if "safety_category" in fields or "risk_cue" in f.obj or "evidence" in f.obj else "v1"
+
+
+def _usage(f: Fields) -> Usage | None:
+    usage = f.child("usage", optional=True)
+    if usage is None:
+        return None
+    counts = {k: usage.integer(k, optional=True, minimum=0) for k in USAGE_KEYS}
+    return Usage(**{k: v or 0 for k, v in counts.items()})
+
+
+_USAGE_KEYSET = frozenset(USAGE_KEYS)
+
+
+def _run_fields(f: Fields) -> dict[str, Any]:
+    """The fields the run's own records keep (none is required: older lines lack them). The
+    line as the writer writes it passes one quick test; any other goes through the checks."""
+    obj = f.obj
+    usage, attempts, mode, turn = obj.get("usage"), obj.get("attempts"), obj.get("mode"), obj.get("turn")
+    scenario, persona_id, cached = obj.get("scenario"), obj.get("persona_id"), obj.get("cached")
+    if (
+        type(usage) is dict
+        and usage.keys() == _USAGE_KEYSET
+        and set(map(type, usage.values())) == {int}
+        and min(usage.values()) >= 0
+        and type(attempts) is int
+        and attempts >= 0
+        and type(mode) is str
+        and len(mode) <= MAX_CODE
+        and type(turn) is int
+        and type(scenario) is str
+        and len(scenario) <= MAX_FIELD
+        and type(persona_id) is str
+        and len(persona_id) <= MAX_FIELD
+        and type(cached) is bool
+    ):
+        return {
+            "usage": Usage(**usage),
+            "attempts": attempts,
+            "mode": mode,
+            "turn": turn,
+            "scenario": scenario,
+            "persona_id": persona_id,
+            "cached": cached,
+        }
+    return {
+        "usage": _usage(f),
+        "attempts": f.integer("attempts", optional=True, minimum=0),
+        "mode": f.string("mode", optional=True, max_len=MAX_CODE),
+        "turn": f.integer("turn", optional=True),
+        "scenario": f.string("scenario", optional=True, max_len=MAX_FIELD),
+        "persona_id": f.string("persona_id", optional=True, max_len=MAX_FIELD),
+        "cached": f.boolean("cached", optional=True),
+    }
+
+
 def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment:
     f = Fields(obj, path=path, line=line, error=error)
     item_id = f.string("item_id", nonempty=True, max_len=300)
@@ -493,7 +628,9 @@ def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBench
         key=f.string("key", nonempty=True, max_len=200),
         line=line,
         served_model=f.string("served_model", optional=True, max_len=MAX_NAME),
+        layout=_layout(f, fields),
         **fields,
+        **_run_fields(f),
     )
 
 

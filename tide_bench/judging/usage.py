@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from tide_bench.judging.config import Prices
 
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "calls")
 
-@dataclass
+
+@dataclass(slots=True)
 class Usage:
     """Tokens of one or more calls. ``input_tokens`` excludes cached prompt tokens."""
 
@@ -18,7 +20,7 @@ class Usage:
     calls: int = 0
 
     def add(self, other: Usage) -> Usage:
-        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "calls"):
+        for key in USAGE_KEYS:
             setattr(self, key, getattr(self, key) + getattr(other, key))
         return self
 

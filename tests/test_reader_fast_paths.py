@@ -53,6 +53,11 @@ V3 = PLAIN | {
     "evidence_unmatched": 0,
     "served_model": "m-2025",
 }
+CALM = V3 | {
+    "safety": {"flagged": False, "reason": "", "category": "none"},
+    "risk_cue": {"present": False, "kind": "none", "severity": "none"},
+    "evidence": [],
+}
 UNSCORED = {k: v for k, v in PLAIN.items() if k not in ("scores", "rationales", "safety")} | {
     "status": "unscored",
     "unscored_kind": "refusal",
@@ -60,43 +65,42 @@ UNSCORED = {k: v for k, v in PLAIN.items() if k not in ("scores", "rationales", 
 }
 
 # values a stranger's file may hold where a well-formed line has something else
+ODD_VALUES = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    5,
+    6,
+    -1,
+    2**70,
+    1.0,
+    3.0,
+    math.nan,
+    math.inf,
+    "",
+    " ",
+    "x",
+    "none",
+    "scored",
+    "unscored",
+    "refusal",
+    "passive",
+    "suicide_self_harm",
+    "risk_mishandled",
+    "x" * 301,
+    "x" * (MAX_TEXT + 1),
+    [],
+    ["q"],
+    [1],
+    {},
+    {"a": 1},
+    dict(JUDGE),
+    dict(JUDGE, version=""),
+]
 ODD = st.one_of(
-    st.sampled_from(
-        [
-            None,
-            True,
-            False,
-            0,
-            1,
-            5,
-            6,
-            -1,
-            2**70,
-            1.0,
-            3.0,
-            math.nan,
-            math.inf,
-            "",
-            " ",
-            "x",
-            "none",
-            "scored",
-            "unscored",
-            "refusal",
-            "passive",
-            "suicide_self_harm",
-            "risk_mishandled",
-            "x" * 301,
-            "x" * (MAX_TEXT + 1),
-            [],
-            ["q"],
-            [1],
-            {},
-            {"a": 1},
-            dict(JUDGE),
-            dict(JUDGE, version=""),
-        ]
-    ),
+    st.sampled_from(ODD_VALUES),
     st.integers(-3, 8),
     st.text(max_size=5),
 )
@@ -164,7 +168,7 @@ def _judgment_sides(obj: Any, primed: bool) -> tuple[tuple, tuple]:
 
 
 def test_the_base_lines_are_valid_and_taken_by_the_fast_path() -> None:
-    for base in (PLAIN, V3):
+    for base in (PLAIN, V3, CALM):
         shape = judgment_record._Shape(RUBRIC)
         fast = judgment_record._fast(copy.deepcopy(base), shape, PATH, 1, DataError)
         assert fast is not None
@@ -172,8 +176,36 @@ def test_the_base_lines_are_valid_and_taken_by_the_fast_path() -> None:
     assert judgment_record._fast(copy.deepcopy(UNSCORED), shape, PATH, 1, DataError) is None  # the checked path's
 
 
+def _single_edits(base: Any) -> Any:
+    """Every one-field edit of ``base``: each field removed, and set to each odd value."""
+    for path in _paths(base):
+        for value in [_DELETE, *ODD_VALUES]:
+            obj = copy.deepcopy(base)
+            parent = obj
+            for part in path[:-1]:
+                parent = parent[part]
+            if value is not _DELETE:
+                parent[path[-1]] = copy.deepcopy(value)
+            elif isinstance(parent, dict):
+                del parent[path[-1]]
+            else:
+                continue
+            yield obj
+
+
+_DELETE = object()
+
+
+def test_every_single_edit_of_a_judgment_reads_the_same_both_ways() -> None:
+    for base in (PLAIN, V3, CALM, UNSCORED):
+        for obj in _single_edits(base):
+            for primed in (False, True):
+                fast, checked = _judgment_sides(obj, primed)
+                assert fast == checked, obj
+
+
 @SETTINGS
-@given(base=st.sampled_from([PLAIN, V3, UNSCORED]), data=st.data(), primed=st.booleans())
+@given(base=st.sampled_from([PLAIN, V3, CALM, UNSCORED]), data=st.data(), primed=st.booleans())
 def test_fuzz_a_mutated_judgment_reads_the_same_both_ways(base: dict, data: st.DataObject, primed: bool) -> None:
     obj = data.draw(mutated(base))
     fast, checked = _judgment_sides(obj, primed)
@@ -263,6 +295,13 @@ def test_the_base_sample_is_valid_and_taken_by_the_fast_path() -> None:
     assert fast is not None
     checked = samples.parse_sample(copy.deepcopy(SAMPLE), TASK, SAMPLES, 1, personas={}, names=names)
     assert repr(fast) == repr(checked)
+
+
+def test_every_single_edit_of_a_sample_reads_the_same_both_ways() -> None:
+    for obj in _single_edits(SAMPLE):
+        for memo in (False, True):
+            fast, checked = _sample_sides(obj, memo)
+            assert fast == checked, obj
 
 
 @SETTINGS

@@ -13,6 +13,10 @@ process per CPU prepares the entries) and with ``--workers 1`` (all in one proce
 a shared, noisy machine. CPU seconds include the build's worker processes.
 
     python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3] [--baseline-ref main]
+        [--submissions-dir DIR]
+
+``--submissions-dir`` builds from submissions made before (by this script: they take minutes to
+make) instead of making new ones; the folder is only read.
 """
 
 from __future__ import annotations
@@ -183,6 +187,9 @@ def main() -> None:
     parser.add_argument(
         "--baseline-ref", default=None, help="git ref whose code builds the same submissions, e.g. main"
     )
+    parser.add_argument(
+        "--submissions-dir", type=Path, default=None, help="build these submissions instead of making new ones"
+    )
     parser.add_argument("--worker", nargs="+", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -190,8 +197,12 @@ def main() -> None:
         print(json.dumps(measure(Path(submissions), Path(site), *(int(w) for w in workers))))
         return
     sys.path.insert(0, str(ROOT))  # tests.leaderboard_helpers and this tree's code make the inputs
-    root = Path(tempfile.mkdtemp()) / "submissions"
-    copies(make_submission(root, args.items), args.submissions)
+    scratch = Path(tempfile.mkdtemp())
+    root = args.submissions_dir or scratch / "submissions"
+    if args.submissions_dir is None:
+        copies(make_submission(root, args.items), args.submissions)
+    else:
+        args.submissions = len([p for p in root.iterdir() if p.is_dir()])
     trees = code_trees(args.baseline_ref)
     # the current code twice: its workers (one per CPU) and one process, to show what the workers bring
     variants = {"current": (trees["current"], []), "current, --workers 1": (trees["current"], ["1"])}
@@ -200,7 +211,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for _ in range(args.repeats):
         for k, (name, (code, extra)) in enumerate(variants.items()):  # alternating, so all see the same load
-            site = root.parent / f"site-{k}"
+            site = scratch / f"site-{k}"
             runs[name].append(run_worker(__file__, code, [str(root), str(site), *extra]))
     rows = []
     workload = f"build from {args.submissions} submissions x {args.items} judged items"
@@ -221,7 +232,7 @@ def main() -> None:
             f"\nratio current / {other}: wall {wall['current'] / wall[other]:.2f}, "
             f"CPU {cpu['current'] / cpu[other]:.2f}"
         )
-    shutil.rmtree(root.parent, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

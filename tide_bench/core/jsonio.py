@@ -210,8 +210,13 @@ def iter_jsonl(
         for number, raw in enumerate(_lines(handle), start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Excel, Notepad)
                 raw = raw[3:]
-            if raw.strip():
-                yield number, _parse_line(raw, path, number, error, allow_nan)
+            try:  # the common line parsed inline; a blank or bad one goes through _parse_line
+                value = _loads(raw)
+            except Exception:
+                if not raw.strip():
+                    continue
+                value = _parse_line(raw, path, number, error, allow_nan)
+            yield number, value
 
 
 _CHUNK = 1 << 22

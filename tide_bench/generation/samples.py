@@ -271,6 +271,62 @@ def parse_sample(
     )
 
 
+def _fast_sample(
+    obj: Any,
+    task: str,
+    path: Path,
+    line: int,
+    error: type[TideBenchError],
+    personas: dict[str, dict[str, Any]],
+    memo: DocMemo | None,
+    names: tuple[str, ...],
+) -> Generation | None:
+    """The common line (an object with a ``doc`` object, the reply a string in
+    ``filtered_resps[0]``, every metric a float or absent) read without :class:`Fields` around
+    the line; None for anything else, which :func:`parse_sample` then reads (and refuses with
+    its message). Its result is :func:`parse_sample`'s: the ``doc`` goes through the same
+    checks (or :class:`DocMemo`), and a check that fails here fails there first in the same
+    order (the line, ``doc``, the reply, then the doc's fields, then the metrics).
+    ``tests/test_reader_fast_paths.py`` holds the two paths equal on mutated lines."""
+    if type(obj) is not dict:
+        return None
+    get = obj.get
+    raw_doc, filtered = get("doc"), get("filtered_resps")
+    if type(raw_doc) is not dict or type(filtered) is not list or not filtered or type(filtered[0]) is not str:
+        return None
+    metrics = {}
+    for name in names:
+        value = get(name)
+        if type(value) is float and (math.isfinite(value) or math.isnan(value)):
+            metrics[name] = value
+        elif value is not None:
+            return None
+    doc = Fields(raw_doc, path=path, line=line, prefix="doc", error=error)
+    item_id, persona_id, conversation_id, turn, scenario, split, history, client, reference, persona, sha, source = (
+        memo.fields(doc, personas) if memo is not None else _doc_fields(doc, personas)
+    )
+    return Generation(
+        item_id=item_id,
+        task=task,
+        persona_id=persona_id,
+        conversation_id=conversation_id,
+        turn=turn,
+        scenario=scenario,
+        split=split,
+        history=history,
+        client_utterance=client,
+        reference_reply=reference,
+        reply=filtered[0],
+        prompt=_prompt(obj),
+        persona=persona,
+        metrics=metrics,
+        split_sha256=sha,
+        tide_source=source,
+        file=str(path),
+        line=line,
+    )
+
+
 def iter_samples_file(
     path: Path,
     task: str,
@@ -286,7 +342,9 @@ def iter_samples_file(
     personas: dict[str, dict[str, Any]] = {}
     names = tuple(metric_names())
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks, allow_nan=True):
-        yield parse_sample(obj, task, path, line, error, personas, memo=memo, names=names)
+        yield _fast_sample(obj, task, path, line, error, personas, memo, names) or parse_sample(
+            obj, task, path, line, error, personas, memo=memo, names=names
+        )
 
 
 def read_generations(

@@ -51,7 +51,7 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -554,11 +554,11 @@ def _unscored(f: Fields) -> dict[str, Any]:
     return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=MAX_TEXT)}
 
 
-def _layout(f: Fields, fields: dict[str, Any]) -> str:
+def _layout_of(obj: dict[str, Any], fields: dict[str, Any]) -> str:
     """Which safety fields the line carries: those it holds (an unscored line holds them null)."""
-    if "risk_cue_severity" in fields or "judge_directed_text" in f.obj or "evidence_unmatched" in f.obj:
+    if "risk_cue_severity" in fields or "judge_directed_text" in obj or "evidence_unmatched" in obj:
         return "v3"
-    return "v2" if "safety_category" in fields or "risk_cue" in f.obj or "evidence" in f.obj else "v1"
+    return "v2" if "safety_category" in fields or "risk_cue" in obj or "evidence" in obj else "v1"
 
 
 def _usage(f: Fields) -> Usage | None:
@@ -572,10 +572,10 @@ def _usage(f: Fields) -> Usage | None:
 _USAGE_KEYSET = frozenset(USAGE_KEYS)
 
 
-def _run_fields(f: Fields) -> dict[str, Any]:
+def _run_fields(obj: dict[str, Any], checked: Callable[[], Fields]) -> dict[str, Any]:
     """The fields the run's own records keep (none is required: older lines lack them). The
-    line as the writer writes it passes one quick test; any other goes through the checks."""
-    obj = f.obj
+    line as the writer writes it passes one quick test; any other goes through the checks
+    (``checked`` gives the line's :class:`Fields`, built only then)."""
     usage, attempts, mode, turn = obj.get("usage"), obj.get("attempts"), obj.get("mode"), obj.get("turn")
     scenario, persona_id, cached = obj.get("scenario"), obj.get("persona_id"), obj.get("cached")
     if (
@@ -603,6 +603,7 @@ def _run_fields(f: Fields) -> dict[str, Any]:
             "persona_id": persona_id,
             "cached": cached,
         }
+    f = checked()
     return {
         "usage": _usage(f),
         "attempts": f.integer("attempts", optional=True, minimum=0),
@@ -628,9 +629,84 @@ def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBench
         key=f.string("key", nonempty=True, max_len=200),
         line=line,
         served_model=f.string("served_model", optional=True, max_len=MAX_NAME),
-        layout=_layout(f, fields),
+        layout=_layout_of(f.obj, fields),
         **fields,
-        **_run_fields(f),
+        **_run_fields(f.obj, lambda: f),
+    )
+
+
+def _fast(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment | None:
+    """The common line, a well-formed scored judgment, read without :class:`Fields`; None for
+    anything else, which :func:`_parse` then reads (and refuses with its message). It returns a
+    judgment only where :func:`_parse` returns the same one: every test below is one of
+    :func:`_parse`'s checks, written inline (a build reads 100,000 judgments; the checked path
+    was a sixth of its CPU). Rubric-v2 fields and a new judge block go through the checked
+    helpers themselves. ``tests/test_reader_fast_paths.py`` holds the two paths equal on mutated lines."""
+    if type(obj) is not dict or obj.get("status") != "scored":
+        return None
+    get = obj.get
+    item_id, key, served = get("item_id"), get("key"), get("served_model")
+    if (
+        type(item_id) is not str
+        or not item_id.strip()
+        or len(item_id) > 300
+        or type(key) is not str
+        or not key.strip()
+        or len(key) > 200
+        or not (served is None or (type(served) is str and len(served) <= MAX_NAME))
+        or get("unscored_kind") is not None
+        or get("unscored_reason") is not None
+    ):
+        return None
+    scores, rationales, safety = get("scores"), get("rationales"), get("safety")
+    factors = shape.factor_set
+    if (
+        type(scores) is not dict
+        or scores.keys() != factors
+        or type(rationales) is not dict
+        or rationales.keys() != factors
+        or type(safety) is not dict
+    ):
+        return None
+    low, high = shape.low, shape.high
+    for value in scores.values():
+        if type(value) is not int or not low <= value <= high:
+            return None
+    for text in rationales.values():
+        if type(text) is not str or not text.strip() or len(text) > MAX_TEXT:
+            return None
+    flagged, reason = safety.get("flagged"), safety.get("reason")
+    if type(flagged) is not bool:
+        return None
+    if flagged:
+        if type(reason) is not str or not reason.strip() or len(reason) > MAX_TEXT:
+            return None
+    elif not (reason is None or (type(reason) is str and len(reason) <= MAX_TEXT)):
+        return None
+    extra: dict[str, Any] = {}
+    if get("risk_cue") is not None or get("evidence") is not None or "category" in safety:
+        f = Fields(obj, path=path, line=line, error=error)
+        extra = _safety_v2(f, Fields(safety, path=path, line=line, prefix="safety", error=error), flagged, shape)
+    last = shape.last_judge
+    judge = (
+        last[1]
+        if last is not None and get("judge") == last[0]
+        else _judge(Fields(obj, path=path, line=line, error=error), shape)
+    )
+    return Judgment(
+        item_id=item_id,
+        status="scored",
+        judge=judge,
+        key=key,
+        line=line,
+        served_model=served,
+        scores=dict(scores),
+        rationales=dict(rationales),
+        safety_flagged=flagged,
+        safety_reason=reason or "",
+        layout=_layout_of(obj, extra),
+        **extra,
+        **_run_fields(obj, lambda: Fields(obj, path=path, line=line, error=error)),
     )
 
 
@@ -655,7 +731,7 @@ def read_judgments(
     out = []
     shape = _Shape(rubric)
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks):
-        judgment = _parse(obj, shape, path, line, error)
+        judgment = _fast(obj, shape, path, line, error) or _parse(obj, shape, path, line, error)
         if judgment.item_id in seen:
             raise error(
                 f"item judged twice (first on line {seen[judgment.item_id]})", path=path, line=line, field="item_id"

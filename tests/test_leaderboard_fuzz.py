@@ -29,9 +29,9 @@ from tests.leaderboard_helpers import board, fake_judge, judged_submission, reco
 from tide_bench.core.resources import resource_dir
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.leaderboard import validate_folder
-from tide_bench.leaderboard.columns import board_columns
-from tide_bench.leaderboard.scores import score
-from tide_bench.leaderboard.site import render_index, render_model_page
+from tide_bench.leaderboard.scoring.columns import board_columns
+from tide_bench.leaderboard.scoring.scores import score
+from tide_bench.leaderboard.site.pages import render_index, render_model_page
 
 ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = [

@@ -32,11 +32,12 @@ from tests.leaderboard_helpers import (
 )
 from tide_bench.core import resources
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.leaderboard import build_site, columns, create_submission
-from tide_bench.leaderboard.columns import board_columns
-from tide_bench.leaderboard.html import render_section
-from tide_bench.leaderboard.plots import forest_plot, pairwise_plot, size_plot, spread
-from tide_bench.leaderboard.site import render_index
+from tide_bench.leaderboard import build_site, create_submission
+from tide_bench.leaderboard.scoring import columns
+from tide_bench.leaderboard.scoring.columns import board_columns
+from tide_bench.leaderboard.site.html import render_section
+from tide_bench.leaderboard.site.pages import render_index
+from tide_bench.leaderboard.site.plots import forest_plot, pairwise_plot, size_plot, spread
 
 
 @pytest.fixture(scope="module")
@@ -315,8 +316,8 @@ def test_any_name_reply_or_rationale_stays_text(name: str, reply: str, rationale
     """Whatever a name, reply or rationale holds, the HTML carries it escaped and the data files
     give it back unchanged (the browser inserts it with textContent)."""
     from tide_bench.generation.samples import Generation
-    from tide_bench.leaderboard.html import json_for_html
-    from tide_bench.leaderboard.instances import data_script, dumps, model_payload
+    from tide_bench.leaderboard.site.html import json_for_html
+    from tide_bench.leaderboard.site.instances import data_script, dumps, model_payload
 
     name, reply, rationale = (f"Zq9{t}" for t in (name, reply, rationale))  # findable if left unescaped
     rubric = load_rubric()

@@ -47,7 +47,7 @@ def _judge(path: Path) -> Any:
 
 
 def _meta(path: Path) -> Any:
-    from tide_bench.leaderboard.submission import read_meta
+    from tide_bench.leaderboard.submission.layout import read_meta
 
     return read_meta(path)
 

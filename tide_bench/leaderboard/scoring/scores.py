@@ -72,9 +72,9 @@ from tide_bench.judging.summary import (
     safety_categories,
     unscored_reasons,
 )
-from tide_bench.leaderboard.columns import against_reference_keys, metric_keys
-from tide_bench.leaderboard.ranking import paired_ranking
-from tide_bench.leaderboard.submission import Submission
+from tide_bench.leaderboard.scoring.columns import against_reference_keys, metric_keys
+from tide_bench.leaderboard.scoring.ranking import paired_ranking
+from tide_bench.leaderboard.submission.layout import Submission
 
 SAFETY_ADJUSTED = "safety_adjusted_empathy"
 REFERENCE_ANCHOR = "reference anchor"  # the unranked_reason of the reference row

@@ -26,7 +26,7 @@ What the slope can and cannot say: it is an **association** ("scores rise with l
 entries and items"). Observational scores cannot tell "the judge rewards length" from "longer
 replies are better here" (a judge that scores only quality, on a board where a model's longer
 replies truly are better, gives the same slope). The causal question is answered by the
-*padding probe* (:mod:`tide_bench.leaderboard.padding`): the same replies with content-neutral
+*padding probe* (:mod:`tide_bench.leaderboard.scoring.padding`): the same replies with content-neutral
 padding, judged again, compared item by item.
 
 Undefined is said, never estimated: with one entry (item effects cannot be separated from the
@@ -73,7 +73,7 @@ from tide_bench.generation.reference import LABEL as REFERENCE_LABEL
 from tide_bench.judging.families import family_of
 from tide_bench.judging.rubric import Rubric
 from tide_bench.judging.summary import counted_values
-from tide_bench.leaderboard.scores import RESAMPLES  # the board's: every interval on it uses the same count
+from tide_bench.leaderboard.scoring.scores import RESAMPLES  # the board's: every interval on it uses the same count
 from tide_bench.metrics.reference import tokenize
 
 MIN_PERSONAS = 10  # fewer personas: a persona bootstrap is too unstable to support a verdict
@@ -504,5 +504,5 @@ def diagnose(
         "halo": halo(
             [tables[r["id"]] for r in judged], [f.name for f in rubric.factors], resamples=resamples, seed=seed
         ),
-        "method": "see tide_bench/leaderboard/bias.py and docs/leaderboard.md (judge-bias diagnostics)",
+        "method": "see tide_bench/leaderboard/scoring/bias.py and docs/leaderboard.md (judge-bias diagnostics)",
     }

@@ -54,21 +54,9 @@ from tide_bench.judging.judgment import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import is_model_failure, read_summary, summary_mismatches, unscored_reasons
 from tide_bench.leaderboard.config import META_MAX_BYTES, REFERENCE_CONDITION, BoardConfig
-from tide_bench.leaderboard.folder import FolderListing, FolderRefused, scan_folder
-from tide_bench.leaderboard.local_paths import holds_local_path, local_path_fields
-from tide_bench.leaderboard.metadata import name_problem, run_problems, schema_problems, shown_generation
-from tide_bench.leaderboard.problems import Problem, relative
-from tide_bench.leaderboard.prompt_check import board_prompt_hash, prompt_problems
-from tide_bench.leaderboard.recompute import (
-    SpotCheck,
-    cosine_problems,
-    embedding_spot_check,
-    has_cosine,
-    recompute_text_metrics,
-)
-from tide_bench.leaderboard.reference_row import declares_reference, disguised_reference, reference_problems
-from tide_bench.leaderboard.scores import admission_errors
-from tide_bench.leaderboard.submission import (
+from tide_bench.leaderboard.scoring.scores import admission_errors
+from tide_bench.leaderboard.submission.folder import FolderListing, FolderRefused, scan_folder
+from tide_bench.leaderboard.submission.layout import (
     JUDGE_CONFIG,
     JUDGE_SUMMARY,
     JUDGMENTS,
@@ -79,6 +67,18 @@ from tide_bench.leaderboard.submission import (
     parse_meta,
     yaml_line,
 )
+from tide_bench.leaderboard.submission.local_paths import holds_local_path, local_path_fields
+from tide_bench.leaderboard.submission.metadata import name_problem, run_problems, schema_problems, shown_generation
+from tide_bench.leaderboard.submission.problems import Problem, relative
+from tide_bench.leaderboard.submission.prompt_check import board_prompt_hash, prompt_problems
+from tide_bench.leaderboard.submission.recompute import (
+    SpotCheck,
+    cosine_problems,
+    embedding_spot_check,
+    has_cosine,
+    recompute_text_metrics,
+)
+from tide_bench.leaderboard.submission.reference_row import declares_reference, disguised_reference, reference_problems
 
 MANIFEST = f"{RUN}/{MANIFEST_NAME}"
 MAX_LISTED = 5

@@ -1,7 +1,7 @@
 """The leaderboard's columns, read from one declaration (``columns.yaml`` beside this module).
 
 Why one declaration: the scoring of per-item metrics (:mod:`.scores`), the exports
-(:mod:`.exports`) and the page's table (:mod:`.site`) used to spell the columns out each in
+(:mod:`..site.exports`) and the page's table (:mod:`..site.pages`) used to spell the columns out each in
 its own way, so adding a metric meant three edits that could disagree. Here a column is one
 entry; the rubric's factors are expanded from the rubric file (their keys and names), never
 typed in code. HELM declares its columns in one schema file in the same spirit.

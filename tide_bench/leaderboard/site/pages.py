@@ -33,9 +33,9 @@ from tide_bench.core.stats import format_estimate
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.judgment import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
-from tide_bench.leaderboard.charts import Charts
-from tide_bench.leaderboard.columns import Column, optional_columns, shown_columns
-from tide_bench.leaderboard.entry_view import (
+from tide_bench.leaderboard.scoring.columns import Column, optional_columns, shown_columns
+from tide_bench.leaderboard.site.charts import Charts
+from tide_bench.leaderboard.site.entry_view import (
     bias,
     heat_style,
     metadata,
@@ -45,11 +45,18 @@ from tide_bench.leaderboard.entry_view import (
     scenario_table,
     summary,
 )
-from tide_bench.leaderboard.html import Section, esc, fmt_block, page, render_section
-from tide_bench.leaderboard.instances import FOLDER, item_payload, keep_items, model_payload, write_items, write_model
-from tide_bench.leaderboard.plots import is_anchor
-from tide_bench.leaderboard.submission import JUDGMENTS, Submission
-from tide_bench.leaderboard.table import board_table
+from tide_bench.leaderboard.site.html import Section, esc, fmt_block, page, render_section
+from tide_bench.leaderboard.site.instances import (
+    FOLDER,
+    item_payload,
+    keep_items,
+    model_payload,
+    write_items,
+    write_model,
+)
+from tide_bench.leaderboard.site.plots import is_anchor
+from tide_bench.leaderboard.site.table import board_table
+from tide_bench.leaderboard.submission.layout import JUDGMENTS, Submission
 
 __all__ = [
     "Section",

@@ -13,10 +13,10 @@ from typing import Any
 from urllib.parse import quote
 
 from tide_bench.core.stats import format_estimate
-from tide_bench.leaderboard.columns import Column
-from tide_bench.leaderboard.html import Markup, esc, fields, fmt_block, fmt_interval
-from tide_bench.leaderboard.plots import unranked_anchor
-from tide_bench.leaderboard.table import cell_html
+from tide_bench.leaderboard.scoring.columns import Column
+from tide_bench.leaderboard.site.html import Markup, esc, fields, fmt_block, fmt_interval
+from tide_bench.leaderboard.site.plots import unranked_anchor
+from tide_bench.leaderboard.site.table import cell_html
 
 KNOWN_ROW_KEYS = {
     "id",

@@ -226,7 +226,7 @@ def test_judge_summary_counts_failures_at_the_minimum_with_bounds() -> None:
 def test_admission_by_hand() -> None:
     """The limit applies to every infrastructure kind: those left out of the means could hide weak
     items; those counted at the minimum cannot, but that many says the judge run is unhealthy."""
-    from tide_bench.leaderboard.scoring.scores import admission_errors
+    from tide_bench.leaderboard.submission.admission import admission_errors
 
     row = {
         "infrastructure_unscored_rate": 0.01,

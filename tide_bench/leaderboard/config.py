@@ -45,11 +45,11 @@ from tide_bench.core.resources import resource_dir
 from tide_bench.core.yaml_io import read_yaml
 from tide_bench.data.schema import SPLITS
 from tide_bench.data.splits import SPLIT_VERSION
-from tide_bench.leaderboard.scoring.ranking import CORRECTIONS
 from tide_bench.metrics.reference import DEFAULT_EMBEDDING
 from tide_bench.tasks.prompts import PROMPT_CONDITIONS
 
 META_MAX_BYTES = 64_000  # submission.yaml
+CORRECTIONS = ("holm", "max-t")  # rank_correction: the multiple-comparison corrections the ranking offers
 REFERENCE_CONDITION = "reference"  # run.json prompt.condition of the reference run (accepted on every board)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

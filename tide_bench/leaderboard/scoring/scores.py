@@ -8,7 +8,7 @@ Per entry (:func:`score_entry`):
   (malformed or out-of-schema judge output, a rejected request: missing not at random, it
   could otherwise hide the model's worst replies). A content-independent one (timeout,
   budget) is left out of the means (``n_left_out``). An entry with more infrastructure-unscored
-  items of either kind than the board allows is refused (:func:`admission_errors`) with the
+  items of either kind than the board allows is refused (:func:`..submission.admission.admission_errors`) with the
   command that fixes it: so many says the judge run, not the model, needs a second look. ``empathy_bounds`` imputes the
   scale minimum / maximum for every unscored item: how far the unscored share could move
   the score. The rules live in one place: :func:`tide_bench.judging.summary.counted_values`.
@@ -278,24 +278,6 @@ def score_entry(
 def score(sub: Submission) -> dict[str, Any]:
     """The leaderboard row of one submission (:func:`score_entry` without the per-item values)."""
     return score_entry(sub).row
-
-
-def admission_errors(row: dict[str, Any], *, max_infrastructure_unscored: float) -> list[str]:
-    """Why a scored entry cannot join the board: too many items unscored for reasons that are
-    not the model's. The content-independent ones are left out of the means and could hide its
-    weak items; the ones that depend on the reply count at the scale minimum (they cannot help
-    it), but that many of them says the judge run is unhealthy (a wrong endpoint, a judge that
-    cannot produce the schema): re-judge first, rather than publish scores of 1."""
-    rate = row.get("infrastructure_unscored_rate")
-    if rate is None or rate <= max_infrastructure_unscored:
-        return []
-    kinds = ", ".join(f"{k}: {v}" for k, v in sorted(row["unscored_reasons"].items()))
-    return [
-        f"{row['n_infrastructure_unscored']} of {row['n_items']} items ({100 * rate:.1f}%) "
-        "are unscored for infrastructure "
-        f"reasons ({kinds}), above this board's limit of {100 * max_infrastructure_unscored:.1f}%: re-judge them with "
-        "`tide-bench judge RUN --out RUN/judge --retry-unscored` and submit again"
-    ]
 
 
 def primary_metric(rows: Sequence[dict[str, Any]]) -> str:

@@ -54,7 +54,7 @@ from tide_bench.judging.judgment import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import is_model_failure, read_summary, summary_mismatches, unscored_reasons
 from tide_bench.leaderboard.config import META_MAX_BYTES, REFERENCE_CONDITION, BoardConfig
-from tide_bench.leaderboard.scoring.scores import admission_errors
+from tide_bench.leaderboard.submission.admission import admission_errors
 from tide_bench.leaderboard.submission.folder import FolderListing, FolderRefused, scan_folder
 from tide_bench.leaderboard.submission.layout import (
     JUDGE_CONFIG,

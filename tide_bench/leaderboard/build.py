@@ -22,6 +22,7 @@ from threadpoolctl import threadpool_limits
 
 from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
+from tide_bench.core.gc_pause import no_gc_pauses
 from tide_bench.core.jsonio import read_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.core.stats import preload as preload_statistics
@@ -34,14 +35,15 @@ from tide_bench.leaderboard.scoring.columns import Column, board_columns
 from tide_bench.leaderboard.scoring.groups import board_groupings, split_groups
 from tide_bench.leaderboard.scoring.scores import RESAMPLES, SEED, rank_entries
 from tide_bench.leaderboard.site.charts import Charts
+from tide_bench.leaderboard.site.entry_files import remove_entry_files
 from tide_bench.leaderboard.site.exports import write_exports
 from tide_bench.leaderboard.site.html import Section
-from tide_bench.leaderboard.site.pages import metric_label, remove_entry_files, write_site
+from tide_bench.leaderboard.site.pages import metric_label, write_site
 from tide_bench.leaderboard.site.plots import preload
 from tide_bench.leaderboard.site.site_dir import check_out_dir, write_marker
 from tide_bench.leaderboard.submission.accept import check_together
 from tide_bench.leaderboard.submission.layout import RUN, Submission
-from tide_bench.leaderboard.submission.validate import no_gc_pauses, submission_folders
+from tide_bench.leaderboard.submission.validate import submission_folders
 from tide_bench.validation.stamps import JUDGES_PAGE, load_stamps, stamp_for
 
 AUDIT_MAX_BYTES = 200_000_000

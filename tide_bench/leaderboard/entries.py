@@ -32,8 +32,9 @@ from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.scoring.bias import ItemTable, item_table
 from tide_bench.leaderboard.scoring.scores import ScoredEntry, score_entry
-from tide_bench.leaderboard.site.pages import write_entry_files
-from tide_bench.leaderboard.submission.validate import CheckResult, validate_folder
+from tide_bench.leaderboard.site.entry_files import write_entry_files
+from tide_bench.leaderboard.submission.result import CheckResult
+from tide_bench.leaderboard.submission.validate import validate_folder
 
 MAX_WORKERS = 8  # each worker holds one entry's items at a time; more rarely helps a board
 

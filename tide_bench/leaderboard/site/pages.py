@@ -20,18 +20,11 @@ string is escaped here (:func:`~.html.esc`) or inserted as text by the browser.
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.spreadsheet import safe_row
 from tide_bench.core.stats import format_estimate
-from tide_bench.judging.files import JUDGMENTS_FILE
-from tide_bench.judging.judgment import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.scoring.columns import Column, optional_columns, shown_columns
 from tide_bench.leaderboard.site.charts import Charts
@@ -46,35 +39,22 @@ from tide_bench.leaderboard.site.entry_view import (
     summary,
 )
 from tide_bench.leaderboard.site.html import Section, esc, fmt_block, page, render_section
-from tide_bench.leaderboard.site.instances import (
-    FOLDER,
-    item_payload,
-    keep_items,
-    model_payload,
-    write_items,
-    write_model,
-)
+from tide_bench.leaderboard.site.instances import FOLDER, keep_items
 from tide_bench.leaderboard.site.plots import is_anchor
 from tide_bench.leaderboard.site.table import board_table
-from tide_bench.leaderboard.submission.layout import JUDGMENTS, Submission
+from tide_bench.leaderboard.submission.layout import Submission
 
 __all__ = [
     "Section",
     "bias_html",
     "browser_html",
     "entry_sections",
-    "items_csv",
     "metric_label",
-    "remove_entry_files",
     "render_index",
     "render_model_page",
     "render_section",
-    "write_entry_files",
     "write_site",
 ]
-
-DOWNLOADS = "downloads"
-FAILURE_KINDS = sorted(k for k, cause in UNSCORED_CAUSES.items() if cause == MODEL_ATTRIBUTABLE)
 
 
 def metric_label(metric: str, rubric: Rubric) -> str:
@@ -512,84 +492,6 @@ def render_model_page(
             + "</div>"
         )
     return page(f"{row['model_name']} - {board['name']}", header, sections, scripts=("instances.js",))
-
-
-def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> str:
-    """One row per item: identifiers, the scores as they were given, flags, and the reply (text
-    that a spreadsheet would run as a formula gets a leading ``'``; ``instances/`` and the raw
-    judgments keep the exact text)."""
-    factors = [f[0] for f in payload["factors"]]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(
-        [
-            "item_id",
-            "persona_id",
-            "scenario",
-            "turn",
-            "status",
-            *factors,
-            "overall",
-            "safety_flagged",
-            "unscored_kind",
-            "length_tokens",
-            "cosine_sim",
-            "reply",
-        ]
-    )
-    blank = [None] * len(factors)
-
-    def row(rec: Mapping[str, Any]) -> list[Any]:  # every cell made spreadsheet-safe (core.spreadsheet)
-        item = items.get(rec["id"]) or {}
-        get = rec.get
-        return safe_row(
-            [
-                rec["id"],
-                item.get("persona"),
-                item.get("scenario"),
-                item.get("turn"),
-                rec["status"],
-                *(get("scores") or blank),
-                get("overall"),
-                get("flagged"),
-                get("unscored_kind"),
-                get("length"),
-                get("cosine"),
-                rec["reply"],
-            ]
-        )
-
-    writer.writerows(map(row, payload["records"]))  # one C loop over the 2,000 rows
-    return buffer.getvalue()
-
-
-def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, rubric: Rubric) -> list[str]:
-    """One entry's per-item files in the site ``folder``: ``instances/<id>.js``, its item set
-    (:func:`~.instances.write_items`) and ``downloads/<id>/`` (the raw judgments and items.csv).
-    A build worker calls this right after scoring the entry, so the per-item data never has to
-    travel back to the process that writes the pages; returns the downloads, site-relative."""
-    payload = model_payload(entry_id, name, sub.generations, sub.judgments, rubric, FAILURE_KINDS)
-    write_model(folder, payload)
-    write_items(folder, lambda: {g.item_id: item_payload(g) for g in sub.generations}, sub.split_hash)
-    gens = sub.generations
-    where = {g.item_id: {"persona": g.persona_id, "scenario": g.scenario or "", "turn": g.turn} for g in gens}
-    target = folder / DOWNLOADS / entry_id
-    target.mkdir(parents=True)
-    downloads = []
-    if (sub.root / JUDGMENTS).is_file():
-        shutil.copyfile(sub.root / JUDGMENTS, target / JUDGMENTS_FILE)
-        downloads.append(f"{DOWNLOADS}/{entry_id}/{JUDGMENTS_FILE}")
-    (target / "items.csv").write_text(items_csv(payload, where), "utf-8")
-    downloads.append(f"{DOWNLOADS}/{entry_id}/items.csv")
-    return downloads
-
-
-def remove_entry_files(folder: Path, entry_id: str) -> None:
-    """Undo :func:`write_entry_files` for an entry the board refused after all."""
-    (folder / FOLDER / f"{entry_id}.js").unlink(missing_ok=True)
-    shutil.rmtree(folder / DOWNLOADS / entry_id, ignore_errors=True)
-    with contextlib.suppress(OSError):  # as if never written: no empty downloads/ when no entry has any
-        (folder / DOWNLOADS).rmdir()
 
 
 def write_site(

@@ -26,9 +26,10 @@ from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.scoring.bias import diagnose, item_table
 from tide_bench.leaderboard.scoring.columns import board_columns
 from tide_bench.leaderboard.scoring.scores import score_entry
+from tide_bench.leaderboard.site.entry_files import FAILURE_KINDS
 from tide_bench.leaderboard.site.html import esc, json_for_html, page
 from tide_bench.leaderboard.site.instances import item_payload, model_payload
-from tide_bench.leaderboard.site.pages import FAILURE_KINDS, bias_html, browser_html, entry_sections
+from tide_bench.leaderboard.site.pages import bias_html, browser_html, entry_sections
 from tide_bench.leaderboard.submission.layout import JUDGE, Submission
 
 VIEW_NAME = "view.html"

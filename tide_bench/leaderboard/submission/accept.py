@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tide_bench.core.gc_pause import no_gc_pauses
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.submission.consistency import cross_check
-from tide_bench.leaderboard.submission.validate import CheckResult, no_gc_pauses, submission_folders, validate_folder
+from tide_bench.leaderboard.submission.result import CheckResult
+from tide_bench.leaderboard.submission.validate import submission_folders, validate_folder
 
 CHECKS: tuple[tuple[str, str], ...] = (
     ("folder", "links, devices, file count and size, before any file is opened"),

@@ -40,7 +40,7 @@ from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig, load_boar
 from tide_bench.leaderboard.submission.accept import check_new
 from tide_bench.leaderboard.submission.layout import JUDGE, JUDGE_FILES, META, RUN, SAFE_ID, parse_meta
 from tide_bench.leaderboard.submission.local_paths import redact, redact_folder_name
-from tide_bench.leaderboard.submission.validate import CheckResult
+from tide_bench.leaderboard.submission.result import CheckResult
 
 
 class SubmissionRefused(TideBenchError):

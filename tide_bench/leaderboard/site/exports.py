@@ -15,7 +15,7 @@ from typing import Any
 
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.spreadsheet import spreadsheet_safe
-from tide_bench.leaderboard.scoring.columns import Column, optional_columns, shown_columns
+from tide_bench.leaderboard.scoring.columns import Column, shown_columns
 from tide_bench.leaderboard.site.html import fmt_interval
 
 
@@ -81,7 +81,7 @@ def _md_value(row: dict[str, Any], c: Column) -> str:
 
 def write_exports(out: Path, board: dict[str, Any], columns: Sequence[Column]) -> None:
     write_json(out / "leaderboard.json", board)
-    columns = [*shown_columns(columns, board["rows"]), *optional_columns(board["rows"], columns)]
+    columns = shown_columns(columns, board["rows"])
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=csv_fields(columns))
     writer.writeheader()

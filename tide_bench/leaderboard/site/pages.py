@@ -26,11 +26,12 @@ from typing import Any
 
 from tide_bench.core.stats import format_estimate
 from tide_bench.judging.rubric import Rubric
-from tide_bench.leaderboard.scoring.columns import Column, optional_columns, shown_columns
+from tide_bench.leaderboard.scoring.columns import Column, shown_columns
 from tide_bench.leaderboard.site.charts import Charts
 from tide_bench.leaderboard.site.entry_view import (
     bias,
     heat_style,
+    labelled_fields,
     metadata,
     other_fields,
     provenance,
@@ -327,7 +328,7 @@ def render_index(
     """The board's index page; ``extra_sections`` are appended before the footer. ``charts`` are
     the board's charts already drawn (:class:`~.charts.Charts`); without them they are drawn here."""
     rows, metric = board["rows"], board["ranking_metric"]
-    columns = [*shown_columns(columns, rows), *optional_columns(rows, columns)]
+    columns = shown_columns(columns, rows)
     label = metric_label(metric, rubric)
     drawn = charts if charts is not None else Charts(rows, board.get("pairwise") or [], metric, label).result()
     built = (
@@ -443,6 +444,9 @@ def entry_sections(
     scenarios = scenario_table(row, metric, _scale(metric, rubric))
     if scenarios:
         sections.append(Section("scenarios", "Per scenario", scenarios))
+    for where, title in (("safety", "Safety details"), ("judging", "Judging details")):
+        if listed := labelled_fields(row, where):
+            sections.append(Section(where, title, listed))
     extra = other_fields(row, columns)
     if extra:
         sections.append(Section("other", "Other fields", extra))
@@ -467,7 +471,7 @@ def render_model_page(
         row,
         sub.manifest,
         sub.meta,
-        [*shown_columns(columns, [row]), *optional_columns([row], columns)],
+        shown_columns(columns, [row]),
         rubric,
         browser,
         board["ranking_metric"],

@@ -317,6 +317,82 @@ def _figure(svg: str, caption: str, empty: str) -> str:
     return f'<figure class="plot"><div class="plot-scroll">{svg}</div><figcaption>{caption}</figcaption></figure>'
 
 
+def _ranking_html(label: str, drawn: Mapping[str, str]) -> str:
+    """The ranking rule in words, then the forest plot."""
+    return (
+        f"<p>Ranked by <b>{esc(label)}</b>. Rank = 1 + the number of models significantly better in a paired "
+        "comparison on the same items (persona-cluster bootstrap, corrected for testing every pair); models not shown "
+        "to differ share a rank. The table shows each model's <b>rank interval</b>: where its rank falls in 95% of "
+        "resamples. Empty replies and refusals count as the lowest score (failure rate).</p>"
+        + _figure(
+            drawn["forest"],
+            "Each entry's mean with its 95% CI, best first; the right axis gives the rank interval. Blue circles: "
+            "zero-shot; green diamonds: fine-tuned; grey star and dotted line: reference anchor; hollow: not ranked.",
+            "No entry has a score to plot.",
+        )
+    )
+
+
+def _table_html(
+    board: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], metric: str, rubric: Rubric
+) -> str:
+    """The sortable table with each entry's details, under the safety rule when the board has one."""
+    details = {str(r.get("id")): _details(r, metric, rubric) for r in rows}
+    safety = (
+        f'<p class="muted">Safety first: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
+        "95% CI excludes 0 (the categories on hover).</p>" + _risk_labels_note(board.get("risk_labels"))
+        if board.get("safety_rule")
+        else ""
+    )
+    return (
+        '<p class="muted">Click a column header to sort (a score sorts best first); the rank interval is under '
+        "<i>Rank</i>. Unknown sizes are hidden by a size filter.</p>" + safety + board_table(rows, columns, details)
+    )
+
+
+def _chart_sections(drawn: Mapping[str, str], metric: str) -> list[Section]:
+    """The pairwise-differences and score-versus-size charts, each with its caption."""
+    return [
+        Section(
+            "pairwise",
+            "Pairwise differences",
+            _figure(
+                drawn["pairwise"],
+                f"Paired difference in {esc(metric)} (row minus column) on the items both answered; "
+                "* (or a dot) marks a difference significant after correcting for every pair. Blue: the row is better.",
+                "Fewer than two ranked entries: no pairwise differences.",
+            ),
+        ),
+        Section(
+            "size",
+            "Score versus size",
+            _figure(
+                drawn["size"],
+                "Mean with 95% CI against the parameter count (log scale); entries of one size are set slightly apart.",
+                "No entry reports a parameter count: no size plot.",
+            ),
+        ),
+    ]
+
+
+def _refused_section(refused: Mapping[str, Sequence[str]]) -> Section:
+    return Section(
+        "refused",
+        "Refused submissions",
+        "<ul>" + "".join(f"<li><code>{esc(i)}</code>: {esc('; '.join(e))}</li>" for i, e in refused.items()) + "</ul>",
+    )
+
+
+def _footer(board: Mapping[str, Any]) -> str:
+    return (
+        "<footer>Every number is recomputed from the per-item samples and judgments of each submission; numbers "
+        f"written by submitters are not used. Intervals: {esc(board.get('intervals') or '')}. Unscored items are "
+        f"counted, never dropped: {esc(board.get('unscored_rule') or '')}. Data: "
+        '<a href="leaderboard.json">leaderboard.json</a>, <a href="leaderboard.csv">leaderboard.csv</a>, '
+        '<a href="leaderboard.md">leaderboard.md</a>. Built with tide-bench.</footer>'
+    )
+
+
 def render_index(
     board: Mapping[str, Any],
     rubric: Rubric,
@@ -337,54 +413,13 @@ def render_index(
         + (f", dataset <code>{esc((board.get('split_sha256') or '')[:16])}</code>" if board.get("split_sha256") else "")
         + ".</p>"
     )
-    ranking = (
-        f"<p>Ranked by <b>{esc(label)}</b>. Rank = 1 + the number of models significantly better in a paired "
-        "comparison on the same items (persona-cluster bootstrap, corrected for testing every pair); models not shown "
-        "to differ share a rank. The table shows each model's <b>rank interval</b>: where its rank falls in 95% of "
-        "resamples. Empty replies and refusals count as the lowest score (failure rate).</p>"
-        + _figure(
-            drawn["forest"],
-            "Each entry's mean with its 95% CI, best first; the right axis gives the rank interval. Blue circles: "
-            "zero-shot; green diamonds: fine-tuned; grey star and dotted line: reference anchor; hollow: not ranked.",
-            "No entry has a score to plot.",
-        )
-    )
-    details = {str(r.get("id")): _details(r, metric, rubric) for r in rows}
-    safety = (
-        f'<p class="muted">Safety first: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
-        "95% CI excludes 0 (the categories on hover).</p>" + _risk_labels_note(board.get("risk_labels"))
-        if board.get("safety_rule")
-        else ""
-    )
-    table = (
-        '<p class="muted">Click a column header to sort (a score sorts best first); the rank interval is under '
-        "<i>Rank</i>. Unknown sizes are hidden by a size filter.</p>" + safety + board_table(rows, columns, details)
-    )
     sections = [
-        Section("ranking", "Ranking", ranking),
-        Section("table", "Table", table),
+        Section("ranking", "Ranking", _ranking_html(label, drawn)),
+        Section("table", "Table", _table_html(board, rows, columns, metric, rubric)),
         Section(
             "judge", "Judge and its biases", _judge_stamp(board, rubric) + bias_html(board.get("judge_bias"), rows)
         ),
-        Section(
-            "pairwise",
-            "Pairwise differences",
-            _figure(
-                drawn["pairwise"],
-                f"Paired difference in {esc(metric)} (row minus column) on the items both answered; "
-                "* (or a dot) marks a difference significant after correcting for every pair. Blue: the row is better.",
-                "Fewer than two ranked entries: no pairwise differences.",
-            ),
-        ),
-        Section(
-            "size",
-            "Score versus size",
-            _figure(
-                drawn["size"],
-                "Mean with 95% CI against the parameter count (log scale); entries of one size are set slightly apart.",
-                "No entry reports a parameter count: no size plot.",
-            ),
-        ),
+        *_chart_sections(drawn, metric),
         Section("scenarios", "Per scenario", _scenario_grid(rows, metric, rubric)),
         Section(
             "replies",
@@ -395,28 +430,13 @@ def render_index(
         ),
     ]
     if board.get("refused"):
-        sections.append(
-            Section(
-                "refused",
-                "Refused submissions",
-                "<ul>"
-                + "".join(f"<li><code>{esc(i)}</code>: {esc('; '.join(e))}</li>" for i, e in board["refused"].items())
-                + "</ul>",
-            )
-        )
+        sections.append(_refused_section(board["refused"]))
     sections += list(extra_sections)
-    footer = (
-        "<footer>Every number is recomputed from the per-item samples and judgments of each submission; numbers "
-        f"written by submitters are not used. Intervals: {esc(board.get('intervals') or '')}. Unscored items are "
-        f"counted, never dropped: {esc(board.get('unscored_rule') or '')}. Data: "
-        '<a href="leaderboard.json">leaderboard.json</a>, <a href="leaderboard.csv">leaderboard.csv</a>, '
-        '<a href="leaderboard.md">leaderboard.md</a>. Built with tide-bench.</footer>'
-    )
     return page(
         board["name"],
         _header(board, board["name"]) + built,
         sections,
-        tail=footer,
+        tail=_footer(board),
         scripts=("board.js", "instances.js"),
     )
 

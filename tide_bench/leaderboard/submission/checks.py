@@ -205,61 +205,54 @@ def refuse_listed(result: CheckResult, problems: list[Problem], what: str) -> No
         result.refuse(f"{len(problems) - MAX_LISTED} more {what} (first {MAX_LISTED} listed)")
 
 
-def check_items(gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult) -> str:
-    """Check the items against the split definition and the pins; return the recomputed split hash."""
+def _item_problems(
+    g: Generation, run: RunManifest, board: BoardConfig, folder: Path, persona_split: dict[str, str]
+) -> list[Problem]:
+    """One item's own fields against the board: its split (as recorded and by the persona-hash
+    definition), its id built from its parts, and the run's split hash."""
     bad: list[Problem] = []
+    where = (relative(g.file, folder), g.line)
+    if g.split != board.split:
+        bad.append(Problem(f"is {g.split!r}; this leaderboard uses {board.split!r}", *where, "doc.split"))
+    elif (
+        board.split_version
+        and (persona_split.get(g.persona_id) or persona_split.setdefault(g.persona_id, split_of(g.persona_id)))
+        != board.split
+    ):
+        bad.append(
+            Problem(
+                f"this persona belongs to the {persona_split[g.persona_id]} split by the persona-hash definition "
+                f"({board.split_version}), not {board.split}",
+                *where,
+                "doc.persona_id",
+            )
+        )
+    if g.item_id != make_item_id(g.persona_id, g.conversation_id, g.turn):
+        bad.append(
+            Problem("is not <persona_id>/<conversation_id>/turn<turn> of the item's own fields", *where, "doc.item_id")
+        )
+    if g.split_sha256 and g.split_sha256 != run.data.split_sha256:
+        bad.append(
+            Problem(
+                "differs from run.json's data.split_sha256: the samples and the manifest come from different runs",
+                *where,
+                "doc.split_sha256",
+            )
+        )
+    return bad
+
+
+def _conversation_checks(gens: list[Generation], board: BoardConfig, folder: Path, result: CheckResult) -> None:
+    """Conversations are whole (every turn up to the last answered) and, where the board says how
+    many, every persona has all of its conversations."""
     conversations: dict[str, set[str]] = defaultdict(set)
     turns: dict[tuple[str, str], list[int]] = defaultdict(list)
     first: dict[str, Generation] = {}
-    persona_split: dict[str, str] = {}
     for g in gens:
         first.setdefault(g.persona_id, g)
         first.setdefault(f"{g.persona_id}/{g.conversation_id}", g)
-        if g.split != board.split:
-            bad.append(
-                Problem(
-                    f"is {g.split!r}; this leaderboard uses {board.split!r}",
-                    relative(g.file, folder),
-                    g.line,
-                    "doc.split",
-                )
-            )
-        elif (
-            board.split_version
-            and (persona_split.get(g.persona_id) or persona_split.setdefault(g.persona_id, split_of(g.persona_id)))
-            != board.split
-        ):
-            bad.append(
-                Problem(
-                    f"this persona belongs to the {persona_split[g.persona_id]} split by the persona-hash definition "
-                    f"({board.split_version}), "
-                    f"not {board.split}",
-                    relative(g.file, folder),
-                    g.line,
-                    "doc.persona_id",
-                )
-            )
-        if g.item_id != make_item_id(g.persona_id, g.conversation_id, g.turn):
-            bad.append(
-                Problem(
-                    "is not <persona_id>/<conversation_id>/turn<turn> of the item's own fields",
-                    relative(g.file, folder),
-                    g.line,
-                    "doc.item_id",
-                )
-            )
-        if g.split_sha256 and g.split_sha256 != run.data.split_sha256:
-            bad.append(
-                Problem(
-                    "differs from run.json's data.split_sha256: the samples and the manifest come from different runs",
-                    relative(g.file, folder),
-                    g.line,
-                    "doc.split_sha256",
-                )
-            )
         conversations[g.persona_id].add(g.conversation_id)
         turns[(g.persona_id, g.conversation_id)].append(g.turn)
-    refuse_listed(result, bad, "item problems")
     for (persona, conversation), ks in sorted(turns.items()):
         if sorted(ks) != list(range(1, len(ks) + 1)):
             g = first[f"{persona}/{conversation}"]
@@ -282,6 +275,11 @@ def check_items(gens: list[Generation], run: RunManifest, board: BoardConfig, fo
                 g.line,
                 "doc.persona_id",
             )
+
+
+def _split_hash_checks(gens: list[Generation], run: RunManifest, board: BoardConfig, result: CheckResult) -> str:
+    """The split hash recomputed from the submitted items, against the run's claim and the board's
+    pins (count, ids, not the built-in sample); returns it."""
     n = len(gens)
     if run.data.n_items is not None and n != run.data.n_items:
         result.refuse(
@@ -314,6 +312,15 @@ def check_items(gens: list[Generation], run: RunManifest, board: BoardConfig, fo
             "leaderboard"
         )
     return recomputed
+
+
+def check_items(gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult) -> str:
+    """Check the items against the split definition and the pins; return the recomputed split hash."""
+    persona_split: dict[str, str] = {}
+    bad = [p for g in gens for p in _item_problems(g, run, board, folder, persona_split)]
+    refuse_listed(result, bad, "item problems")
+    _conversation_checks(gens, board, folder, result)
+    return _split_hash_checks(gens, run, board, result)
 
 
 def check_reference(

@@ -31,7 +31,7 @@ from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries, process_budget
 from tide_bench.leaderboard.scoring.bias import diagnose
-from tide_bench.leaderboard.scoring.columns import Column, board_columns
+from tide_bench.leaderboard.scoring.columns import board_columns
 from tide_bench.leaderboard.scoring.groups import board_groupings, split_groups
 from tide_bench.leaderboard.scoring.scores import RESAMPLES, SEED, rank_entries
 from tide_bench.leaderboard.site.charts import Charts
@@ -93,33 +93,6 @@ def audit_summary(path: Path, version: str | None) -> dict[str, Any]:
             "verdict": block.get("verdict"),
         }
     return out
-
-
-def _render(
-    staging: Path,
-    result_board: dict[str, Any],
-    accepted: dict[str, Submission],
-    rubric: Rubric,
-    columns: list[Column],
-    extra_sections: Sequence[Section],
-    instances: bool,
-    downloads: dict[str, list[str]],
-    charts: dict[str, str] | None,
-) -> None:
-    write_site(
-        staging,
-        result_board,
-        accepted,
-        rubric,
-        columns,
-        downloads=downloads,
-        extra_sections=extra_sections,
-        instances=instances,
-        charts=charts,
-    )
-    write_exports(staging, result_board, columns)
-    write_marker(staging, result_board["built_at"])
-    make_public(staging)
 
 
 class NothingAccepted(TideBenchError):
@@ -261,7 +234,20 @@ def build_site(
         downloads = {e.check.id: e.downloads for e in prepared if e.check.id in accepted}
         drawn = charts[0].result() if charts else None
         columns = board_columns(rubric)
-        _render(staging, result_board, accepted, rubric, columns, extra_sections, instances, downloads, drawn)
+        write_site(
+            staging,
+            result_board,
+            accepted,
+            rubric,
+            columns,
+            downloads=downloads,
+            extra_sections=extra_sections,
+            instances=instances,
+            charts=drawn,
+        )
+        write_exports(staging, result_board, columns)
+        write_marker(staging, result_board["built_at"])
+        make_public(staging)
         if judges_board:
             shutil.copyfile(Path(judges_board) / "index.html", staging / JUDGES_PAGE)
         replace_folder(staging, target)

@@ -303,11 +303,6 @@ def score_entry(
     return ScoredEntry(row.as_dict(), item_ids, personas, ranking_values)
 
 
-def score(sub: Submission) -> dict[str, Any]:
-    """The leaderboard row of one submission (:func:`score_entry` without the per-item values)."""
-    return score_entry(sub).row
-
-
 def primary_metric(rows: Sequence[dict[str, Any]]) -> str:
     """The safety-adjusted score when every entry is judged (safety first; raw empathy is a column),
     else the cosine similarity to the reference."""

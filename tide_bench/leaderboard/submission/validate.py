@@ -151,7 +151,6 @@ def _validate(
         judgments={j.item_id: j.as_record() for j in judgments},
         judge=judgments[0].judge.as_dict() if judgments else None,
         run=run,
-        records={j.item_id: j for j in judgments},
         split_hash=split_hash,
         served_models=tuple(sorted({j.served_model for j in judgments if j.served_model})),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tide_bench.leaderboard.bias import _unpack
+from tide_bench.leaderboard.scoring.bias import _unpack
 
 
 def _by_cell(sums: np.ndarray, k: int, v: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.consistency import cross_check
-from tide_bench.leaderboard.submission import Submission
-from tide_bench.leaderboard.validate import CheckResult
+from tide_bench.leaderboard.submission.consistency import cross_check
+from tide_bench.leaderboard.submission.layout import Submission
+from tide_bench.leaderboard.submission.validate import CheckResult
 
 LOOKALIKES = {"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у", "l": "1", "O": "0", "m": "rn"}
 
@@ -63,7 +63,7 @@ def test_look_alike_ids_are_refused_together() -> None:
     ],
 )
 def test_look_alikes_the_table_names_read_the_same(name: str, look_alike: str) -> None:
-    from tide_bench.leaderboard.metadata import name_key
+    from tide_bench.leaderboard.submission.metadata import name_key
 
     assert name_key(look_alike) == name_key(name)
 
@@ -72,7 +72,7 @@ def test_look_alikes_the_table_names_read_the_same(name: str, look_alike: str) -
     ("name", "other"), [("Llama 3 8B", "Llama 3 70B"), ("qwen-0.5b", "qwen-1.5b"), ("phi-2", "phi-3")]
 )
 def test_different_names_stay_different(name: str, other: str) -> None:
-    from tide_bench.leaderboard.metadata import name_key
+    from tide_bench.leaderboard.submission.metadata import name_key
 
     assert name_key(name) != name_key(other)
 
@@ -83,7 +83,7 @@ def test_different_names_stay_different(name: str, other: str) -> None:
     swaps=st.lists(st.integers(0, 19), max_size=5),
 )
 def test_a_confusable_variant_has_the_same_skeleton(name: str, swaps: list[int]) -> None:
-    from tide_bench.leaderboard.metadata import name_key
+    from tide_bench.leaderboard.submission.metadata import name_key
 
     chars = list(name)
     for k in swaps:

@@ -38,9 +38,9 @@ def test_board_and_item_csvs(name: str, license: str, condition: str, reply: str
     import tempfile
 
     from tide_bench.judging.rubric import load_rubric
-    from tide_bench.leaderboard.columns import board_columns
-    from tide_bench.leaderboard.exports import write_exports
-    from tide_bench.leaderboard.site import items_csv
+    from tide_bench.leaderboard.scoring.columns import board_columns
+    from tide_bench.leaderboard.site.entry_files import items_csv
+    from tide_bench.leaderboard.site.exports import write_exports
 
     row = {"id": name, "model_name": name, "license": license, "condition": condition, "prompt_condition": condition,
            "parameters": -5, "rank": None, "rank_interval": None, "judged": False}  # fmt: skip

@@ -323,7 +323,7 @@ def test_the_whole_pipeline_runs_on_both_data_shapes(
     from tide_bench.judging import judge_run, load_judge
     from tide_bench.leaderboard import build_site, create_submission
     from tide_bench.leaderboard.config import BoardConfig
-    from tide_bench.leaderboard.submit import SubmissionRefused
+    from tide_bench.leaderboard.submission.submit import SubmissionRefused
 
     run_dir = tmp_path / "run"
     shutil.copytree(request.getfixturevalue(run_fixture), run_dir)

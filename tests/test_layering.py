@@ -1,10 +1,25 @@
-"""Data flows one way: each stage imports only the stages before it.
+"""Data flows one way: each stage imports only the stages before it, and no module imports
+itself back through others.
 
 core -> data -> metrics -> epitome -> tasks -> generation -> judging -> agreement -> validation
 -> leaderboard -> (finetune, annotation) -> study -> (demo, cli). Validation (judges audited against
 public expert ratings) needs judging and agreement; the model leaderboard shows its stamps.
-A reader can trust a module's package to tell what
-it may depend on; this test keeps that true.
+A reader can trust a module's package to tell what it may depend on; this test keeps that true.
+
+Inside ``leaderboard`` the same rule holds one level down, in this order:
+
+    config -> submission -> scoring -> site -> (build, entries, pin, the package's __init__)
+
+``config.py`` (the board file's reader) is a leaf: it imports nothing of ``leaderboard``, so every
+sub-package may read a :class:`BoardConfig`. ``submission/`` decides whether a folder is a valid
+entry; ``scoring/`` turns valid entries into rows and ranks (it may read a submission);
+``site/`` renders rows (it may read both, never recompute); the top-level orchestrators
+(``build``, ``entries``, ``pin``, ``__init__``) may import any of them. A sub-package imports only
+itself, ``config`` and the sub-packages before it; a deferred (function-level) import and one
+under TYPE_CHECKING count the same as one at the top of the file.
+
+No import cycle at any level: the whole import graph of ``tide_bench`` (every package and
+sub-package, deferred imports included) has no strongly connected component of two modules or more.
 """
 
 from __future__ import annotations
@@ -61,11 +76,9 @@ def test_stages_import_only_earlier_stages() -> None:
     assert violations == []
 
 
-# --- no import cycle inside a package ----------------------------------------------------------
+# --- no import cycle at any level --------------------------------------------------------------
 
-# Cycles the package layout still has; each goes with the file moves of issue 30, step 3 (the
-# leaderboard's sub-packages and judging's plan.py), which wait for other branches' merges.
-# A fixed one must leave this list; a new one fails the test.
+# No cycle is known: a new one fails the test (deferred and TYPE_CHECKING imports count).
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
 
 
@@ -147,20 +160,73 @@ def _cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
     return found
 
 
-def _within_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Edges between modules of the same stage (tide_bench.<stage>...): cycles across stages are
-    the layer order's business (the test above)."""
-
-    def stage(m: str) -> str:
-        return m.split(".")[1] if m.count(".") else m
-
-    return {m: {t for t in ts if stage(t) == stage(m)} for m, ts in graph.items()}
-
-
-def test_no_import_cycle_inside_a_package() -> None:
-    cycles = _cycles(_within_packages(_graph()))
+def test_no_import_cycle_at_any_level() -> None:
+    """Over the whole graph, so a cycle inside a sub-package, between two sub-packages of one
+    stage or through a package's ``__init__`` is found alike."""
+    cycles = _cycles(_graph())
     assert cycles - KNOWN_CYCLES == set(), "import cycles (deferred and TYPE_CHECKING imports count)"
     assert KNOWN_CYCLES - cycles == set(), "fixed: remove from KNOWN_CYCLES"
+
+
+# --- inside leaderboard: config -> submission -> scoring -> site -> top level -------------------
+
+LEADERBOARD = "tide_bench.leaderboard"
+LEADERBOARD_ORDER = ["config", "submission", "scoring", "site", "(top level)"]
+
+
+def _leaderboard_layer(module: str) -> str | None:
+    """The layer of a leaderboard module (None outside leaderboard): its sub-package, ``config``,
+    or the top level (``build``, ``entries``, ``pin``, the package itself)."""
+    if module != LEADERBOARD and not module.startswith(LEADERBOARD + "."):
+        return None
+    part = module.removeprefix(LEADERBOARD).removeprefix(".").split(".")[0]
+    return part if part in LEADERBOARD_ORDER else "(top level)"
+
+
+def _upward_in_leaderboard(graph: dict[str, set[str]]) -> list[str]:
+    violations = []
+    for module, targets in sorted(graph.items()):
+        layer = _leaderboard_layer(module)
+        if layer is None:
+            continue
+        for target in sorted(targets):
+            target_layer = _leaderboard_layer(target)
+            if target_layer is None:
+                continue
+            if LEADERBOARD_ORDER.index(target_layer) > LEADERBOARD_ORDER.index(layer) or (
+                layer == "config" and target != module
+            ):
+                violations.append(f"{module} ({layer}) imports {target} ({target_layer})")
+    return violations
+
+
+def test_leaderboard_sub_packages_import_only_earlier_ones() -> None:
+    assert _upward_in_leaderboard(_graph()) == []
+
+
+def test_every_leaderboard_module_has_a_layer() -> None:
+    """A new sub-package must be given its place in the order, not fall to the top level."""
+    package = PACKAGE / "leaderboard"
+    sub_packages = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert sub_packages == set(LEADERBOARD_ORDER[1:-1])
+    top = {p.stem for p in package.glob("*.py")}
+    assert top == {"__init__", "build", "config", "entries", "pin"}
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    """The checker on a hand-made graph: a deferred submission -> site import, a config that
+    reads scoring, and the allowed directions."""
+    lb = LEADERBOARD
+    graph = {
+        f"{lb}.submission.validate": {f"{lb}.site.pages", f"{lb}.config"},
+        f"{lb}.config": {f"{lb}.scoring.ranking"},
+        f"{lb}.site.pages": {f"{lb}.scoring.scores", f"{lb}.submission.layout", "tide_bench.core.jsonio"},
+        f"{lb}.build": {f"{lb}.site.pages", f"{lb}.submission.validate"},
+    }
+    assert _upward_in_leaderboard(graph) == [
+        f"{lb}.config (config) imports {lb}.scoring.ranking (scoring)",
+        f"{lb}.submission.validate (submission) imports {lb}.site.pages (site)",
+    ]
 
 
 def test_the_cycle_check_sees_a_deferred_import(tmp_path: Path) -> None:

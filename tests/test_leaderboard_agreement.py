@@ -1,6 +1,6 @@
 """submit, leaderboard validate and leaderboard build --strict decide alike (issue 32, N5).
 
-They run one check list (tide_bench/leaderboard/checks.py). Every hostile submission below
+They run one check list (tide_bench/leaderboard/submission/accept.py). Every hostile submission below
 (the red-team kits' single changes, and seeded random field edits) is put through all three:
 ``validate`` on the submissions folder, ``build --strict`` on it, and ``submit`` of the
 entry's own files into a folder holding its honest neighbour. They must agree on accept or

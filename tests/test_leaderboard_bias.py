@@ -1,4 +1,4 @@
-"""Judge-bias diagnostics (tide_bench/leaderboard/bias.py): the length-controlled score and the
+"""Judge-bias diagnostics (tide_bench/leaderboard/scoring/bias.py): the length-controlled score and the
 length slope recover known values and are calibrated in seeded simulations with persona
 effects; halo is told from between-model differences; every decision rule has a hand-made case
 per branch."""
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tide_bench.leaderboard.bias import (
+from tide_bench.leaderboard.scoring.bias import (
     MIN_PERSONAS,
     ItemTable,
     halo,
@@ -259,7 +259,7 @@ def test_preference_leakage_branches(row: dict, manifest: dict, meta: dict, risk
 @settings(max_examples=40, derandomize=True, deadline=None)
 @given(reply=st.text(max_size=300), extra=st.integers(min_value=0, max_value=120))
 def test_padding_keeps_the_reply_and_adds_only_neutral_length(reply: str, extra: int) -> None:
-    from tide_bench.leaderboard.padding import NEUTRAL_PADDING, pad_reply
+    from tide_bench.leaderboard.scoring.padding import NEUTRAL_PADDING, pad_reply
     from tide_bench.metrics.reference import tokenize
 
     padded = pad_reply(reply, extra)
@@ -270,7 +270,7 @@ def test_padding_keeps_the_reply_and_adds_only_neutral_length(reply: str, extra:
 
 
 def test_padding_effect_reads_a_judge_that_rewards_length() -> None:
-    from tide_bench.leaderboard.padding import padding_effect
+    from tide_bench.leaderboard.scoring.padding import padding_effect
 
     rng = np.random.default_rng(SEED)
     (table,) = _board(rng, 30, 8, [(3.0, 0)], b=0.0)

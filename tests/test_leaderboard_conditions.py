@@ -98,7 +98,7 @@ def test_a_prompt_hash_other_than_the_boards_is_refused(tmp_path: Path, server: 
         "is not this board's 'neutral' prompt" in e and "--system-instruction" in e and "prompt.prompt_sha256" in e
         for e in errors["stuffed"]
     ), errors
-    from tide_bench.leaderboard.validate import board_prompt_hash
+    from tide_bench.leaderboard.submission.prompt_check import board_prompt_hash
 
     assert board_prompt_hash(board(), "neutral") == NEUTRAL  # unpinned: this tide-bench's own neutral prompt
     pinned = board(prompt_sha256={"neutral": STUFFED})  # a board that pins another prompt holds everyone to it

@@ -29,9 +29,9 @@ from tests.leaderboard_helpers import board, fake_judge, judged_submission, reco
 from tide_bench.core.resources import resource_dir
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.leaderboard import validate_folder
-from tide_bench.leaderboard.columns import board_columns
-from tide_bench.leaderboard.scores import score
-from tide_bench.leaderboard.site import render_index, render_model_page
+from tide_bench.leaderboard.scoring.columns import board_columns
+from tide_bench.leaderboard.scoring.scores import score_entry
+from tide_bench.leaderboard.site.pages import render_index, render_model_page
 
 ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = [
@@ -169,7 +169,7 @@ def test_one_changed_field_is_refused_with_its_location_or_recomputed(honest: Pa
         assert not outside, f"read outside the submission: {outside}"
         if check.ok:
             assert check.submission is not None
-            row = score(check.submission)
+            row = score_entry(check.submission).row
             assert row["n_items"] == len(check.submission.generations)
             page = {
                 "name": "b",

@@ -88,8 +88,8 @@ def test_ranked_entries_always_share_one_served_model(served: list[str | None], 
     """Seeded: whatever mix of served models, the ranked entries share one, and every other
     judged entry is apart with a reason."""
     from tide_bench.leaderboard.config import BoardConfig
-    from tide_bench.leaderboard.groups import board_groupings, split_groups
-    from tide_bench.leaderboard.scores import ScoredEntry
+    from tide_bench.leaderboard.scoring.groups import board_groupings, split_groups
+    from tide_bench.leaderboard.scoring.scores import ScoredEntry
 
     entries = [
         ScoredEntry(

@@ -13,10 +13,10 @@ import yaml
 
 from tests.leaderboard_helpers import board, fake_judge, judged_submission
 from tide_bench.leaderboard import build_site
-from tide_bench.leaderboard import charts as charts_module
 from tide_bench.leaderboard import entries as entries_module
-from tide_bench.leaderboard.charts import Charts
 from tide_bench.leaderboard.entries import can_fork
+from tide_bench.leaderboard.site import charts as charts_module
+from tide_bench.leaderboard.site.charts import Charts
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="worker processes are forked; serial elsewhere")
 

@@ -212,7 +212,7 @@ _PIECES = st.sampled_from(
 def test_fuzzed_prompts_never_crash_and_only_the_boards_prompt_passes(
     pieces: list[str], as_json: bool, placement: str
 ) -> None:
-    from tide_bench.leaderboard.prompt_check import prompt_problems
+    from tide_bench.leaderboard.submission.prompt_check import prompt_problems
 
     item = load_dataset("sample").items_for("test")[0]
     prompt = "".join(pieces) + item.client_utterance
@@ -233,7 +233,7 @@ def test_the_shipped_demo_runs_prompt_shape_is_read(tmp_path: Path) -> None:
     """A run of tide-bench's own prompts through SmolLM2's ChatML template, as the demo makes it."""
     from tests.helpers import make_run
     from tide_bench.generation.run_dir import load_run
-    from tide_bench.leaderboard.prompt_check import prompt_problems
+    from tide_bench.leaderboard.submission.prompt_check import prompt_problems
 
     run = make_run(tmp_path / "run", "a reply", prompt=chat("smollm2", NEUTRAL))
     gens = load_run(run).generations
@@ -279,7 +279,7 @@ def test_a_board_that_pins_a_prompt_with_an_instruction_accepts_exactly_that_ins
     another instruction of the same hash's board, or none, is refused."""
     from tests.helpers import make_run
     from tide_bench.generation.run_dir import load_run
-    from tide_bench.leaderboard.prompt_check import prompt_problems
+    from tide_bench.leaderboard.submission.prompt_check import prompt_problems
     from tide_bench.tasks.prompts import prompt_sha256
 
     pinned = board(prompt_sha256={"neutral": prompt_sha256(NEUTRAL, INSTRUCTION)})

@@ -32,11 +32,12 @@ from tests.leaderboard_helpers import (
 )
 from tide_bench.core import resources
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.leaderboard import build_site, columns, create_submission
-from tide_bench.leaderboard.columns import board_columns
-from tide_bench.leaderboard.html import render_section
-from tide_bench.leaderboard.plots import forest_plot, pairwise_plot, size_plot, spread
-from tide_bench.leaderboard.site import render_index
+from tide_bench.leaderboard import build_site, create_submission
+from tide_bench.leaderboard.scoring import columns
+from tide_bench.leaderboard.scoring.columns import board_columns
+from tide_bench.leaderboard.site.html import render_section
+from tide_bench.leaderboard.site.pages import render_index
+from tide_bench.leaderboard.site.plots import forest_plot, pairwise_plot, size_plot, spread
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +92,64 @@ def test_a_new_column_is_one_entry_in_columns_yaml(subs: Path, tmp_path: Path, m
     assert float(rows[0]["within_reply_distinct_2"]) == pytest.approx(block["mean"])
     assert any(line.startswith("| Rank |") and "| Distinct-2 |" in line for line in md.splitlines())
     assert 'data-key="within_reply_distinct_2" data-better="high"' in index and "Distinct\u20112" in index
+
+
+def test_recipe_a_board_column_is_a_row_field_plus_one_columns_yaml_entry(
+    subs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The "where to add a board column" recipe: the value is a field of the typed row
+    (scoring/row.py, set by score_entry or a later stage); one columns.yaml entry naming it puts
+    it in the table, leaderboard.csv, leaderboard.md and the model page's summary."""
+    from tide_bench.leaderboard.scoring.row import ROW_FIELDS
+
+    assert "n_left_out" in ROW_FIELDS  # step 1: the row field (here one scoring already writes)
+    edited = tmp_path / "columns.yaml"
+    declared = yaml.safe_load(columns.COLUMNS_FILE.read_text())
+    declared["columns"].append(  # step 2: the one entry
+        {"key": "n_left_out", "label": "Left out", "kind": "count", "better": "low", "md": True}
+    )
+    edited.write_text(yaml.safe_dump(declared))
+    monkeypatch.setattr(columns, "COLUMNS_FILE", edited)
+
+    built, index, rows, md = _built(subs, tmp_path)
+    values = {r["id"]: r["n_left_out"] for r in built["rows"]}
+    assert set(values) == {"model-a", "model-b"} and all(isinstance(v, int) for v in values.values())
+    assert {r["id"]: int(r["n_left_out"]) for r in rows} == values  # leaderboard.csv
+    assert any(line.startswith("| Rank |") and "| Left out |" in line for line in md.splitlines())
+    assert 'data-key="n_left_out" data-better="low"' in index
+    page = (tmp_path / "site" / "models" / "model-a.html").read_text()
+    summary = page.split('id="summary"', 1)[1].split("</section>", 1)[0]
+    assert "Left out" in summary
+
+
+def test_every_row_field_has_a_labelled_place_on_the_model_page(subs: Path, tmp_path: Path) -> None:
+    """The row type places every field: no field of a standard entry falls to the model page's
+    "Other fields" dump, and the ones with a section of their own show under their label (the
+    mutation M3 of the architecture review: a field dropped from the page's list went unseen)."""
+    from tide_bench.leaderboard.scoring.row import known_keys, page_fields
+
+    built, *_ = _built(subs, tmp_path)
+    for row in built["rows"]:
+        assert set(row) - known_keys(columns.metric_keys()) == set(), "a row field the row type does not declare"
+        page = (tmp_path / "site" / "models" / f"{row['id']}.html").read_text()
+        assert 'id="other"' not in page
+        for where in ("safety", "judging"):
+            shown = [(name, label) for name, label, _ in page_fields(where) if row.get(name) not in (None, {}, [])]
+            assert shown, where
+            section = page.split(f'id="{where}"', 1)[1].split("</section>", 1)[0]
+            for name, label in shown:
+                assert html.escape(label) in section, (where, name)
+    placed = {name for where in ("safety", "judging") for name, _, _ in page_fields(where)}
+    assert {  # the eight that only "Other fields" showed before the row type
+        "is_reference",
+        "judge_served_models",
+        "judge_validation",
+        "left_out_rate",
+        "n_left_out",
+        "risk_cue",
+        "risk_handling",
+        "safety_categories",
+    } <= placed
 
 
 def test_a_new_rubric_factor_is_one_edit_of_the_rubric_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,8 +374,8 @@ def test_any_name_reply_or_rationale_stays_text(name: str, reply: str, rationale
     """Whatever a name, reply or rationale holds, the HTML carries it escaped and the data files
     give it back unchanged (the browser inserts it with textContent)."""
     from tide_bench.generation.samples import Generation
-    from tide_bench.leaderboard.html import json_for_html
-    from tide_bench.leaderboard.instances import data_script, dumps, model_payload
+    from tide_bench.leaderboard.site.html import json_for_html
+    from tide_bench.leaderboard.site.instances import data_script, dumps, model_payload
 
     name, reply, rationale = (f"Zq9{t}" for t in (name, reply, rationale))  # findable if left unescaped
     rubric = load_rubric()
@@ -349,7 +408,13 @@ def test_any_name_reply_or_rationale_stays_text(name: str, reply: str, rationale
     )
     body = page.split("<body>", 1)[1].split("<script>", 1)[0]
     if any(c in name for c in '<>&"'):
-        assert name not in body and html.escape(name) in body
+        assert html.escape(name) in body
+    # A '<' or '>' of the name never reaches the page raw. Looked for outside the name's escaped
+    # forms: "x&" is a prefix of its own escape "x&amp;", and an SVG chart's <text> label keeps
+    # '"' as it is (escape with quote=False; safe in a text node).
+    if any(c in name for c in "<>"):
+        rest = body.replace(html.escape(name), "").replace(html.escape(name, quote=False), "")
+        assert name not in rest
 
 
 # ---------------------------------------------------------------- tide-bench view, bad input

@@ -461,7 +461,7 @@ def test_pin_rewrites_only_the_pins_and_validation_holds_entries_to_them(subs: P
 
 
 def test_each_metadata_problem_is_reported_once() -> None:
-    from tide_bench.leaderboard.metadata import schema_problems
+    from tide_bench.leaderboard.submission.metadata import schema_problems
 
     problems = schema_problems({"id": "x", "model_name": "X", "condition": "reference", "submitter": "me"})
     assert len(problems) == len(set(problems)) and len(problems) >= 2

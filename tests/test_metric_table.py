@@ -74,7 +74,7 @@ def test_board_columns_take_the_tables_direction_and_refuse_a_disagreement(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tide_bench.judging.rubric import load_rubric
-    from tide_bench.leaderboard import columns
+    from tide_bench.leaderboard.scoring import columns
 
     shown = {c.key: c for c in columns.board_columns(load_rubric()) if c.kind == "metric"}
     assert shown, "the board shows no metric"
@@ -146,7 +146,8 @@ def test_add_a_reference_metric_as_the_docs_say(tmp_path: Path, monkeypatch: pyt
     table, one column: runs write it per item, `submit` and the board's validation accept it,
     and the board averages it with its CI and shows it with the table's direction."""
     from tests.leaderboard_helpers import board, fake_judge, judged_submission
-    from tide_bench.leaderboard import build_site, columns
+    from tide_bench.leaderboard import build_site
+    from tide_bench.leaderboard.scoring import columns
 
     metrics = tmp_path / "metrics.yaml"
     metrics.write_text(yaml.safe_dump({"metrics": [*_shipped(), _new_metric()]}))  # the table's entry

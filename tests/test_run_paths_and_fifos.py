@@ -98,7 +98,7 @@ def _within(seconds: float, fn, *args) -> BaseException | None:
 
 @pytest.mark.parametrize("where", ["run_dir", "out", "view.html", "run.json", "samples", "judgments"])
 def test_view_refuses_a_fifo_at_once(tmp_path: Path, where: str) -> None:
-    from tide_bench.leaderboard.run_view import write_run_view
+    from tide_bench.leaderboard.site.run_view import write_run_view
 
     run = make_run(tmp_path / "run", "a reply")
     out = None

@@ -240,8 +240,9 @@ def test_tide_bench_eval_folds_the_system_prompt_for_such_templates_and_records_
 def test_boards_accept_a_folded_prompt_and_refuse_a_dropped_one(tmp_path: Path) -> None:
     from tide_bench.generation.run_manifest import RunManifest
     from tide_bench.leaderboard.config import BoardConfig
-    from tide_bench.leaderboard.prompt_check import installed_prompt_hash
-    from tide_bench.leaderboard.validate import CheckResult, _prompt_checks
+    from tide_bench.leaderboard.submission.checks import _prompt_checks
+    from tide_bench.leaderboard.submission.prompt_check import installed_prompt_hash
+    from tide_bench.leaderboard.submission.result import CheckResult
 
     board = BoardConfig(name="b", split="test")
 

@@ -47,9 +47,13 @@ def _judge(path: Path) -> Any:
 
 
 def _meta(path: Path) -> Any:
-    from tide_bench.leaderboard.submission import read_meta
+    """submission.yaml as validation reads it (submission.checks.check_meta)."""
+    from tide_bench.core.errors import DataError
+    from tide_bench.core.jsonio import read_bytes
+    from tide_bench.leaderboard.config import META_MAX_BYTES
+    from tide_bench.leaderboard.submission.layout import parse_meta
 
-    return read_meta(path)
+    return parse_meta(read_bytes(path, DataError, max_bytes=META_MAX_BYTES, follow_symlinks=False), path)[0]
 
 
 def _pack(path: Path) -> Any:

@@ -155,10 +155,10 @@ def _generations(ids: tuple[str, ...]) -> list:
 
 
 def submission(name: str, ids: list[str], records: list[dict]) -> object:
-    """An in-memory :class:`~tide_bench.leaderboard.submission.Submission` of one entry."""
+    """An in-memory :class:`~tide_bench.leaderboard.submission.layout.Submission` of one entry."""
     from pathlib import Path
 
-    from tide_bench.leaderboard.submission import Submission
+    from tide_bench.leaderboard.submission.layout import Submission
 
     gens = _generations(tuple(ids))
     return Submission(

@@ -1,7 +1,7 @@
 """Rows 1-2 of the review: the board's mean blocks (empathy, factors, reference metrics,
 safety-adjusted, per scenario) and their design effect.
 
-``clustered_means`` is what ``leaderboard.scores.score_entry`` (and, through ``mean_ci``, the
+``clustered_means`` is what ``leaderboard.scoring.scores.score_entry`` (and, through ``mean_ci``, the
 judge summary and the study) calls: a persona-cluster bootstrap with the board's resamples and
 seed, expanded for few personas. Latent ``3 + 0.8 (sqrt(ICC) u_p + sqrt(1 - ICC) e_i)``, overall
 score = mean of three rounded factors, so the population mean is exact.
@@ -15,7 +15,7 @@ import pytest
 from tests.calibration.conftest import Mode, assert_coverage, record_value
 from tests.calibration.sim import overall, overall_mean, personas, seed_of
 from tide_bench.core.stats import DEFAULT_SEED, cluster_codes, clustered_means
-from tide_bench.leaderboard.scores import RESAMPLES
+from tide_bench.leaderboard.scoring.scores import RESAMPLES
 
 MU, SD = 3.0, 0.8
 TRUTH = overall_mean(MU, SD)

@@ -1,5 +1,5 @@
-"""Rows 26-29 of the review: the judge-bias diagnostics (``leaderboard.bias``,
-``leaderboard.padding``, ``agreement.halo``).
+"""Rows 26-29 of the review: the judge-bias diagnostics (``leaderboard.scoring.bias``,
+``leaderboard.scoring.padding``, ``agreement.halo``).
 
 Length boards: entries answer the same P personas x m items; reference length
 ``ref_i ~ U(40, 120)`` word tokens; the judge's overall score
@@ -18,8 +18,8 @@ import pytest
 
 from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_value
 from tests.calibration.sim import FACTORS, personas, seed_of
-from tide_bench.leaderboard.bias import ItemTable, length_bias, preference_leakage
-from tide_bench.leaderboard.padding import padding_effect
+from tide_bench.leaderboard.scoring.bias import ItemTable, length_bias, preference_leakage
+from tide_bench.leaderboard.scoring.padding import padding_effect
 
 ENTRIES = [(3.0, -20), (3.2, 30)]
 RESAMPLES = 1000  # the kit's; the board's own count is larger

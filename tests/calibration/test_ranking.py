@@ -1,4 +1,4 @@
-"""Rows 3-8 of the review: the board's paired comparisons (``leaderboard.ranking.paired_ranking``,
+"""Rows 3-8 of the review: the board's paired comparisons (``leaderboard.scoring.ranking.paired_ranking``,
 what ``scores.rank_entries`` calls): pair intervals, Holm and max-T family-wise error (also with
 20 personas, where the normal reference gave 7-11 % and 10-13 %), power, rank intervals and the
 rank column. K models answer the same P personas x 20 items (:func:`sim.board`).
@@ -11,8 +11,8 @@ import pytest
 
 from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_value
 from tests.calibration.sim import board, board_truths, personas, seed_of
-from tide_bench.leaderboard.ranking import CORRECTIONS, paired_ranking
-from tide_bench.leaderboard.scores import RESAMPLES, SAFETY_ADJUSTED, ScoredEntry, rank_entries
+from tide_bench.leaderboard.scoring.ranking import CORRECTIONS, paired_ranking
+from tide_bench.leaderboard.scoring.scores import RESAMPLES, SAFETY_ADJUSTED, ScoredEntry, rank_entries
 
 FAST_NULL = [(6, 20, 0.0)]
 FULL_NULL = [(k, p, s) for k in (2, 6) for p in (20, 50, 100) for s in (0.0, 0.15)]

@@ -28,7 +28,8 @@ from tests.calibration.sim import (
 from tide_bench.core.stats import proportion_ci
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import SAFETY_RATE_METHOD
-from tide_bench.leaderboard.scores import _over_safety_gate, admission_errors, rank_entries, score_entry
+from tide_bench.leaderboard.scoring.scores import _over_safety_gate, rank_entries, score_entry
+from tide_bench.leaderboard.submission.admission import admission_errors
 
 RUBRIC = load_rubric()
 PERSONA = personas(100, 20)

@@ -16,7 +16,7 @@ from tide_bench.cli.options import board_option, judge_dir_option, out_option, o
 from tide_bench.cli.spellings import SpellingGroup
 
 if TYPE_CHECKING:
-    from tide_bench.leaderboard.validate import CheckResult
+    from tide_bench.leaderboard.submission.result import CheckResult
 
 BOARD_HELP = "Leaderboard configuration (default: the shipped leaderboard/leaderboard.yaml)."
 SEED_HELP = "Repeat an earlier embedding spot check: draw its items with this seed (printed by every check)."

@@ -28,7 +28,7 @@ def view_cmd(run_dir: Path, judge_dir: Path | None, out: Path | None) -> None:
       tide-bench view runs/my-model            # writes runs/my-model/view.html
       tide-bench view runs/my-model --judge-dir runs/my-model/judge-gpt --out gpt-view.html
     """
-    from tide_bench.leaderboard.run_view import write_run_view
+    from tide_bench.leaderboard.site.run_view import write_run_view
 
     path = write_run_view(run_dir, out, judge_dir)
     click.echo(f"wrote {path} (open it in a browser)")

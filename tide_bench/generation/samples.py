@@ -359,7 +359,7 @@ def read_generations(
     """All generations of the samples files listed in a manifest, checked for duplicates.
 
     ``max_bytes`` applies to each file. Paths are taken as given: callers that read a
-    stranger's manifest confine them first (see :mod:`tide_bench.leaderboard.validate`).
+    stranger's manifest confine them first (see :mod:`tide_bench.leaderboard.submission.validate`).
     ``memo`` (:class:`DocMemo`) skips re-checking the ``doc`` blocks of the read before; it
     then remembers this read's.
     """

@@ -8,10 +8,10 @@ Public API::
 """
 
 from tide_bench.leaderboard.build import BuildResult, build_site
-from tide_bench.leaderboard.checks import validate_many
 from tide_bench.leaderboard.config import BoardConfig, load_board
-from tide_bench.leaderboard.submit import SubmissionRefused, create_submission
-from tide_bench.leaderboard.validate import CheckResult, validate_folder
+from tide_bench.leaderboard.submission.accept import validate_many
+from tide_bench.leaderboard.submission.submit import SubmissionRefused, create_submission
+from tide_bench.leaderboard.submission.validate import CheckResult, validate_folder
 
 __all__ = [
     "BoardConfig",

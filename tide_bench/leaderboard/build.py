@@ -5,7 +5,7 @@ One bad submission never stops the build of the others (it is listed as refused)
 metadata; recomputing the reference metrics from the text is ``validate``'s job (CI runs it
 on every pull request), or the build's with ``spot_checks``. The output folder is checked
 before anything else happens and replaced atomically at the end; the build never deletes a
-folder it did not write (:mod:`.site_dir`). An attached audit is stamped on the page only
+folder it did not write (:mod:`.site.site_dir`). An attached audit is stamped on the page only
 for the board's judge.
 """
 
@@ -22,26 +22,28 @@ from threadpoolctl import threadpool_limits
 
 from tide_bench.core.atomic_dir import make_public, replace_folder
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
+from tide_bench.core.gc_pause import no_gc_pauses
 from tide_bench.core.jsonio import read_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.core.stats import preload as preload_statistics
 from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.judging.rubric import Rubric, load_rubric
-from tide_bench.leaderboard.bias import diagnose
-from tide_bench.leaderboard.charts import Charts
-from tide_bench.leaderboard.checks import check_together
-from tide_bench.leaderboard.columns import Column, board_columns
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries, process_budget
-from tide_bench.leaderboard.exports import write_exports
-from tide_bench.leaderboard.groups import board_groupings, split_groups
-from tide_bench.leaderboard.html import Section
-from tide_bench.leaderboard.plots import preload
-from tide_bench.leaderboard.scores import RESAMPLES, SEED, rank_entries
-from tide_bench.leaderboard.site import metric_label, remove_entry_files, write_site
-from tide_bench.leaderboard.site_dir import check_out_dir, write_marker
-from tide_bench.leaderboard.submission import RUN, Submission
-from tide_bench.leaderboard.validate import no_gc_pauses, submission_folders
+from tide_bench.leaderboard.scoring.bias import diagnose
+from tide_bench.leaderboard.scoring.columns import board_columns
+from tide_bench.leaderboard.scoring.groups import board_groupings, split_groups
+from tide_bench.leaderboard.scoring.scores import RESAMPLES, SEED, rank_entries
+from tide_bench.leaderboard.site.charts import Charts
+from tide_bench.leaderboard.site.entry_files import remove_entry_files
+from tide_bench.leaderboard.site.exports import write_exports
+from tide_bench.leaderboard.site.html import Section
+from tide_bench.leaderboard.site.pages import metric_label, write_site
+from tide_bench.leaderboard.site.plots import preload
+from tide_bench.leaderboard.site.site_dir import check_out_dir, write_marker
+from tide_bench.leaderboard.submission.accept import check_together
+from tide_bench.leaderboard.submission.layout import RUN, Submission
+from tide_bench.leaderboard.submission.validate import submission_folders
 from tide_bench.validation.stamps import JUDGES_PAGE, load_stamps, stamp_for
 
 AUDIT_MAX_BYTES = 200_000_000
@@ -93,33 +95,6 @@ def audit_summary(path: Path, version: str | None) -> dict[str, Any]:
     return out
 
 
-def _render(
-    staging: Path,
-    result_board: dict[str, Any],
-    accepted: dict[str, Submission],
-    rubric: Rubric,
-    columns: list[Column],
-    extra_sections: Sequence[Section],
-    instances: bool,
-    downloads: dict[str, list[str]],
-    charts: dict[str, str] | None,
-) -> None:
-    write_site(
-        staging,
-        result_board,
-        accepted,
-        rubric,
-        columns,
-        downloads=downloads,
-        extra_sections=extra_sections,
-        instances=instances,
-        charts=charts,
-    )
-    write_exports(staging, result_board, columns)
-    write_marker(staging, result_board["built_at"])
-    make_public(staging)
-
-
 class NothingAccepted(TideBenchError):
     """Every submission was refused: no board is written (the previous site stays)."""
 
@@ -136,8 +111,8 @@ def board_that_accepts(folders: Sequence[Path], board: BoardConfig) -> tuple[Pat
     """The shipped board file (other than ``board``) that accepts the most of ``folders``, and
     how many; None when none accepts any. Only for the message of a build that refused all."""
     from tide_bench.core.resources import resource_dir
-    from tide_bench.leaderboard.checks import check_all
     from tide_bench.leaderboard.config import load_board
+    from tide_bench.leaderboard.submission.accept import check_all
 
     current = Path(board.source).resolve() if board.source else None
     best: tuple[Path, int] | None = None
@@ -198,7 +173,7 @@ def build_site(
     require_accepted: bool = False,
 ) -> BuildResult:
     """Validate, score, rank and write the site into ``out``. ``extra_sections`` are appended to
-    the index page (e.g. a study report, :func:`~tide_bench.leaderboard.html.render_section`);
+    the index page (e.g. a study report, :func:`~tide_bench.leaderboard.site.html.render_section`);
     ``instances=False`` leaves out the per-item replies and downloads (the site then holds no
     TIDE text). The entries are prepared in ``workers`` processes (default: one per CPU;
     :mod:`.entries`), and ``progress(done, total)`` is told as each is ready. ``judges_board`` (a
@@ -232,7 +207,7 @@ def build_site(
         charts.append(Charts(rows, ranking.get("pairwise") or [], metric, label, parallel=parallel))
 
     try:
-        # --strict decides with the whole check list, as validate and submit do (leaderboard.checks)
+        # --strict decides with the whole check list, as validate and submit do (leaderboard.submission.accept)
         labels_path = board.risk_labels_path()
         labels = read_risk_labels(labels_path) if labels_path else None
         job = EntryJob(
@@ -259,7 +234,20 @@ def build_site(
         downloads = {e.check.id: e.downloads for e in prepared if e.check.id in accepted}
         drawn = charts[0].result() if charts else None
         columns = board_columns(rubric)
-        _render(staging, result_board, accepted, rubric, columns, extra_sections, instances, downloads, drawn)
+        write_site(
+            staging,
+            result_board,
+            accepted,
+            rubric,
+            columns,
+            downloads=downloads,
+            extra_sections=extra_sections,
+            instances=instances,
+            charts=drawn,
+        )
+        write_exports(staging, result_board, columns)
+        write_marker(staging, result_board["built_at"])
+        make_public(staging)
         if judges_board:
             shutil.copyfile(Path(judges_board) / "index.html", staging / JUDGES_PAGE)
         replace_folder(staging, target)

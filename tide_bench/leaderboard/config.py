@@ -8,10 +8,10 @@ submitter's word. ``conversations_per_persona`` pins the dataset's shape (TIDE: 
 ``tide-bench leaderboard pin --data SNAPSHOT`` computes them from a trusted snapshot.
 ``judge_version`` pins the judge configuration, ``judge_rubric`` its rubric (``id@vN``), and
 ``judge_served_model`` the model that must have served the judge's requests: an entry judged
-by another is shown apart, never ranked with the rest (:mod:`.groups`; unpinned, the entries'
+by another is shown apart, never ranked with the rest (:mod:`.scoring.groups`; unpinned, the entries'
 majority decides). ``data_source`` names data the board can load
 when it checks (``sample`` on the demo board): the reference row is then compared item by item
-with that data's references (:mod:`.reference_row`). ``embedding_model`` is the model the
+with that data's references (:mod:`.submission.reference_row`). ``embedding_model`` is the model the
 board's embedding spot check uses (never the one a submission names).
 
 Prompt conditions (docs/leaderboard.md, "Prompt conditions"): ``prompt_conditions`` lists the
@@ -45,11 +45,11 @@ from tide_bench.core.resources import resource_dir
 from tide_bench.core.yaml_io import read_yaml
 from tide_bench.data.schema import SPLITS
 from tide_bench.data.splits import SPLIT_VERSION
-from tide_bench.leaderboard.ranking import CORRECTIONS
 from tide_bench.metrics.reference import DEFAULT_EMBEDDING
 from tide_bench.tasks.prompts import PROMPT_CONDITIONS
 
 META_MAX_BYTES = 64_000  # submission.yaml
+CORRECTIONS = ("holm", "max-t")  # rank_correction: the multiple-comparison corrections the ranking offers
 REFERENCE_CONDITION = "reference"  # run.json prompt.condition of the reference run (accepted on every board)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

@@ -29,11 +29,12 @@ from pathlib import Path
 from tide_bench.core.errors import TideBenchError
 from tide_bench.data.risk_labels import RiskLabels
 from tide_bench.judging.rubric import Rubric
-from tide_bench.leaderboard.bias import ItemTable, item_table
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.scores import ScoredEntry, score_entry
-from tide_bench.leaderboard.site import write_entry_files
-from tide_bench.leaderboard.validate import CheckResult, validate_folder
+from tide_bench.leaderboard.scoring.bias import ItemTable, item_table
+from tide_bench.leaderboard.scoring.scores import ScoredEntry, score_entry
+from tide_bench.leaderboard.site.entry_files import write_entry_files
+from tide_bench.leaderboard.submission.result import CheckResult
+from tide_bench.leaderboard.submission.validate import validate_folder
 
 MAX_WORKERS = 8  # each worker holds one entry's items at a time; more rarely helps a board
 
@@ -59,7 +60,7 @@ class EntryJob:
 class PreparedEntry:
     """One entry, ready to be compared with the others. ``check.submission`` is the entry
     without its per-item data (every check of one entry, admission included, ran in
-    :func:`~tide_bench.leaderboard.validate.validate_folder`); ``downloads`` are the per-item
+    :func:`~tide_bench.leaderboard.submission.validate.validate_folder`); ``downloads`` are the per-item
     files written for it."""
 
     check: CheckResult
@@ -90,7 +91,7 @@ def prepare_entry(folder: Path, job: EntryJob) -> PreparedEntry:
 def process_budget(workers: int | None) -> int:
     """How many processes a build may use: ``workers`` when given, else one per CPU this
     process may use (at most :data:`MAX_WORKERS`). The entries' workers and the charts
-    (:mod:`.charts`) both go by it."""
+    (:mod:`.site.charts`) both go by it."""
     if workers is not None:
         return max(1, workers)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

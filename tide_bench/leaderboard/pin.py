@@ -20,9 +20,9 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.jsonio import atomic_write_text
 from tide_bench.data.splits import SPLIT_VERSION
 from tide_bench.leaderboard.config import load_board
-from tide_bench.leaderboard.local_paths import redact_text
-from tide_bench.leaderboard.prompt_check import installed_prompt_hash
-from tide_bench.leaderboard.validate import item_ids_hash
+from tide_bench.leaderboard.submission.data_pins import item_ids_hash
+from tide_bench.leaderboard.submission.local_paths import redact_text
+from tide_bench.leaderboard.submission.prompt_check import installed_prompt_hash
 
 
 def _set_keys(text: str, values: dict[str, Any]) -> str:

@@ -427,7 +427,7 @@ def build_board(spec: StudySpec, out: Path, report: Path | None = None, people: 
     """The study's board over its submissions, with the study's report (and, on ED, the LLMs-vs-people
     comparison) as sections of its page."""
     from tide_bench.leaderboard import build_site
-    from tide_bench.leaderboard.html import render_section
+    from tide_bench.leaderboard.site.html import render_section
     from tide_bench.study.report import report_html
 
     sections = [render_section("Study report", report_html(report), "study-report")] if report else []

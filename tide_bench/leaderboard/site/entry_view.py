@@ -13,47 +13,13 @@ from typing import Any
 from urllib.parse import quote
 
 from tide_bench.core.stats import format_estimate
-from tide_bench.leaderboard.columns import Column
-from tide_bench.leaderboard.html import Markup, esc, fields, fmt_block, fmt_interval
-from tide_bench.leaderboard.plots import unranked_anchor
-from tide_bench.leaderboard.table import cell_html
+from tide_bench.leaderboard.scoring.columns import Column, metric_keys
+from tide_bench.leaderboard.scoring.row import known_keys, page_fields
+from tide_bench.leaderboard.site.html import Markup, esc, fields, fmt_block, fmt_interval
+from tide_bench.leaderboard.site.plots import unranked_anchor
+from tide_bench.leaderboard.site.table import cell_html
 
-KNOWN_ROW_KEYS = {
-    "id",
-    "model_name",
-    "model",
-    "parameters",
-    "condition",
-    "base_model",
-    "license",
-    "demo",
-    "n_items",
-    "n_personas",
-    "judged",
-    "factors",
-    "empathy",
-    "empathy_bounds",
-    "safety_flag_rate",
-    "failure_rate",
-    "n_scored",
-    "n_unscored",
-    "n_model_failures",
-    "n_infrastructure_unscored",
-    "unscored_rate",
-    "infrastructure_unscored_rate",
-    "unscored_reasons",
-    "per_scenario",
-    "judge",
-    "self_preference",
-    "data",
-    "prompt_sha256",
-    "rank",
-    "rank_interval",
-    "unranked_reason",
-    "empathy_lc",
-    "length_bias",
-    "preference_leakage",
-}
+KNOWN_ROW_KEYS = frozenset(known_keys())  # every field of the row type (scoring/row.py); metrics come from columns
 
 
 def summary(row: Mapping[str, Any], columns: Sequence[Column]) -> str:
@@ -272,10 +238,24 @@ def scenario_table(row: Mapping[str, Any], metric: str, scale: tuple[float, floa
     )
 
 
+def labelled_fields(row: Mapping[str, Any], where: str) -> str:
+    """The row fields the row type places in the page section ``where`` (``safety``, ``judging``),
+    each under its label; a field the row does not hold is left out."""
+    items: list[tuple[str, Any]] = []
+    for name, label, fmt in page_fields(where):
+        value = row.get(name)
+        if value is None:
+            continue
+        if fmt == "percent" and isinstance(value, int | float) and not isinstance(value, bool):
+            value = f"{100 * value:.1f}%"
+        items.append((label, value))
+    return fields(items) if items else ""
+
+
 def other_fields(row: Mapping[str, Any], columns: Sequence[Column]) -> str:
-    """Row fields neither this page nor the column declaration knows by name (e.g. added by a
-    later rubric), shown as they are."""
-    known = KNOWN_ROW_KEYS | {c.source[0] for c in columns}
+    """Row fields the row type (scoring/row.py) does not declare (e.g. added by a later rubric),
+    shown as they are: a declared field has its labelled place on the page."""
+    known = KNOWN_ROW_KEYS | set(metric_keys()) | {c.source[0] for c in columns}  # a hidden metric is not 'other'
     extra = {k: v for k, v in row.items() if k not in known}
     items: list[tuple[str, Any]] = []
     for key, value in sorted(extra.items()):

@@ -16,7 +16,7 @@ import multiprocessing
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tide_bench.leaderboard.plots import forest_plot, pairwise_plot, size_plot
+from tide_bench.leaderboard.site.plots import forest_plot, pairwise_plot, size_plot
 
 Rows = Sequence[dict[str, Any]]
 

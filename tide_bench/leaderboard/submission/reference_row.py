@@ -29,7 +29,7 @@ from pathlib import Path
 from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard.config import REFERENCE_CONDITION, BoardConfig
-from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.leaderboard.submission.problems import Problem, relative
 
 MAKE_REFERENCE = "`tide-bench eval --model reference` (then judge it like any run)"
 

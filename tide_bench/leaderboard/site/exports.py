@@ -1,7 +1,7 @@
 """``leaderboard.json``, ``leaderboard.csv`` and ``leaderboard.md``: the same numbers as the page.
 
 The CSV and Markdown columns come from the one declaration in ``columns.yaml``
-(:mod:`.columns`): a mean block becomes ``KEY``, ``KEY_ci_low`` and ``KEY_ci_high``.
+(:mod:`..scoring.columns`): a mean block becomes ``KEY``, ``KEY_ci_low`` and ``KEY_ci_high``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.spreadsheet import spreadsheet_safe
-from tide_bench.leaderboard.columns import Column, optional_columns, shown_columns
-from tide_bench.leaderboard.html import fmt_interval
+from tide_bench.leaderboard.scoring.columns import Column, shown_columns
+from tide_bench.leaderboard.site.html import fmt_interval
 
 
 def csv_fields(columns: Sequence[Column]) -> list[str]:
@@ -81,7 +81,7 @@ def _md_value(row: dict[str, Any], c: Column) -> str:
 
 def write_exports(out: Path, board: dict[str, Any], columns: Sequence[Column]) -> None:
     write_json(out / "leaderboard.json", board)
-    columns = [*shown_columns(columns, board["rows"]), *optional_columns(board["rows"], columns)]
+    columns = shown_columns(columns, board["rows"])
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=csv_fields(columns))
     writer.writeheader()

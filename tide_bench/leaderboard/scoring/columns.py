@@ -1,7 +1,7 @@
 """The leaderboard's columns, read from one declaration (``columns.yaml`` beside this module).
 
 Why one declaration: the scoring of per-item metrics (:mod:`.scores`), the exports
-(:mod:`.exports`) and the page's table (:mod:`.site`) used to spell the columns out each in
+(:mod:`..site.exports`) and the page's table (:mod:`..site.pages`) used to spell the columns out each in
 its own way, so adding a metric meant three edits that could disagree. Here a column is one
 entry; the rubric's factors are expanded from the rubric file (their keys and names), never
 typed in code. HELM declares its columns in one schema file in the same spirit.
@@ -26,7 +26,6 @@ KINDS = ("rank", "model", "size", "condition", "score", "metric", "rate", "fract
 BLOCK_KINDS = ("score", "metric", "rate")  # a {mean, ci_low, ci_high, ...} block
 REQUIRED_METRICS = ("cosine_sim",)  # the ranking falls back to it on a board without a judge
 FACTOR_GROUP = "factors"
-OPTIONAL_PREFIX = "safety_adjusted_"  # row fields other stages may add; shown when present
 
 
 @dataclass(frozen=True)
@@ -217,22 +216,3 @@ def against_reference_keys(path: Path | None = None) -> tuple[str, ...]:
 def shown_columns(columns: Sequence[Column], rows: Sequence[dict[str, Any]]) -> list[Column]:
     """``columns`` without the ``when_present`` ones that no row has a value for."""
     return [c for c in columns if not c.when_present or any(c.number(r) is not None for r in rows)]
-
-
-def optional_columns(rows: Sequence[dict[str, Any]], declared: Sequence[Column] = ()) -> list[Column]:
-    """Columns for row fields other stages may add (``safety_adjusted_*``), when any row has one
-    and ``declared`` (the columns.yaml columns) does not already show it: a mean block is shown
-    with its CI, a number as it is. Declaring such a field in columns.yaml sets its place and label."""
-    found: dict[str, Column] = {}
-    taken = {c.key for c in declared}
-    for row in rows:
-        for key, value in row.items():
-            if not key.startswith(OPTIONAL_PREFIX) or key in found or key in taken:
-                continue
-            label = key.replace("_", " ").capitalize()
-            better = "low" if key.endswith("rank") else "high"
-            if isinstance(value, dict) and "mean" in value:
-                found[key] = Column(key, label, "score", (key,), better=better)
-            elif isinstance(value, int | float) and not isinstance(value, bool):
-                found[key] = Column(key, label, "number", (key,), better=better)
-    return list(found.values())

@@ -1,7 +1,7 @@
 """Comparison groups: entries that were not measured alike are never ranked together.
 
 Some differences between entries refuse an entry outright (another item set, judge
-configuration, rubric or prompt than the board pins: :mod:`.validate`). Others are honest
+configuration, rubric or prompt than the board pins: :mod:`..submission.validate`). Others are honest
 but make two entries incomparable, the way two thermometers are: the model that actually
 served the judge's requests (``served_model`` in every judgment; an alias such as
 ``claude-sonnet-4-5`` can move to a new snapshot under one configuration) is the first. Such
@@ -10,7 +10,7 @@ entries are shown, in a group of their own with the reason, and never ranked wit
 A :class:`Grouping` names one such property and how a row shows it. The ranked group is the
 board's pin when it has one; else the group held by more entries than any other; when two
 groups tie for largest there is no basis to prefer either, and none of them is ranked (the
-same rule as :mod:`.consistency`); a maintainer settles it by pinning the board. Entries the
+same rule as :mod:`..submission.consistency`); a maintainer settles it by pinning the board. Entries the
 property does not apply to (a row that was not judged) stay with the ranked group.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.scores import ScoredEntry
+from tide_bench.leaderboard.scoring.scores import ScoredEntry
 
 NOT_RECORDED = "not recorded"
 

@@ -23,13 +23,14 @@ from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import Rubric, load_rubric
-from tide_bench.leaderboard.bias import diagnose, item_table
-from tide_bench.leaderboard.columns import board_columns
-from tide_bench.leaderboard.html import esc, json_for_html, page
-from tide_bench.leaderboard.instances import item_payload, model_payload
-from tide_bench.leaderboard.scores import score_entry
-from tide_bench.leaderboard.site import FAILURE_KINDS, bias_html, browser_html, entry_sections
-from tide_bench.leaderboard.submission import JUDGE, Submission
+from tide_bench.leaderboard.scoring.bias import diagnose, item_table
+from tide_bench.leaderboard.scoring.columns import board_columns
+from tide_bench.leaderboard.scoring.scores import score_entry
+from tide_bench.leaderboard.site.entry_files import FAILURE_KINDS
+from tide_bench.leaderboard.site.html import esc, json_for_html, page
+from tide_bench.leaderboard.site.instances import item_payload, model_payload
+from tide_bench.leaderboard.site.pages import bias_html, browser_html, entry_sections
+from tide_bench.leaderboard.submission.layout import JUDGE, Submission
 
 VIEW_NAME = "view.html"
 VIEW_TITLE = "Run view: "

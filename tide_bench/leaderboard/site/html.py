@@ -20,7 +20,7 @@ from typing import Any
 from tide_bench.core.assets import asset_text, script, style
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'self' 'unsafe-inline'; img-src data:"
-PACKAGE = "tide_bench.leaderboard"
+PACKAGE = "tide_bench.leaderboard.site"
 _SECTION_ID = re.compile(r"[^a-z0-9-]+")
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.leaderboard.submission.problems import Problem, relative
 from tide_bench.tasks.placement import FIRST_USER_TURN, SEPARATOR, SYSTEM
 from tide_bench.tasks.prompts import PROMPT_CONDITIONS, build_messages, prompt_sha256, render_plain
 

@@ -10,7 +10,7 @@ Order matters, because the target is a folder of other people's submissions:
    run directory and read as regular files. Local paths are redacted on the way
    (:mod:`.local_paths`): a submission is public.
 3. The staging folder is validated exactly as CI will validate it: the one check list of
-   :mod:`.checks`, with the entries already in ``--out``. A refusal removes the staging
+   :mod:`.accept`, with the entries already in ``--out``. A refusal removes the staging
    folder: a refused ``submit`` leaves nothing behind.
 4. Only then is the folder moved into place; with ``overwrite``, the previous entry of the
    same id is swapped out and removed after the new one is in place.
@@ -36,11 +36,11 @@ from tide_bench.core.secrets import redact_record
 from tide_bench.core.yaml_io import load_yaml
 from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
 from tide_bench.judging.files import JUDGMENTS_FILE
-from tide_bench.leaderboard.checks import check_new
 from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig, load_board
-from tide_bench.leaderboard.local_paths import redact, redact_folder_name
-from tide_bench.leaderboard.submission import JUDGE, JUDGE_FILES, META, RUN, SAFE_ID, parse_meta
-from tide_bench.leaderboard.validate import CheckResult
+from tide_bench.leaderboard.submission.accept import check_new
+from tide_bench.leaderboard.submission.layout import JUDGE, JUDGE_FILES, META, RUN, SAFE_ID, parse_meta
+from tide_bench.leaderboard.submission.local_paths import redact, redact_folder_name
+from tide_bench.leaderboard.submission.result import CheckResult
 
 
 class SubmissionRefused(TideBenchError):

@@ -22,7 +22,7 @@ from typing import Any
 from tide_bench.core.fields import type_name
 from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_manifest import RunManifest
-from tide_bench.leaderboard.local_paths import REDACTED
+from tide_bench.leaderboard.submission.local_paths import REDACTED
 
 # Generation settings a submission may state, and how run.json records them.
 GENERATION_SETTINGS = {

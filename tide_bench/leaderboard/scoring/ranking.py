@@ -43,8 +43,7 @@ from tide_bench.core.stats import (
     resampled_totals,
     t_pvalues,
 )
-
-CORRECTIONS = ("holm", "max-t")
+from tide_bench.leaderboard.config import CORRECTIONS
 
 
 @dataclass(frozen=True)

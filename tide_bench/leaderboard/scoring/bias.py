@@ -26,7 +26,7 @@ What the slope can and cannot say: it is an **association** ("scores rise with l
 entries and items"). Observational scores cannot tell "the judge rewards length" from "longer
 replies are better here" (a judge that scores only quality, on a board where a model's longer
 replies truly are better, gives the same slope). The causal question is answered by the
-*padding probe* (:mod:`tide_bench.leaderboard.padding`): the same replies with content-neutral
+*padding probe* (:mod:`tide_bench.leaderboard.scoring.padding`): the same replies with content-neutral
 padding, judged again, compared item by item.
 
 Undefined is said, never estimated: with one entry (item effects cannot be separated from the
@@ -73,7 +73,7 @@ from tide_bench.generation.reference import LABEL as REFERENCE_LABEL
 from tide_bench.judging.families import family_of
 from tide_bench.judging.rubric import Rubric
 from tide_bench.judging.summary import counted_values
-from tide_bench.leaderboard.scores import RESAMPLES  # the board's: every interval on it uses the same count
+from tide_bench.leaderboard.scoring.scores import RESAMPLES  # the board's: every interval on it uses the same count
 from tide_bench.metrics.reference import tokenize
 
 MIN_PERSONAS = 10  # fewer personas: a persona bootstrap is too unstable to support a verdict
@@ -241,31 +241,18 @@ def _slope_note(tables: Sequence[ItemTable], fit_rows: Sequence[np.ndarray], d: 
     return None
 
 
-def length_bias(
-    tables: Sequence[ItemTable], *, resamples: int = RESAMPLES, seed: int = DEFAULT_SEED
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per entry: ``r`` (empathy vs reply length), ``empathy_lc`` (a mean block) and mean lengths;
-    and the board block (two-way slope, pooled within-entry r, the scale ``s``, the verdict).
-    See the module docstring."""
-    codes, n_clusters = _codes(tables)
-    scored = [np.isfinite(t.factors).all(axis=1) & np.isfinite(t.reply_tokens) for t in tables]
-    differences = np.concatenate(
-        [(t.reply_tokens - t.reference_tokens)[m] for t, m in zip(tables, scored, strict=True)]
-    )
-    scale = float(np.std(differences)) if differences.size > 1 else 0.0
-    d = [
-        np.tanh((t.reply_tokens - t.reference_tokens) / scale) if scale > 0 else np.zeros(len(t.personas))
-        for t in tables
-    ]
-    fit = [
-        np.column_stack([np.where(m, t.counted, np.nan), dj, t.reply_tokens])
-        for t, m, dj in zip(tables, scored, d, strict=True)
-    ]
-    counted = [np.column_stack([t.counted, np.where(t.failure, 0.0, dj)]) for t, dj in zip(tables, d, strict=True)]
-    f_point, f_boot = _moments(list(zip(codes, fit, strict=True)), n_clusters, resamples, seed)
-    c_point, c_boot = _moments(list(zip(codes, counted, strict=True)), n_clusters, resamples, seed)
-
-    # two-way within estimator on the items every entry scored: item-centred y and d per entry
+def _two_way_slope(
+    tables: Sequence[ItemTable],
+    codes: list[np.ndarray],
+    scored: list[np.ndarray],
+    d: list[np.ndarray],
+    n_clusters: int,
+    resamples: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, str | None, int, int]:
+    """The shared length slope ``b`` (point, bootstrap), why it is not identified (or None), and
+    the items and personas it was fitted on: the two-way within estimator on the items every
+    entry scored (item-centred score and length term per entry)."""
     positions, n_items = _aligned(tables)
     y_all = np.full((n_items, len(tables)), np.nan)
     d_all = np.full((n_items, len(tables)), np.nan)
@@ -301,6 +288,52 @@ def length_bias(
     b_boot = slope(w_boot) if w_boot is not None else np.full(resamples, np.nan)
     if note is None and not (np.isfinite(b_point[0]) and w_point.cross[..., 1, 1].sum() > 1e-12):
         note = "the length term does not vary within entries and items: not identified"
+    return b_point, b_boot, note, n_fit_items, personas
+
+
+def _entry_block(t: ItemTable, n_fit: int, r: dict[str, Any], lc: dict[str, Any], personas: int) -> dict[str, Any]:
+    """One entry's length block: ``r``, the length-controlled score as a mean block, mean lengths."""
+    return {
+        "n_scored": n_fit,
+        "mean_reply_tokens": float(np.nanmean(t.reply_tokens)) if len(t.personas) else None,
+        "mean_reference_tokens": float(np.mean(t.reference_tokens)) if len(t.personas) else None,
+        "r": r,
+        "empathy_lc": {
+            "mean": lc["value"],
+            "ci_low": lc["ci_low"],
+            "ci_high": lc["ci_high"],
+            "n": lc["n"],
+            "n_clusters": personas,
+            **({"note": lc["note"]} if lc.get("note") else {}),
+        },
+    }
+
+
+def length_bias(
+    tables: Sequence[ItemTable], *, resamples: int = RESAMPLES, seed: int = DEFAULT_SEED
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per entry: ``r`` (empathy vs reply length), ``empathy_lc`` (a mean block) and mean lengths;
+    and the board block (two-way slope, pooled within-entry r, the scale ``s``, the verdict).
+    See the module docstring."""
+    codes, n_clusters = _codes(tables)
+    scored = [np.isfinite(t.factors).all(axis=1) & np.isfinite(t.reply_tokens) for t in tables]
+    differences = np.concatenate(
+        [(t.reply_tokens - t.reference_tokens)[m] for t, m in zip(tables, scored, strict=True)]
+    )
+    scale = float(np.std(differences)) if differences.size > 1 else 0.0
+    d = [
+        np.tanh((t.reply_tokens - t.reference_tokens) / scale) if scale > 0 else np.zeros(len(t.personas))
+        for t in tables
+    ]
+    fit = [
+        np.column_stack([np.where(m, t.counted, np.nan), dj, t.reply_tokens])
+        for t, m, dj in zip(tables, scored, d, strict=True)
+    ]
+    counted = [np.column_stack([t.counted, np.where(t.failure, 0.0, dj)]) for t, dj in zip(tables, d, strict=True)]
+    f_point, f_boot = _moments(list(zip(codes, fit, strict=True)), n_clusters, resamples, seed)
+    c_point, c_boot = _moments(list(zip(codes, counted, strict=True)), n_clusters, resamples, seed)
+
+    b_point, b_boot, note, n_fit_items, personas = _two_way_slope(tables, codes, scored, d, n_clusters, resamples, seed)
     lc_point = c_point.mean[..., 0] - b_point[:, None] * c_point.mean[..., 1]
     lc_boot = c_boot.mean[..., 0] - b_boot[:, None] * c_boot.mean[..., 1]
     r_point, r_boot = _correlation(f_point.cross, 0, 2), _correlation(f_boot.cross, 0, 2)
@@ -311,28 +344,14 @@ def length_bias(
         lc_note = note or (None if n_fit >= 2 else "fewer than two scored items")
         lc = _estimate(float(lc_point[0, j]), lc_boot[:, j], n_counted, n_units=entry_personas, note=lc_note)
         constant = n_fit >= 2 and np.std(t.reply_tokens[scored[j]]) < MIN_LENGTH_SD
-        per_entry.append(
-            {
-                "n_scored": n_fit,
-                "mean_reply_tokens": float(np.nanmean(t.reply_tokens)) if len(t.personas) else None,
-                "mean_reference_tokens": float(np.mean(t.reference_tokens)) if len(t.personas) else None,
-                "r": _estimate(
-                    float(r_point[0, j]),
-                    r_boot[:, j],
-                    n_fit,
-                    n_units=entry_personas,
-                    note="the entry's reply lengths do not vary" if constant else None,
-                ),
-                "empathy_lc": {
-                    "mean": lc["value"],
-                    "ci_low": lc["ci_low"],
-                    "ci_high": lc["ci_high"],
-                    "n": lc["n"],
-                    "n_clusters": entry_personas,
-                    **({"note": lc["note"]} if lc.get("note") else {}),
-                },
-            }
+        r = _estimate(
+            float(r_point[0, j]),
+            r_boot[:, j],
+            n_fit,
+            n_units=entry_personas,
+            note="the entry's reply lengths do not vary" if constant else None,
         )
+        per_entry.append(_entry_block(t, n_fit, r, lc, entry_personas))
     pooled = f_point.cross.sum(axis=1)
     pooled_boot = f_boot.cross.sum(axis=1)
     n_total = int(f_point.n.sum())
@@ -504,5 +523,5 @@ def diagnose(
         "halo": halo(
             [tables[r["id"]] for r in judged], [f.name for f in rubric.factors], resamples=resamples, seed=seed
         ),
-        "method": "see tide_bench/leaderboard/bias.py and docs/leaderboard.md (judge-bias diagnostics)",
+        "method": "see tide_bench/leaderboard/scoring/bias.py and docs/leaderboard.md (judge-bias diagnostics)",
     }

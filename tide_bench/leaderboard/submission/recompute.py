@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.generation.samples import Generation
-from tide_bench.leaderboard.problems import Problem, relative
+from tide_bench.leaderboard.submission.problems import Problem, relative
 from tide_bench.metrics.reference import ReferenceScorer, text_metrics
 
 TEXT_METRICS = ("rouge_l", "within_reply_distinct_1", "within_reply_distinct_2", "length_tokens")

@@ -22,12 +22,10 @@ from typing import Any
 import yaml
 
 from tide_bench.core.errors import DataError
-from tide_bench.core.jsonio import read_bytes
 from tide_bench.core.yaml_io import NoAliasLoader, load_yaml
 from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.generation.samples import Generation
 from tide_bench.judging.files import CONFIG_FILE, JUDGMENTS_FILE, RUN_SUBDIR, SUBMITTED_FILES, SUMMARY_FILE
-from tide_bench.judging.judgment import Judgment
 
 META = "submission.yaml"
 RUN = "run"
@@ -44,7 +42,7 @@ class Submission:
     """What the leaderboard reads from one folder, after validation.
 
     ``judgments`` holds each item's judgment as a checked ``judgments.jsonl`` record (every
-    field in its type; ``records`` the same as :class:`Judgment` objects); ``generations``
+    field in its type); ``generations``
     carry the recomputed text metrics. A build's worker hands back :meth:`without_items`:
     the per-item data stays in the worker, and ``n_items`` and ``replies_digest`` still
     describe it for the checks of the entries against each other.
@@ -58,7 +56,6 @@ class Submission:
     judgments: dict[str, dict[str, Any]] = field(default_factory=dict)
     judge: dict[str, Any] | None = None
     run: RunManifest | None = None
-    records: dict[str, Judgment] = field(default_factory=dict)
     split_hash: str = ""
     n_items: int | None = None
     replies_digest: str | None = None
@@ -80,9 +77,7 @@ class Submission:
 
     def without_items(self) -> Submission:
         """The same entry without its per-item data (what crosses from a build worker)."""
-        return replace(
-            self, generations=[], judgments={}, records={}, n_items=self.n_items, replies_digest=self.digest()
-        )
+        return replace(self, generations=[], judgments={}, n_items=self.n_items, replies_digest=self.digest())
 
 
 def replies_digest(generations: Sequence[Generation]) -> str:
@@ -118,14 +113,3 @@ def parse_meta(raw: bytes, path: Path) -> tuple[Any, str]:
     except UnicodeDecodeError:
         raise DataError("not valid UTF-8", path=path) from None
     return load_yaml(text, path=path, error=DataError, aliases=False), text
-
-
-def read_meta(path: Path, *, max_bytes: int = 64_000, follow_symlinks: bool = True) -> Any:
-    """Parse a ``submission.yaml`` (a regular file of at most ``max_bytes``)."""
-    try:
-        raw = read_bytes(path, DataError, max_bytes=max_bytes, follow_symlinks=follow_symlinks)
-    except DataError as exc:
-        if exc.detail == "file not found":
-            raise DataError("file not found", path=path, hint=f"every submission needs a {META}") from None
-        raise
-    return parse_meta(raw, path)[0]

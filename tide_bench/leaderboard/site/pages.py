@@ -20,24 +20,18 @@ string is escaped here (:func:`~.html.esc`) or inserted as text by the browser.
 
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.spreadsheet import safe_row
 from tide_bench.core.stats import format_estimate
-from tide_bench.judging.files import JUDGMENTS_FILE
-from tide_bench.judging.judgment import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
-from tide_bench.leaderboard.charts import Charts
-from tide_bench.leaderboard.columns import Column, optional_columns, shown_columns
-from tide_bench.leaderboard.entry_view import (
+from tide_bench.leaderboard.scoring.columns import Column, shown_columns
+from tide_bench.leaderboard.site.charts import Charts
+from tide_bench.leaderboard.site.entry_view import (
     bias,
     heat_style,
+    labelled_fields,
     metadata,
     other_fields,
     provenance,
@@ -45,29 +39,23 @@ from tide_bench.leaderboard.entry_view import (
     scenario_table,
     summary,
 )
-from tide_bench.leaderboard.html import Section, esc, fmt_block, page, render_section
-from tide_bench.leaderboard.instances import FOLDER, item_payload, keep_items, model_payload, write_items, write_model
-from tide_bench.leaderboard.plots import is_anchor
-from tide_bench.leaderboard.submission import JUDGMENTS, Submission
-from tide_bench.leaderboard.table import board_table
+from tide_bench.leaderboard.site.html import Section, esc, fmt_block, page, render_section
+from tide_bench.leaderboard.site.instances import FOLDER, keep_items
+from tide_bench.leaderboard.site.plots import is_anchor
+from tide_bench.leaderboard.site.table import board_table
+from tide_bench.leaderboard.submission.layout import Submission
 
 __all__ = [
     "Section",
     "bias_html",
     "browser_html",
     "entry_sections",
-    "items_csv",
     "metric_label",
-    "remove_entry_files",
     "render_index",
     "render_model_page",
     "render_section",
-    "write_entry_files",
     "write_site",
 ]
-
-DOWNLOADS = "downloads"
-FAILURE_KINDS = sorted(k for k, cause in UNSCORED_CAUSES.items() if cause == MODEL_ATTRIBUTABLE)
 
 
 def metric_label(metric: str, rubric: Rubric) -> str:
@@ -329,27 +317,9 @@ def _figure(svg: str, caption: str, empty: str) -> str:
     return f'<figure class="plot"><div class="plot-scroll">{svg}</div><figcaption>{caption}</figcaption></figure>'
 
 
-def render_index(
-    board: Mapping[str, Any],
-    rubric: Rubric,
-    columns: Sequence[Column],
-    *,
-    extra_sections: Sequence[Section] = (),
-    charts: Mapping[str, str] | None = None,
-) -> str:
-    """The board's index page; ``extra_sections`` are appended before the footer. ``charts`` are
-    the board's charts already drawn (:class:`~.charts.Charts`); without them they are drawn here."""
-    rows, metric = board["rows"], board["ranking_metric"]
-    columns = [*shown_columns(columns, rows), *optional_columns(rows, columns)]
-    label = metric_label(metric, rubric)
-    drawn = charts if charts is not None else Charts(rows, board.get("pairwise") or [], metric, label).result()
-    built = (
-        f'<p class="muted">Built {esc(board.get("built_at"))} from {len(rows)} submission(s); split '
-        f"<code>{esc(board.get('split'))}</code>"
-        + (f", dataset <code>{esc((board.get('split_sha256') or '')[:16])}</code>" if board.get("split_sha256") else "")
-        + ".</p>"
-    )
-    ranking = (
+def _ranking_html(label: str, drawn: Mapping[str, str]) -> str:
+    """The ranking rule in words, then the forest plot."""
+    return (
         f"<p>Ranked by <b>{esc(label)}</b>. Rank = 1 + the number of models significantly better in a paired "
         "comparison on the same items (persona-cluster bootstrap, corrected for testing every pair); models not shown "
         "to differ share a rank. The table shows each model's <b>rank interval</b>: where its rank falls in 95% of "
@@ -361,6 +331,12 @@ def render_index(
             "No entry has a score to plot.",
         )
     )
+
+
+def _table_html(
+    board: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], metric: str, rubric: Rubric
+) -> str:
+    """The sortable table with each entry's details, under the safety rule when the board has one."""
     details = {str(r.get("id")): _details(r, metric, rubric) for r in rows}
     safety = (
         f'<p class="muted">Safety first: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
@@ -368,16 +344,15 @@ def render_index(
         if board.get("safety_rule")
         else ""
     )
-    table = (
+    return (
         '<p class="muted">Click a column header to sort (a score sorts best first); the rank interval is under '
         "<i>Rank</i>. Unknown sizes are hidden by a size filter.</p>" + safety + board_table(rows, columns, details)
     )
-    sections = [
-        Section("ranking", "Ranking", ranking),
-        Section("table", "Table", table),
-        Section(
-            "judge", "Judge and its biases", _judge_stamp(board, rubric) + bias_html(board.get("judge_bias"), rows)
-        ),
+
+
+def _chart_sections(drawn: Mapping[str, str], metric: str) -> list[Section]:
+    """The pairwise-differences and score-versus-size charts, each with its caption."""
+    return [
         Section(
             "pairwise",
             "Pairwise differences",
@@ -397,6 +372,54 @@ def render_index(
                 "No entry reports a parameter count: no size plot.",
             ),
         ),
+    ]
+
+
+def _refused_section(refused: Mapping[str, Sequence[str]]) -> Section:
+    return Section(
+        "refused",
+        "Refused submissions",
+        "<ul>" + "".join(f"<li><code>{esc(i)}</code>: {esc('; '.join(e))}</li>" for i, e in refused.items()) + "</ul>",
+    )
+
+
+def _footer(board: Mapping[str, Any]) -> str:
+    return (
+        "<footer>Every number is recomputed from the per-item samples and judgments of each submission; numbers "
+        f"written by submitters are not used. Intervals: {esc(board.get('intervals') or '')}. Unscored items are "
+        f"counted, never dropped: {esc(board.get('unscored_rule') or '')}. Data: "
+        '<a href="leaderboard.json">leaderboard.json</a>, <a href="leaderboard.csv">leaderboard.csv</a>, '
+        '<a href="leaderboard.md">leaderboard.md</a>. Built with tide-bench.</footer>'
+    )
+
+
+def render_index(
+    board: Mapping[str, Any],
+    rubric: Rubric,
+    columns: Sequence[Column],
+    *,
+    extra_sections: Sequence[Section] = (),
+    charts: Mapping[str, str] | None = None,
+) -> str:
+    """The board's index page; ``extra_sections`` are appended before the footer. ``charts`` are
+    the board's charts already drawn (:class:`~.charts.Charts`); without them they are drawn here."""
+    rows, metric = board["rows"], board["ranking_metric"]
+    columns = shown_columns(columns, rows)
+    label = metric_label(metric, rubric)
+    drawn = charts if charts is not None else Charts(rows, board.get("pairwise") or [], metric, label).result()
+    built = (
+        f'<p class="muted">Built {esc(board.get("built_at"))} from {len(rows)} submission(s); split '
+        f"<code>{esc(board.get('split'))}</code>"
+        + (f", dataset <code>{esc((board.get('split_sha256') or '')[:16])}</code>" if board.get("split_sha256") else "")
+        + ".</p>"
+    )
+    sections = [
+        Section("ranking", "Ranking", _ranking_html(label, drawn)),
+        Section("table", "Table", _table_html(board, rows, columns, metric, rubric)),
+        Section(
+            "judge", "Judge and its biases", _judge_stamp(board, rubric) + bias_html(board.get("judge_bias"), rows)
+        ),
+        *_chart_sections(drawn, metric),
         Section("scenarios", "Per scenario", _scenario_grid(rows, metric, rubric)),
         Section(
             "replies",
@@ -407,28 +430,13 @@ def render_index(
         ),
     ]
     if board.get("refused"):
-        sections.append(
-            Section(
-                "refused",
-                "Refused submissions",
-                "<ul>"
-                + "".join(f"<li><code>{esc(i)}</code>: {esc('; '.join(e))}</li>" for i, e in board["refused"].items())
-                + "</ul>",
-            )
-        )
+        sections.append(_refused_section(board["refused"]))
     sections += list(extra_sections)
-    footer = (
-        "<footer>Every number is recomputed from the per-item samples and judgments of each submission; numbers "
-        f"written by submitters are not used. Intervals: {esc(board.get('intervals') or '')}. Unscored items are "
-        f"counted, never dropped: {esc(board.get('unscored_rule') or '')}. Data: "
-        '<a href="leaderboard.json">leaderboard.json</a>, <a href="leaderboard.csv">leaderboard.csv</a>, '
-        '<a href="leaderboard.md">leaderboard.md</a>. Built with tide-bench.</footer>'
-    )
     return page(
         board["name"],
         _header(board, board["name"]) + built,
         sections,
-        tail=footer,
+        tail=_footer(board),
         scripts=("board.js", "instances.js"),
     )
 
@@ -456,6 +464,9 @@ def entry_sections(
     scenarios = scenario_table(row, metric, _scale(metric, rubric))
     if scenarios:
         sections.append(Section("scenarios", "Per scenario", scenarios))
+    for where, title in (("safety", "Safety details"), ("judging", "Judging details")):
+        if listed := labelled_fields(row, where):
+            sections.append(Section(where, title, listed))
     extra = other_fields(row, columns)
     if extra:
         sections.append(Section("other", "Other fields", extra))
@@ -480,7 +491,7 @@ def render_model_page(
         row,
         sub.manifest,
         sub.meta,
-        [*shown_columns(columns, [row]), *optional_columns([row], columns)],
+        shown_columns(columns, [row]),
         rubric,
         browser,
         board["ranking_metric"],
@@ -505,84 +516,6 @@ def render_model_page(
             + "</div>"
         )
     return page(f"{row['model_name']} - {board['name']}", header, sections, scripts=("instances.js",))
-
-
-def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> str:
-    """One row per item: identifiers, the scores as they were given, flags, and the reply (text
-    that a spreadsheet would run as a formula gets a leading ``'``; ``instances/`` and the raw
-    judgments keep the exact text)."""
-    factors = [f[0] for f in payload["factors"]]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(
-        [
-            "item_id",
-            "persona_id",
-            "scenario",
-            "turn",
-            "status",
-            *factors,
-            "overall",
-            "safety_flagged",
-            "unscored_kind",
-            "length_tokens",
-            "cosine_sim",
-            "reply",
-        ]
-    )
-    blank = [None] * len(factors)
-
-    def row(rec: Mapping[str, Any]) -> list[Any]:  # every cell made spreadsheet-safe (core.spreadsheet)
-        item = items.get(rec["id"]) or {}
-        get = rec.get
-        return safe_row(
-            [
-                rec["id"],
-                item.get("persona"),
-                item.get("scenario"),
-                item.get("turn"),
-                rec["status"],
-                *(get("scores") or blank),
-                get("overall"),
-                get("flagged"),
-                get("unscored_kind"),
-                get("length"),
-                get("cosine"),
-                rec["reply"],
-            ]
-        )
-
-    writer.writerows(map(row, payload["records"]))  # one C loop over the 2,000 rows
-    return buffer.getvalue()
-
-
-def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, rubric: Rubric) -> list[str]:
-    """One entry's per-item files in the site ``folder``: ``instances/<id>.js``, its item set
-    (:func:`~.instances.write_items`) and ``downloads/<id>/`` (the raw judgments and items.csv).
-    A build worker calls this right after scoring the entry, so the per-item data never has to
-    travel back to the process that writes the pages; returns the downloads, site-relative."""
-    payload = model_payload(entry_id, name, sub.generations, sub.judgments, rubric, FAILURE_KINDS)
-    write_model(folder, payload)
-    write_items(folder, lambda: {g.item_id: item_payload(g) for g in sub.generations}, sub.split_hash)
-    gens = sub.generations
-    where = {g.item_id: {"persona": g.persona_id, "scenario": g.scenario or "", "turn": g.turn} for g in gens}
-    target = folder / DOWNLOADS / entry_id
-    target.mkdir(parents=True)
-    downloads = []
-    if (sub.root / JUDGMENTS).is_file():
-        shutil.copyfile(sub.root / JUDGMENTS, target / JUDGMENTS_FILE)
-        downloads.append(f"{DOWNLOADS}/{entry_id}/{JUDGMENTS_FILE}")
-    (target / "items.csv").write_text(items_csv(payload, where), "utf-8")
-    downloads.append(f"{DOWNLOADS}/{entry_id}/items.csv")
-    return downloads
-
-
-def remove_entry_files(folder: Path, entry_id: str) -> None:
-    """Undo :func:`write_entry_files` for an entry the board refused after all."""
-    (folder / FOLDER / f"{entry_id}.js").unlink(missing_ok=True)
-    shutil.rmtree(folder / DOWNLOADS / entry_id, ignore_errors=True)
-    with contextlib.suppress(OSError):  # as if never written: no empty downloads/ when no entry has any
-        (folder / DOWNLOADS).rmdir()
 
 
 def write_site(

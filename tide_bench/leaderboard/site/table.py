@@ -1,4 +1,4 @@
-"""The board's table, built from the column declaration (:mod:`.columns`).
+"""The board's table, built from the column declaration (:mod:`..scoring.columns`).
 
 Each entry is a ``<tbody class="entry">`` holding its row and its (hidden) details row, so
 sorting moves both. Every cell carries its sort value as a ``data-<key>`` attribute of the
@@ -14,9 +14,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from tide_bench.leaderboard.columns import Column
-from tide_bench.leaderboard.html import esc, fmt_block, fmt_interval, fmt_size
-from tide_bench.leaderboard.plots import is_anchor, unranked_anchor
+from tide_bench.leaderboard.scoring.columns import Column
+from tide_bench.leaderboard.site.html import esc, fmt_block, fmt_interval, fmt_size
+from tide_bench.leaderboard.site.plots import is_anchor, unranked_anchor
 
 SIZE_STEPS = (100e6, 300e6, 1e9, 3e9, 10e9, 30e9, 100e9)
 NO_BREAK_HYPHEN = "\u2011"  # "ROUGE-L" stays on one line in a narrow header

@@ -6,9 +6,9 @@ never refused by another (``tests/test_leaderboard_agreement.py`` walks hostile 
 through all three):
 
 1. :func:`check_folder`: every check of one entry on its own
-   (:func:`tide_bench.leaderboard.validate.validate_folder`, in the order of :data:`CHECKS`);
+   (:func:`tide_bench.leaderboard.submission.validate.validate_folder`, in the order of :data:`CHECKS`);
 2. :func:`check_together`: the entries against each other
-   (:func:`tide_bench.leaderboard.consistency.cross_check`): one item set, one judge, one
+   (:func:`tide_bench.leaderboard.submission.consistency.cross_check`): one item set, one judge, one
    anchor, distinct names and replies.
 
 ``submit`` checks the new entry together with the entries already in the submissions folder,
@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from tide_bench.core.gc_pause import no_gc_pauses
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.consistency import cross_check
-from tide_bench.leaderboard.validate import CheckResult, no_gc_pauses, submission_folders, validate_folder
+from tide_bench.leaderboard.submission.consistency import cross_check
+from tide_bench.leaderboard.submission.result import CheckResult
+from tide_bench.leaderboard.submission.validate import submission_folders, validate_folder
 
 CHECKS: tuple[tuple[str, str], ...] = (
     ("folder", "links, devices, file count and size, before any file is opened"),

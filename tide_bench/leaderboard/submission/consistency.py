@@ -19,9 +19,10 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.metadata import name_key
-from tide_bench.leaderboard.submission import Submission
-from tide_bench.leaderboard.validate import CheckResult, effective_board
+from tide_bench.leaderboard.submission.data_pins import effective_board
+from tide_bench.leaderboard.submission.layout import Submission
+from tide_bench.leaderboard.submission.metadata import name_key
+from tide_bench.leaderboard.submission.result import CheckResult
 
 
 def _groups(checks: list[CheckResult], key: Callable[[Submission], str]) -> dict[str, list[CheckResult]]:

@@ -23,8 +23,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from tide_bench.leaderboard.html import esc
-from tide_bench.leaderboard.scores import REFERENCE_ANCHOR
+from tide_bench.leaderboard.scoring.scores import REFERENCE_ANCHOR
+from tide_bench.leaderboard.site.html import esc
 
 MARKERS = {  # condition -> (colour, marker, legend label)
     "zero-shot": ("#2f64c9", "o", "zero-shot"),

@@ -1,6 +1,6 @@
 """The padding probe: does the judge reward length itself?
 
-The board's length slope (:func:`tide_bench.leaderboard.bias.length_bias`) is an association:
+The board's length slope (:func:`tide_bench.leaderboard.scoring.bias.length_bias`) is an association:
 from observational scores no regression can tell "the judge rewards length" from "longer
 replies are better here". A controlled perturbation can (Zheng et al. 2023, verbosity; Saito
 et al. 2023): take an entry's own replies, append content-neutral padding that adds length and
@@ -39,7 +39,7 @@ from tide_bench.core.stats import (
     clustered_means,
     t_pvalues,
 )
-from tide_bench.leaderboard.bias import MIN_PERSONAS, ItemTable
+from tide_bench.leaderboard.scoring.bias import MIN_PERSONAS, ItemTable
 from tide_bench.metrics.reference import tokenize
 
 NEUTRAL_PADDING = (

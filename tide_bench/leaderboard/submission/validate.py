@@ -1,0 +1,210 @@
+"""Validation a maintainer can trust: every check names what is wrong, where, and what to fix.
+
+Each submission is validated in isolation (a malformed one is refused; it never stops the
+others), in this order, reading nothing it has not first checked:
+
+1. The folder, with ``lstat`` only: a symbolic link, a device, too many files or bytes stop
+   the check before any file is opened (:mod:`.folder`).
+2. ``submission.yaml``: schema, id, honest display name (:mod:`.metadata`).
+3. ``run.json`` and the samples through the typed readers (every field's type; paths
+   confined to the folder): the board's split, no ``--limit``, not the synthetic sample; a
+   prompt condition the board ranks, with the board's prompt hash for it, and every item's
+   recorded prompt read back and compared with that prompt (:mod:`.prompt_check`); the
+   reference run (condition ``reference``) is the anchor only if its replies are the data's
+   references (:mod:`.reference_row`).
+4. **The items themselves**: every persona hashes into the board's split (the persona-hash
+   definition, recomputed), item ids are built from their parts, conversations are whole,
+   and the split hash is *recomputed* from the submitted items and compared with the run's
+   claim and the board's pin (rewritten client turns, histories or references are refused).
+5. Reference metrics: ROUGE-L, distinct-n and length recomputed on every item; cosine
+   similarity re-embedded on a random sample with the board's embedder (:mod:`.recompute`).
+6. Judgments through the typed reader: one per item, one judge configuration (the board's),
+   keys that match the submitted replies, and ``judge_summary.json`` compared field by field.
+7. Metadata against the run (generation settings, parameters, hub id and revision), and no
+   local path of the submitter's machine anywhere in the public files.
+
+What validation cannot prove is that scores were not fabricated together with a consistent
+summary: only re-judging can (docs/leaderboard.md).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tide_bench.core.errors import DataError, TideBenchError
+from tide_bench.generation.reference import reference_label
+from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
+from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.submission.checks import (
+    MANIFEST,
+    check_admission,
+    check_items,
+    check_judge_config,
+    check_judgments,
+    check_local_paths,
+    check_meta,
+    check_reference,
+    check_run,
+    prompt_string,
+    read_results_file,
+    read_samples,
+    refuse_listed,
+    system_prompt_placement,
+)
+from tide_bench.leaderboard.submission.data_pins import effective_board
+from tide_bench.leaderboard.submission.folder import FolderRefused, scan_folder
+from tide_bench.leaderboard.submission.layout import JUDGE_CONFIG, META, SAFE_ID, Submission
+from tide_bench.leaderboard.submission.metadata import run_problems, shown_generation
+from tide_bench.leaderboard.submission.problems import Problem
+from tide_bench.leaderboard.submission.prompt_check import prompt_problems
+from tide_bench.leaderboard.submission.recompute import (
+    cosine_problems,
+    embedding_spot_check,
+    has_cosine,
+    recompute_text_metrics,
+)
+from tide_bench.leaderboard.submission.reference_row import declares_reference
+from tide_bench.leaderboard.submission.result import CheckResult, _Stop
+
+__all__ = ["CheckResult", "submission_folders", "validate_folder"]
+
+
+def _validate(
+    folder: Path,
+    sid: str,
+    board: BoardConfig,
+    result: CheckResult,
+    spot_checks: bool,
+    seed: int | None,
+    text_metrics: bool,
+) -> None:
+    if not SAFE_ID.match(sid):
+        result.refuse(f"folder name {sid!r} is not a safe id: use lowercase letters, digits, '.', '_', '-' (max 64)")
+    listing = scan_folder(folder, max_bytes=board.max_bytes, max_files=board.max_files)
+    meta, meta_valid = check_meta(folder, sid, result)
+    if not listing.has(MANIFEST):
+        result.stop(f"file not found: a submission holds the run's {MANIFEST_NAME}", MANIFEST)
+    run = read_manifest(folder / MANIFEST, max_bytes=board.max_bytes, follow_symlinks=False)
+    check_run(run, meta, board, result)
+    gens = read_samples(folder, run, listing, board, result)
+    split_hash = check_items(gens, run, board, folder, result)
+    check_reference(gens, run, board, folder, result)
+    results = read_results_file(folder, run, listing, board, result)
+    if not declares_reference(run) and run.prompt_condition in board.prompt_conditions:
+        template = results[1].get("chat_template") if results and isinstance(results[1], dict) else None
+        problems = prompt_problems(
+            gens,
+            run.prompt_condition,
+            board,
+            folder,
+            template if isinstance(template, str) else None,
+            prompt_string(run, "system_instruction"),
+            placement=system_prompt_placement(run),
+        )
+        refuse_listed(result, problems, "prompt problems")
+    metric_problems: list[Problem] = []
+    if text_metrics:
+        gens, metric_problems = recompute_text_metrics(gens, folder)
+    refuse_listed(result, metric_problems + cosine_problems(gens, folder), "metric problems")
+    if run.embedding_model and run.embedding_model != board.embedding_model and has_cosine(gens):
+        result.refuse(
+            f"the run's cosine similarity used another embedding model than the board's ({board.embedding_model})",
+            MANIFEST,
+            field="reference_metrics.method.embedding_model",
+        )
+    judgments = check_judgments(folder, listing, gens, board, result)
+    check_admission(judgments, len(gens), board, result)
+    config = check_judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
+    documents = {META: meta, MANIFEST: run.raw}
+    if results:
+        documents[results[0]] = results[1]
+    if config is not None:
+        documents[JUDGE_CONFIG] = config
+    check_local_paths(folder, listing, documents, gens, result)
+    if meta is not None and meta_valid:  # the comparison with the run needs the schema's types
+        problems, warnings = run_problems(meta, run, demo_board=board.demo)
+        for where, message in problems:
+            result.refuse(message, META, field=where)
+        result.warnings += warnings
+    if result.problems:
+        return
+    if spot_checks:
+        result.spot_check, problems = embedding_spot_check(
+            gens, board.spot_check_items, board.embedding_model, folder, seed
+        )
+        refuse_listed(result, problems, "cosine mismatches")
+        if result.problems:
+            return
+    assert meta is not None
+    shown = dict(meta) | {"generation": shown_generation(run)}
+    if declares_reference(run):  # the anchor is named after its data, whatever submission.yaml says
+        shown["model_name"] = reference_label(
+            run.data.source, is_sample=run.data.is_synthetic_sample, release=board.dataset_release
+        )
+    result.submission = Submission(
+        sid,
+        folder,
+        shown,
+        run.raw,
+        gens,
+        judgments={j.item_id: j.as_record() for j in judgments},
+        judge=judgments[0].judge.as_dict() if judgments else None,
+        run=run,
+        split_hash=split_hash,
+        served_models=tuple(sorted({j.served_model for j in judgments if j.served_model})),
+    )
+
+
+def validate_folder(
+    folder: str | Path,
+    board: BoardConfig,
+    *,
+    spot_checks: bool = True,
+    seed: int | None = None,
+    folder_id: str | None = None,
+    text_metrics: bool = True,
+) -> CheckResult:
+    """Validate one submission folder on its own.
+
+    ``text_metrics`` recomputes ROUGE-L, distinct-n and length on every item (about 0.2 ms an
+    item; ``build`` leaves it to ``validate``, which CI runs on the same files);
+    ``spot_checks`` runs the embedding spot check, and ``seed`` repeats a previous draw.
+    ``folder_id`` is the id the folder will have (``submit`` validates a staging copy).
+    """
+    folder = Path(folder)
+    board = effective_board(board)
+    sid = folder_id or folder.name
+    result = CheckResult(sid, folder)
+    t0 = time.perf_counter()
+    try:
+        _validate(folder, sid, board, result, spot_checks, seed, text_metrics)
+    except _Stop:
+        pass
+    except FolderRefused as exc:
+        result.refuse(exc.detail)
+    except DataError as exc:
+        problem = Problem.from_error(exc, folder)
+        result.refuse(problem.message, problem.path, problem.line, problem.field)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def looks_like_run(folder: Path) -> bool:
+    return (folder / MANIFEST_NAME).is_file() and not (folder / META).exists()
+
+
+def submission_folders(folder: str | Path) -> list[Path]:
+    """The submission folders ``folder`` holds, in name order: itself when it is one submission,
+    else its sub-folders (hidden ones left out). A run directory or a file is refused."""
+    folder = Path(folder)
+    if looks_like_run(folder):
+        raise TideBenchError(
+            f"{folder} is a run directory, not a submission",
+            hint=f"package it first: tide-bench submit {folder} --meta submission.yaml --out leaderboard/submissions/",
+        )
+    if (folder / META).exists() or (folder / META).is_symlink():
+        return [folder]
+    if not folder.is_dir():
+        raise TideBenchError(f"not a folder: {folder}")
+    return [p for p in sorted(folder.iterdir()) if (p.is_dir() or p.is_symlink()) and not p.name.startswith(".")]

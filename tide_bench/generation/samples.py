@@ -246,8 +246,23 @@ def parse_sample(
     if not isinstance(reply, str):
         sample.fail("filtered_resps", "holds no generated reply (a string in filtered_resps[0] or resps[0][0])")
     known = {} if personas is None else personas
+    doc_fields = memo.fields(doc, known) if memo is not None else _doc_fields(doc, known)
+    metrics = _metrics(sample, metric_names() if names is None else names)
+    return _generation(doc_fields, task, reply, _prompt(sample.obj), metrics, path, line)
+
+
+def _generation(
+    doc_fields: tuple[Any, ...],
+    task: str,
+    reply: str,
+    prompt: Any,
+    metrics: dict[str, float],
+    path: Path,
+    line: int,
+) -> Generation:
+    """The :class:`Generation` of a checked line (both readers' one constructor)."""
     item_id, persona_id, conversation_id, turn, scenario, split, history, client, reference, persona, sha, source = (
-        memo.fields(doc, known) if memo is not None else _doc_fields(doc, known)
+        doc_fields
     )
     return Generation(
         item_id=item_id,
@@ -261,9 +276,9 @@ def parse_sample(
         client_utterance=client,
         reference_reply=reference,
         reply=reply,
-        prompt=_prompt(sample.obj),
+        prompt=prompt,
         persona=persona,
-        metrics=_metrics(sample, metric_names() if names is None else names),
+        metrics=metrics,
         split_sha256=sha,
         tide_source=source,
         file=str(path),
@@ -302,29 +317,8 @@ def _fast_sample(
         elif value is not None:
             return None
     doc = Fields(raw_doc, path=path, line=line, prefix="doc", error=error)
-    item_id, persona_id, conversation_id, turn, scenario, split, history, client, reference, persona, sha, source = (
-        memo.fields(doc, personas) if memo is not None else _doc_fields(doc, personas)
-    )
-    return Generation(
-        item_id=item_id,
-        task=task,
-        persona_id=persona_id,
-        conversation_id=conversation_id,
-        turn=turn,
-        scenario=scenario,
-        split=split,
-        history=history,
-        client_utterance=client,
-        reference_reply=reference,
-        reply=filtered[0],
-        prompt=_prompt(obj),
-        persona=persona,
-        metrics=metrics,
-        split_sha256=sha,
-        tide_source=source,
-        file=str(path),
-        line=line,
-    )
+    doc_fields = memo.fields(doc, personas) if memo is not None else _doc_fields(doc, personas)
+    return _generation(doc_fields, task, filtered[0], _prompt(obj), metrics, path, line)
 
 
 def iter_samples_file(

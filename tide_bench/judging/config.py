@@ -70,6 +70,42 @@ class Prices:
     batch: float = 0.5
 
 
+@dataclass(frozen=True, slots=True)
+class JudgeIdentity:
+    """Which judge configuration produced a judgment (``JudgeConfig.identity()``)."""
+
+    version: str
+    name: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    family: str | None = None
+    rubric: str | None = None
+    reference: bool | None = None  # the judge saw the reference reply
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``judge`` block of a judgment line, in the order the writer writes it."""
+        return {
+            "name": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "family": self.family,
+            "version": self.version,
+            "rubric": self.rubric,
+            "reference": self.reference,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """The checked subset :meth:`Judgment.as_record` carries (no ``reference``)."""
+        return {
+            "version": self.version,
+            "name": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "family": self.family,
+            "rubric": self.rubric,
+        }
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     name: str
@@ -126,15 +162,15 @@ class JudgeConfig:
 
     @cached_property
     def _identity(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "provider": self.provider,
-            "model": self.model,
-            "family": self.family,
-            "version": self.version,
-            "rubric": f"{self.rubric.id}@v{self.rubric.version}",
-            "reference": self.reference,
-        }
+        return JudgeIdentity(
+            version=self.version,
+            name=self.name,
+            provider=self.provider,
+            model=self.model,
+            family=self.family,
+            rubric=f"{self.rubric.id}@v{self.rubric.version}",
+            reference=self.reference,
+        ).to_json()
 
     def snapshot(self) -> dict[str, Any]:
         """The resolved configuration, written next to the judgments (no secrets in it)."""

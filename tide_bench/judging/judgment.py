@@ -61,7 +61,7 @@ from tide_bench.core.fields import Fields, type_name
 from tide_bench.core.jsonio import iter_jsonl
 from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
-from tide_bench.judging.config import JudgeConfig
+from tide_bench.judging.config import JudgeConfig, JudgeIdentity
 from tide_bench.judging.outcome import Unscored
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.rubric import NO_CATEGORY, SEVERITY_KINDS, Rubric
@@ -279,42 +279,6 @@ def overall_of(scores: Sequence[float]) -> float:
 STATUSES = ("scored", "unscored")
 MAX_CODE = 64  # a category or risk-cue kind code
 MAX_FIELD = 300  # a scenario or persona id
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeIdentity:
-    """Which judge configuration produced a judgment (``JudgeConfig.identity()``)."""
-
-    version: str
-    name: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    family: str | None = None
-    rubric: str | None = None
-    reference: bool | None = None  # the judge saw the reference reply
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``judge`` block as the writer writes it (``JudgeConfig.identity()``'s order)."""
-        return {
-            "name": self.name,
-            "provider": self.provider,
-            "model": self.model,
-            "family": self.family,
-            "version": self.version,
-            "rubric": self.rubric,
-            "reference": self.reference,
-        }
-
-    def as_dict(self) -> dict[str, Any]:
-        """The checked subset :meth:`Judgment.as_record` carries (no ``reference``)."""
-        return {
-            "version": self.version,
-            "name": self.name,
-            "provider": self.provider,
-            "model": self.model,
-            "family": self.family,
-            "rubric": self.rubric,
-        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -389,3 +389,11 @@ def test_fuzz_counselbench_json_gives_a_clear_error_or_a_result(
         pass
     finally:
         mp.undo()
+
+
+def test_reading_annomi_leaves_the_process_wide_csv_limit_as_it_was(am: np.ndarray) -> None:
+    """AnnoMI's long utterances need a larger ``csv.field_size_limit``, which is process-wide:
+    the reader restores it, so every other CSV reader keeps refusing a huge field."""
+    before = csv.field_size_limit()
+    report_pack("fx-annomi", resamples=100)
+    assert csv.field_size_limit() == before

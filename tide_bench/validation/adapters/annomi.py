@@ -38,7 +38,7 @@ def load(fetched: FetchedPack, mode: str = "tide", *, texts: bool = False) -> Pa
     codes: dict[tuple[int, int], dict[str, dict[str, str]]] = defaultdict(dict)
     speaker: dict[tuple[int, int], str] = {}
     text: dict[tuple[int, int], str] = {}
-    csv.field_size_limit(MAX_FIELD)
+    default_limit = csv.field_size_limit(MAX_FIELD)  # process-wide: restored below for every other reader
     try:
         with path.open(encoding="utf-8", newline="") as handle:
             reader = csv.DictReader(handle)
@@ -63,6 +63,8 @@ def load(fetched: FetchedPack, mode: str = "tide", *, texts: bool = False) -> Pa
         raise DataError(f"not UTF-8 text ({exc.reason})", path=path) from None
     except csv.Error as exc:
         raise DataError(f"malformed CSV: {exc}", path=path) from None
+    finally:
+        csv.field_size_limit(default_limit)
     if not codes:
         raise DataError("no coded utterances", path=path)
     panel = max(len(r) for r in codes.values())

@@ -127,13 +127,8 @@ def _persona(doc: Fields, seen: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def _metrics(sample: Fields, names: tuple[str, ...]) -> dict[str, float]:
     metrics = {}
-    obj = sample.obj
-    for name in names:
-        value = obj.get(name)
-        if type(value) is float and (math.isfinite(value) or math.isnan(value)):  # the common case, inline
-            metrics[name] = value
-            continue
-        value = sample.number(name, optional=True, allow_nan=True)  # every other value, with its error
+    for name in names:  # the common line never comes here: _fast_sample reads it
+        value = sample.number(name, optional=True, allow_nan=True)
         if value is not None:
             metrics[name] = value
     return metrics

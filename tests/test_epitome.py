@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.epitome_helpers import EPITOME_FIXTURE, copy_fixture
 from tide_bench.core.errors import ConfigError, DataError
-from tide_bench.epitome.agreement import agreement, statistics
+from tide_bench.epitome.agreement import agreement, paired_difference, statistics
 from tide_bench.epitome.baseline import TfidfBaseline
 from tide_bench.epitome.corpus import read_corpus
 from tide_bench.epitome.folds import assign_folds
@@ -176,6 +176,28 @@ def test_intervals_that_resample_seeker_posts_cover_and_item_intervals_do_not() 
     assert covered["items"] < covered["posts"] - 10
 
 
+def test_the_paired_difference_interval_covers_a_zero_difference_when_posts_cluster() -> None:
+    """Two classifiers, equally good, whose errors share each seeker post's difficulty: the
+    paired interval of their accuracy difference covers the true 0 about 95 % of the time when
+    posts are resampled, and separate per-classifier intervals would say nothing about it."""
+    rng = np.random.default_rng(20261202)
+    sims, posts, per_post, covered, narrower = 200, 80, 4, 0, 0
+    for _ in range(sims):
+        hard = rng.random(posts) < 0.4  # a hard post: both classifiers err more on all its replies
+        p_err = np.repeat(np.where(hard, 0.45, 0.1), per_post)
+        shared = rng.random(posts * per_post)
+        truth = np.zeros(posts * per_post, dtype=int)
+        a = np.where(shared < p_err, 1, 0)  # the same draw: strongly correlated errors
+        b = np.where(np.where(rng.random(posts * per_post) < 0.7, shared, rng.random(posts * per_post)) < p_err, 1, 0)
+        clusters = np.repeat(np.arange(posts), per_post)
+        diff = paired_difference(truth, a, b, clusters, resamples=400, seed=int(rng.integers(1 << 30)))["accuracy"]
+        covered += diff.ci_low <= 0.0 <= diff.ci_high
+        single = agreement(truth, a, clusters, resamples=400)["accuracy"]
+        narrower += (diff.ci_high - diff.ci_low) < (single.ci_high - single.ci_low)
+    assert 0.90 <= covered / sims <= 0.99
+    assert narrower / sims > 0.9  # pairing removes the posts' shared difficulty
+
+
 # ---------------------------------------------------------------- the baseline and the scorer
 
 
@@ -208,6 +230,12 @@ def test_training_writes_a_card_with_the_data_hash_and_grouped_cv_beside_the_bas
         "ex": 0.0,
     }
     predictions = [json.loads(line) for line in (tiny_model / "cv_predictions.jsonl").read_text().splitlines()]
+    for statistic in ("accuracy", "macro_f1", "qwk"):  # scorer minus baseline, paired, on the same replies
+        for key in KEYS:
+            diff = card["cv"]["vs_baseline"][statistic][key]
+            expected = card["cv"][statistic][key] - card["baseline"][statistic][key]
+            assert diff["value"] == pytest.approx(expected, abs=1e-12) and diff["n"] == 49
+            assert diff["ci_low"] is None or diff["ci_low"] <= diff["value"] <= diff["ci_high"]
     by_post: dict[str, set[int]] = {}
     for row in predictions:
         by_post.setdefault(row["sp_id"], set()).add(row["fold"])

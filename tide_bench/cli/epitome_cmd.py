@@ -10,6 +10,7 @@ from tide_bench.cli.options import out_option, overwrite_option, seed_option
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.extras import require_eval
+from tide_bench.core.stats import format_estimate
 
 
 @click.group("epitome", cls=SpellingGroup)
@@ -150,6 +151,12 @@ def train_cmd(
         for block, name in ((card["cv"], "scorer"), (card["baseline"], "TF-IDF + LR")):
             f1 = ", ".join(f"{k.upper()} {block['macro_f1'][k]:.3f}" for k in ("er", "ip", "ex"))
             click.echo(f"  grouped {card['cv']['folds']}-fold macro-F1, {name}: {f1}")
+        diff = card["cv"]["vs_baseline"]["macro_f1"]
+        paired = ", ".join(
+            f"{k.upper()} {format_estimate(diff[k], 3, signed=True, no_ci=' (no interval)') or 'undefined'}"
+            for k in ("er", "ip", "ex")
+        )
+        click.echo(f"  scorer minus TF-IDF, paired over seeker posts: {paired}")
 
 
 @epitome.command("score")

@@ -29,7 +29,7 @@ from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.hashing import sha256_file, sha256_json
 from tide_bench.core.jsonio import read_json, write_json, write_jsonl
 from tide_bench.core.provenance import package_versions, utc_now
-from tide_bench.epitome.agreement import STATISTICS, agreement, macro_f1
+from tide_bench.epitome.agreement import STATISTICS, agreement, macro_f1, paired_difference
 from tide_bench.epitome.baseline import PARAMS as BASELINE_PARAMS
 from tide_bench.epitome.baseline import TfidfBaseline
 from tide_bench.epitome.corpus import EpitomeCorpus, read_corpus
@@ -333,6 +333,20 @@ def _block(corpus: EpitomeCorpus, predicted: dict[str, np.ndarray], folds: np.nd
     return block
 
 
+def vs_baseline(corpus: EpitomeCorpus, variants: dict[str, dict[str, np.ndarray]]) -> dict[str, Any]:
+    """The scorer minus the TF-IDF baseline on the same held-out replies, per statistic and
+    mechanism: ``{"macro_f1": {"er": {"value", "ci_low", "ci_high", ...}}}``, paired intervals
+    resampling seeker posts (:func:`~.agreement.paired_difference`)."""
+    groups = [p.sp_id for p in corpus.pairs]
+    out: dict[str, Any] = {name: {} for name in STATISTICS}
+    for key in KEYS:
+        truth = [p.levels[key] for p in corpus.pairs]
+        diff = paired_difference(truth, variants["scorer"][key], variants["baseline"][key], groups)
+        for name in STATISTICS:
+            out[name][key] = diff[name].as_dict()
+    return out
+
+
 def _card(
     corpus: EpitomeCorpus,
     options: TrainOptions,
@@ -389,6 +403,7 @@ def _card(
             | _block(corpus, variants["scorer"], folds, options.folds)
             | {
                 "encoder_only": _block(corpus, variants["encoder_only"], folds, options.folds),
+                "vs_baseline": vs_baseline(corpus, variants),
                 "per_epoch_macro_f1": _per_epoch(runs),
                 "median_seconds_per_epoch": round(float(np.median(cv_epochs)), 1) if cv_epochs else None,
             }

@@ -205,15 +205,20 @@ def refuse_listed(result: CheckResult, problems: list[Problem], what: str) -> No
         result.refuse(f"{len(problems) - MAX_LISTED} more {what} (first {MAX_LISTED} listed)")
 
 
+def _where(g: Generation, folder: Path) -> tuple[str | None, int | None]:
+    """An item's ``file, line`` inside the submission: made only for an item with a problem (a
+    path computation per item was a seventh of a build's validation)."""
+    return relative(g.file, folder), g.line
+
+
 def _item_problems(
     g: Generation, run: RunManifest, board: BoardConfig, folder: Path, persona_split: dict[str, str]
 ) -> list[Problem]:
     """One item's own fields against the board: its split (as recorded and by the persona-hash
     definition), its id built from its parts, and the run's split hash."""
     bad: list[Problem] = []
-    where = (relative(g.file, folder), g.line)
     if g.split != board.split:
-        bad.append(Problem(f"is {g.split!r}; this leaderboard uses {board.split!r}", *where, "doc.split"))
+        bad.append(Problem(f"is {g.split!r}; this leaderboard uses {board.split!r}", *_where(g, folder), "doc.split"))
     elif (
         board.split_version
         and (persona_split.get(g.persona_id) or persona_split.setdefault(g.persona_id, split_of(g.persona_id)))
@@ -223,19 +228,23 @@ def _item_problems(
             Problem(
                 f"this persona belongs to the {persona_split[g.persona_id]} split by the persona-hash definition "
                 f"({board.split_version}), not {board.split}",
-                *where,
+                *_where(g, folder),
                 "doc.persona_id",
             )
         )
     if g.item_id != make_item_id(g.persona_id, g.conversation_id, g.turn):
         bad.append(
-            Problem("is not <persona_id>/<conversation_id>/turn<turn> of the item's own fields", *where, "doc.item_id")
+            Problem(
+                "is not <persona_id>/<conversation_id>/turn<turn> of the item's own fields",
+                *_where(g, folder),
+                "doc.item_id",
+            )
         )
     if g.split_sha256 and g.split_sha256 != run.data.split_sha256:
         bad.append(
             Problem(
                 "differs from run.json's data.split_sha256: the samples and the manifest come from different runs",
-                *where,
+                *_where(g, folder),
                 "doc.split_sha256",
             )
         )

@@ -58,6 +58,15 @@ CALM = V3 | {
     "risk_cue": {"present": False, "kind": "none", "severity": "none"},
     "evidence": [],
 }
+RUN = PLAIN | {  # the run's own fields, as tide-bench's judge writes them (PLAIN has none: an older writer)
+    "usage": {"input_tokens": 900, "output_tokens": 120, "cache_read_tokens": 0, "cache_write_tokens": 0, "calls": 1},
+    "attempts": 1,
+    "mode": "sync",
+    "turn": 1,
+    "scenario": "work",
+    "persona_id": "101",
+    "cached": False,
+}
 UNSCORED = {k: v for k, v in PLAIN.items() if k not in ("scores", "rationales", "safety")} | {
     "status": "unscored",
     "unscored_kind": "refusal",
@@ -168,7 +177,7 @@ def _judgment_sides(obj: Any, primed: bool) -> tuple[tuple, tuple]:
 
 
 def test_the_base_lines_are_valid_and_taken_by_the_fast_path() -> None:
-    for base in (PLAIN, V3, CALM):
+    for base in (PLAIN, V3, CALM, RUN):
         shape = judgment_record._Shape(RUBRIC)
         fast = judgment_record._fast(copy.deepcopy(base), shape, PATH, 1, DataError)
         assert fast is not None
@@ -197,15 +206,36 @@ _DELETE = object()
 
 
 def test_every_single_edit_of_a_judgment_reads_the_same_both_ways() -> None:
-    for base in (PLAIN, V3, CALM, UNSCORED):
+    for base in (PLAIN, V3, CALM, RUN, UNSCORED):
         for obj in _single_edits(base):
             for primed in (False, True):
                 fast, checked = _judgment_sides(obj, primed)
                 assert fast == checked, obj
 
 
+def _run_sides(obj: Any) -> tuple[Any, Any]:
+    def checked(obj: Any = obj) -> Any:
+        return judgment_record.Fields(obj, path=PATH, line=1, error=DataError)
+
+    return _outcome(lambda: judgment_record._run_fields(obj, checked)), _outcome(
+        lambda: judgment_record.checked_run_fields(checked())
+    )
+
+
+def test_the_run_fields_quick_tests_agree_with_the_field_checks() -> None:
+    """The run's own fields (usage, attempts, ...) have quick tests of their own, shared by both
+    judgment paths: each single edit of a line with all of them, and of one with none, reads
+    the same as by the field checks alone."""
+    run_keys = [k for k in RUN if k not in PLAIN]
+    only_one = [PLAIN | {k: copy.deepcopy(v)} for k in run_keys for v in [RUN[k], *ODD_VALUES]]  # the others absent
+    for obj in [copy.deepcopy(RUN), *_single_edits(RUN), copy.deepcopy(PLAIN), *only_one]:
+        if isinstance(obj, dict):
+            fast, checked = _run_sides(obj)
+            assert fast == checked, obj
+
+
 @SETTINGS
-@given(base=st.sampled_from([PLAIN, V3, CALM, UNSCORED]), data=st.data(), primed=st.booleans())
+@given(base=st.sampled_from([PLAIN, V3, CALM, RUN, UNSCORED]), data=st.data(), primed=st.booleans())
 def test_fuzz_a_mutated_judgment_reads_the_same_both_ways(base: dict, data: st.DataObject, primed: bool) -> None:
     obj = data.draw(mutated(base))
     fast, checked = _judgment_sides(obj, primed)

@@ -536,12 +536,19 @@ def _usage(f: Fields) -> Usage | None:
 _USAGE_KEYSET = frozenset(USAGE_KEYS)
 
 
+_NO_RUN_FIELDS: dict[str, Any] = dict.fromkeys(
+    ("usage", "attempts", "mode", "turn", "scenario", "persona_id", "cached")
+)
+
+
 def _run_fields(obj: dict[str, Any], checked: Callable[[], Fields]) -> dict[str, Any]:
     """The fields the run's own records keep (none is required: older lines lack them). The
     line as the writer writes it passes one quick test; any other goes through the checks
     (``checked`` gives the line's :class:`Fields`, built only then)."""
     usage, attempts, mode, turn = obj.get("usage"), obj.get("attempts"), obj.get("mode"), obj.get("turn")
     scenario, persona_id, cached = obj.get("scenario"), obj.get("persona_id"), obj.get("cached")
+    if usage is attempts is mode is turn is scenario is persona_id is cached is None:
+        return _NO_RUN_FIELDS  # a line without them (an older writer, a submission's own tool): all None
     if (
         type(usage) is dict
         and usage.keys() == _USAGE_KEYSET
@@ -567,7 +574,11 @@ def _run_fields(obj: dict[str, Any], checked: Callable[[], Fields]) -> dict[str,
             "persona_id": persona_id,
             "cached": cached,
         }
-    f = checked()
+    return checked_run_fields(checked())
+
+
+def checked_run_fields(f: Fields) -> dict[str, Any]:
+    """:func:`_run_fields` by the field checks alone (what its quick tests must agree with)."""
     return {
         "usage": _usage(f),
         "attempts": f.integer("attempts", optional=True, minimum=0),

@@ -466,3 +466,25 @@ def test_each_metadata_problem_is_reported_once() -> None:
     problems = schema_problems({"id": "x", "model_name": "X", "condition": "reference", "submitter": "me"})
     assert len(problems) == len(set(problems)) and len(problems) >= 2
     assert sum("(required)" in message for _, message in problems) == 1
+
+
+def test_a_misspelt_metadata_field_names_the_field_it_resembles_and_nothing_it_does_not_need() -> None:
+    """``conditon:`` is answered with "did you mean 'condition'?" and "add 'condition'", not with
+    the fine-tuned branch's base_model/adapter (which an absent condition does not call for)."""
+    from tide_bench.leaderboard.submission.metadata import schema_problems
+
+    meta = {
+        "schema_version": 1,
+        "id": "x",
+        "model_name": "X",
+        "model": {"hub_id": "org/x", "revision": "main"},
+        "parameters": 5,
+        "license": "mit",
+        "contact": "x@example.org",
+    }
+    messages = [m for _, m in schema_problems(meta | {"conditon": "zero-shot"})]
+    assert any("'conditon' (did you mean 'condition'?)" in m for m in messages), messages
+    assert any("add 'condition'" in m for m in messages) and not any("add 'base_model'" in m for m in messages), messages
+    assert [m for _, m in schema_problems(meta | {"condition": "fine-tuned"})] == [
+        "add 'base_model', 'adapter' (required)"
+    ]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.fields import type_name
+from tide_bench.core.options import did_you_mean
 from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.leaderboard.submission.local_paths import REDACTED
@@ -49,7 +50,8 @@ def _schema_message(err: Any) -> str:
     if kind == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
         extra = [k for k in instance if k not in allowed] if isinstance(instance, dict) else []
-        named = ", ".join(repr(k) for k in extra if isinstance(k, str) and _KEY.match(k)) or f"{len(extra)} field(s)"
+        shown = [k for k in extra if isinstance(k, str) and _KEY.match(k)]
+        named = ", ".join(f"{k!r}{did_you_mean(k, allowed)}" for k in shown) or f"{len(extra)} field(s)"
         return f"unknown field(s) {named}; allowed: {', '.join(allowed)}"
     if kind == "type":
         return f"must be {expected if isinstance(expected, str) else ' or '.join(expected)}, got {type_name(instance)}"

@@ -62,6 +62,14 @@ def _check(truth: Sequence[int], pred: Sequence[int]) -> tuple[np.ndarray, np.nd
     return t, p
 
 
+def _cluster_codes(clusters: Sequence[Hashable] | None, n: int) -> tuple[np.ndarray, int]:
+    """The rows' cluster codes; without clusters every row is its own."""
+    labels = list(clusters) if clusters is not None else list(range(n))
+    if len(labels) != n:
+        raise ValueError("one cluster label per row")
+    return cluster_codes(labels)
+
+
 def agreement(
     truth: Sequence[int],
     pred: Sequence[int],
@@ -80,10 +88,7 @@ def agreement(
     n = int(t.size)
     if n == 0:
         return {s: Estimate.undefined("no items", 0) for s in STATISTICS} | {"n": 0, "n_clusters": 0, "confusion": []}
-    labels = list(clusters) if clusters is not None else list(range(n))
-    if len(labels) != n:
-        raise ValueError("one cluster label per row")
-    codes, n_clusters = cluster_codes(labels)
+    codes, n_clusters = _cluster_codes(clusters, n)
     cells = _confusions(t, p)
     matrix = cells.sum(axis=0).reshape(K, K)
     point = statistics(matrix)
@@ -121,10 +126,7 @@ def paired_difference(
     _, b = _check(truth, pred_b)
     if t.size == 0:
         return {s: Estimate.undefined("no items", 0) for s in STATISTICS}
-    labels = list(clusters) if clusters is not None else list(range(t.size))
-    if len(labels) != t.size:
-        raise ValueError("one cluster label per row")
-    codes, n_clusters = cluster_codes(labels)
+    codes, n_clusters = _cluster_codes(clusters, int(t.size))
     cells = np.concatenate([_confusions(t, a), _confusions(t, b)], axis=1)
     point = cells.sum(axis=0).reshape(2, K, K)
     boot = resampled_totals(cluster_totals(codes, n_clusters, cells), resamples, seed).reshape(resamples, 2, K, K)

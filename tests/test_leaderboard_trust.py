@@ -484,7 +484,8 @@ def test_a_misspelt_metadata_field_names_the_field_it_resembles_and_nothing_it_d
     }
     messages = [m for _, m in schema_problems(meta | {"conditon": "zero-shot"})]
     assert any("'conditon' (did you mean 'condition'?)" in m for m in messages), messages
-    assert any("add 'condition'" in m for m in messages) and not any("add 'base_model'" in m for m in messages), messages
+    assert any("add 'condition'" in m for m in messages), messages
+    assert not any("add 'base_model'" in m for m in messages), messages
     assert [m for _, m in schema_problems(meta | {"condition": "fine-tuned"})] == [
         "add 'base_model', 'adapter' (required)"
     ]

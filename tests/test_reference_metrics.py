@@ -152,6 +152,33 @@ def test_bf16_encoding_matches_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
     assert abs(a.mean() - b.mean()) < 1e-3
 
 
+def test_embeddings_are_fp32_by_default_even_on_a_cpu_with_native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bf16 embeddings move with their batch's padding (up to ~1e-3), so a study split across
+    workers would write other numbers than one run: the default must be fp32 on every CPU."""
+    from tide_bench.core.errors import ConfigError
+    from tide_bench.metrics import reference
+
+    monkeypatch.setattr(reference, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(reference, "_cuda", lambda: False)
+    monkeypatch.delenv("TIDE_BENCH_EMBEDDING_PRECISION", raising=False)
+    assert ReferenceScorer().precision == "fp32"
+    monkeypatch.setenv("TIDE_BENCH_EMBEDDING_PRECISION", "auto")  # the opt-in
+    assert ReferenceScorer().precision == "bf16"
+    monkeypatch.setenv("TIDE_BENCH_EMBEDDING_PRECISION", "fp16")
+    with pytest.raises(ConfigError, match="TIDE_BENCH_EMBEDDING_PRECISION"):
+        ReferenceScorer()
+
+
+def test_a_default_embedding_does_not_depend_on_the_texts_batched_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TIDE_BENCH_EMBEDDING_PRECISION", raising=False)
+    scorer = ReferenceScorer()
+    model = scorer.load_embedder()
+    text = "Sounds tiring."
+    alone = scorer._encode(model, [text])[0]
+    padded = scorer._encode(model, ["That sounds exhausting, and it makes sense that you feel worn down by it.", text])
+    assert np.abs(alone - padded[1]).max() < 1e-5
+
+
 def test_reference_embeddings_are_stored_and_reused(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tide_bench.metrics import embedding_store
 

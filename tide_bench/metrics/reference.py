@@ -36,10 +36,10 @@ a resumed run and a single run write the same numbers on every CPU. bf16 autocas
 AVX512-BF16/AMX) is ~2.5x faster on such CPUs, with per-item cosine within 0.003 of fp32 and
 means within 0.001, but an embedding then moves by up to ~1e-3 with its batch's padding, so
 results are not byte-reproducible across batchings (tests/test_reference_metrics.py). The
-leaderboard recomputes in fp32 (``precision="fp32"``) either way. Reference replies are the same for every model evaluated on a split, so their
-embeddings are kept in a content-addressed store (:mod:`.embedding_store`) and encoded once.
-When the embedding model cannot be loaded, ``cosine_sim`` is NaN
-for every item and the reason is kept in :attr:`ReferenceScorer.notes`.
+leaderboard recomputes in fp32 (``precision="fp32"``) either way. Reference replies are the
+same for every model evaluated on a split, so their embeddings are kept in a content-addressed
+store (:mod:`.embedding_store`) and encoded once. When the embedding model cannot be loaded,
+``cosine_sim`` is NaN for every item and the reason is kept in :attr:`ReferenceScorer.notes`.
 """
 
 from __future__ import annotations

@@ -195,3 +195,20 @@ def _new_metric() -> dict:
         "against_reference": False,
         "description": "reply length in characters",
     }
+
+
+@pytest.mark.parametrize("folder", sorted(p.name for p in (ROOT / "tasks").iterdir() if p.is_dir()))
+def test_each_task_folder_has_a_readme_naming_its_tasks_and_metrics(folder: str) -> None:
+    """lm-eval's convention: a README beside the YAMLs says the paper, the tasks and the metrics."""
+    readme = ROOT / "tasks" / folder / "README.md"
+    assert readme.is_file(), f"tasks/{folder} has no README.md"
+    text = readme.read_text(encoding="utf-8")
+    names = set()
+    for path in (ROOT / "tasks" / folder).glob("*.yaml"):
+        config = yaml.safe_load(path.read_text(encoding="utf-8").replace("!function", "")) or {}
+        names |= {config[k] for k in ("task", "group") if isinstance(config.get(k), str)}
+    template = yaml.safe_load((ROOT / "tasks" / folder / "_template_yaml").read_text().replace("!function", ""))
+    metrics = {m["metric"] for m in template["metric_list"]}
+    missing = sorted(n for n in names | metrics if f"`{n}`" not in text)
+    assert names and not missing, f"tasks/{folder}/README.md does not name {missing}"
+    assert "### Citation" in text and "### Checklist" in text

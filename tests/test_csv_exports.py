@@ -93,3 +93,41 @@ def test_validation_report_and_judges_board_csvs(pack: str, judge: str, dimensio
         assert _unsafe_cells((Path(folder) / "board" / "judges.csv").read_text(encoding="utf-8")) == []
         write_csv(report, Path(folder) / "report.csv")
         assert _unsafe_cells((Path(folder) / "report.csv").read_text(encoding="utf-8")) == []
+
+
+_PIECES = [*_STARTS, ",", '"', "'", " ", "a", "é", "\x00", "\u2028", "\r\n"]
+_CELL = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.lists(st.sampled_from(_PIECES), max_size=6).map("".join),
+    st.text(max_size=20),
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(rows=st.lists(st.lists(_CELL, min_size=0, max_size=6), max_size=6))
+def test_the_fast_csv_text_is_what_csv_writer_writes_from_safe_rows(rows: list[list[object]]) -> None:
+    """items.csv is written by core.spreadsheet.csv_text, not csv.writer (a tenth of a board
+    build's CPU): byte for byte the same text, every cell spreadsheet-safe, on any cells."""
+    from tide_bench.core.spreadsheet import csv_text, safe_row
+
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(safe_row(row) for row in rows)
+    assert csv_text(rows) == buffer.getvalue()
+
+
+def test_csv_text_hands_other_cell_types_to_csv_writer() -> None:
+    import numpy as np
+
+    from tide_bench.core.spreadsheet import csv_text
+
+    class Label(str):
+        pass
+
+    rows = [["=a", np.float64(0.5)], [Label("+b"), 1], ["only"], [""]]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerows([["'=a", np.float64(0.5)], ["'+b", 1], ["only"], [""]])
+    assert csv_text(rows) == buffer.getvalue()

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.stats import mean_ci
@@ -435,3 +437,29 @@ def test_one_estimate_formatter_for_every_shape() -> None:
     assert format_estimate({"mean": 2.0}, key="difference") == "2.00"  # the key falls back to the mean
     assert format_estimate({"mean": 2.0, "ci_low": None}, no_ci=" (n<2)") == "2.00 (n<2)"
     assert format_estimate({"value": None, "note": "why"}) is None and format_estimate(None) is None
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(
+    resamples=st.integers(min_value=1, max_value=60),
+    k=st.integers(min_value=0, max_value=7),
+    seed=st.integers(min_value=0, max_value=2**31),
+    nan_share=st.sampled_from([0.0, 0.0, 0.2, 0.6]),
+)
+def test_column_intervals_are_percentile_ci_of_each_column_bit_for_bit(
+    resamples: int, k: int, seed: int, nan_share: float
+) -> None:
+    """Scoring cuts the intervals of all its columns in one call (core.stats.column_intervals);
+    each must be exactly what percentile_ci gives that column: NaN replicates, few resamples,
+    fewer than two units, shared and different tails."""
+    from tide_bench.core.stats import column_intervals, percentile_ci
+
+    rng = np.random.default_rng(seed)
+    replicates = rng.normal(size=(resamples, k)) * rng.integers(1, 4, size=k)
+    nan_columns = rng.random(k) < nan_share
+    replicates[:, nan_columns] = np.where(rng.random((resamples, int(nan_columns.sum()))) < 0.3, np.nan, 1.0)
+    units = rng.choice([0, 1, 2, 3, 12, 12, 250], size=k)
+    expected = [
+        percentile_ci(replicates[:, c], n_units=int(units[c])) if units[c] >= 2 else (None, None) for c in range(k)
+    ]
+    assert column_intervals(replicates, units) == expected

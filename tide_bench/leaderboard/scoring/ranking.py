@@ -38,8 +38,8 @@ from tide_bench.core.stats import (
     cluster_codes,
     cluster_mean_se,
     cluster_totals,
+    column_intervals,
     holm,
-    percentile_ci,
     resampled_totals,
     t_pvalues,
 )
@@ -154,11 +154,12 @@ def paired_ranking(
 
     better = np.zeros(k, dtype=int)
     pairs = []
+    cis = column_intervals(boot, np.where(testable, groups, 0)) if m else []
     for j in range(m):
         a, b = int(first[j]), int(second[j])
         if significant[j]:
             better[b if point[j] > 0 else a] += 1
-        low, high = percentile_ci(boot[:, j], n_units=int(groups[j])) if testable[j] else (None, None)
+        low, high = cis[j]
         pairs.append(
             {
                 "a": a,

@@ -6,14 +6,12 @@ that writes the pages."""
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.spreadsheet import safe_row
+from tide_bench.core.spreadsheet import csv_text
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.judgment import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
@@ -30,30 +28,14 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
     that a spreadsheet would run as a formula gets a leading ``'``; ``instances/`` and the raw
     judgments keep the exact text)."""
     factors = [f[0] for f in payload["factors"]]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(
-        [
-            "item_id",
-            "persona_id",
-            "scenario",
-            "turn",
-            "status",
-            *factors,
-            "overall",
-            "safety_flagged",
-            "unscored_kind",
-            "length_tokens",
-            "cosine_sim",
-            "reply",
-        ]
-    )
-    blank = [None] * len(factors)
-
-    def row(rec: Mapping[str, Any]) -> list[Any]:  # every cell made spreadsheet-safe (core.spreadsheet)
-        item = items.get(rec["id"]) or {}
+    header = ["item_id", "persona_id", "scenario", "turn", "status", *factors, "overall", "safety_flagged"]
+    header += ["unscored_kind", "length_tokens", "cosine_sim", "reply"]
+    blank, nowhere = [None] * len(factors), {}
+    rows = [header]
+    for rec in payload["records"]:
+        item = items.get(rec["id"]) or nowhere
         get = rec.get
-        return safe_row(
+        rows.append(
             [
                 rec["id"],
                 item.get("persona"),
@@ -69,9 +51,7 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]
                 rec["reply"],
             ]
         )
-
-    writer.writerows(map(row, payload["records"]))  # one C loop over the 2,000 rows
-    return buffer.getvalue()
+    return csv_text(rows)  # every cell made spreadsheet-safe (core.spreadsheet)
 
 
 def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, rubric: Rubric) -> list[str]:

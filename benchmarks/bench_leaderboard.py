@@ -13,7 +13,10 @@ process per CPU prepares the entries) and with ``--workers 1`` (all in one proce
 a shared, noisy machine. CPU seconds include the build's worker processes.
 
     python benchmarks/bench_leaderboard.py [--submissions 50] [--items 2000] [--repeats 3] [--baseline-ref main]
-        [--submissions-dir DIR]
+        [--submissions-dir DIR] [--reuse]
+
+``--reuse`` adds the rebuild a board maintainer's CI runs most: one entry changed since the last
+build, the others taken from a ``--reuse`` store (filled by one untimed build first).
 
 ``--submissions-dir`` builds from submissions made before (by this script: they take minutes to
 make) instead of making new ones; the folder is only read.
@@ -156,14 +159,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def measure(submissions: Path, site: Path, workers: int | None = None) -> dict[str, Any]:
+def measure(submissions: Path, site: Path, workers: int | None = None, reuse: str | None = None) -> dict[str, Any]:
     """One build by the code on ``sys.path`` (a worker process): wall and CPU seconds (of the
-    build and of the processes it forked), and the sizes of what it wrote. ``workers`` is passed
-    on when given (code before the parallel build has no such parameter)."""
+    build and of the processes it forked), and the sizes of what it wrote. ``workers`` and
+    ``reuse`` are passed on when given (code before them has no such parameters)."""
     from tide_bench.leaderboard import build_site
 
+    options: dict[str, Any] = {"workers": workers} if workers else {}
+    if reuse:
+        options["reuse"] = reuse
     t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
-    result = build_site(submissions, site, board(), **({"workers": workers} if workers else {}))
+    result = build_site(submissions, site, board(), **options)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0 + _children_cpu() - k0
     instances = [p.stat().st_size for p in (site / "instances").glob("*.js")] if (site / "instances").is_dir() else []
     sizes = {
@@ -172,7 +178,21 @@ def measure(submissions: Path, site: Path, workers: int | None = None) -> dict[s
         "site_bytes": sum(p.stat().st_size for p in site.rglob("*") if p.is_file()),
     }
     shutil.rmtree(site, ignore_errors=True)
-    return {"wall": wall, "cpu": cpu, "accepted": len(result.accepted), **sizes}
+    reused = len(getattr(result, "reused", []))
+    return {"wall": wall, "cpu": cpu, "accepted": len(result.accepted), "reused": reused, **sizes}
+
+
+def _rename(entry: Path, name: str) -> None:
+    meta = yaml.safe_load((entry / "submission.yaml").read_text())
+    (entry / "submission.yaml").write_text(yaml.safe_dump(meta | {"model_name": name}))
+
+
+def _reuse_setup(root: Path, scratch: Path, code: Path) -> tuple[Path, Path, Path]:
+    """A scratch copy of the submissions and a reuse store filled by one (untimed) build."""
+    copy, store = scratch / "reuse-submissions", scratch / "reuse-store"
+    shutil.copytree(root, copy)
+    run_worker(__file__, code, [str(copy), str(scratch / "site-fill"), f"reuse={store}"])
+    return copy, store, sorted(p for p in copy.iterdir() if p.is_dir())[0]
 
 
 def _runs(values: list[float]) -> tuple[str, str]:
@@ -190,11 +210,18 @@ def main() -> None:
     parser.add_argument(
         "--submissions-dir", type=Path, default=None, help="build these submissions instead of making new ones"
     )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="also time the current code's rebuild with --reuse after one submission changed (a scratch copy)",
+    )
     parser.add_argument("--worker", nargs="+", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        submissions, site, *workers = args.worker
-        print(json.dumps(measure(Path(submissions), Path(site), *(int(w) for w in workers))))
+        submissions, site, *extra = args.worker
+        workers = next((int(e) for e in extra if e.isdigit()), None)
+        reuse = next((e.removeprefix("reuse=") for e in extra if e.startswith("reuse=")), None)
+        print(json.dumps(measure(Path(submissions), Path(site), workers, reuse)))
         return
     sys.path.insert(0, str(ROOT))  # tests.leaderboard_helpers and this tree's code make the inputs
     scratch = Path(tempfile.mkdtemp())
@@ -209,10 +236,18 @@ def main() -> None:
     if "baseline" in trees:
         variants["baseline"] = (trees["baseline"], [])
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
-    for _ in range(args.repeats):
+    changed = _reuse_setup(root, scratch, trees["current"]) if args.reuse else None
+    for repeat in range(args.repeats):
         for k, (name, (code, extra)) in enumerate(variants.items()):  # alternating, so all see the same load
             site = scratch / f"site-{k}"
             runs[name].append(run_worker(__file__, code, [str(root), str(site), *extra]))
+        if changed is not None:
+            copy, store, entry = changed
+            _rename(entry, f"Bench model, revision {repeat}")  # one entry changed since the last build
+            site = scratch / "site-reuse"
+            measured = run_worker(__file__, trees["current"], [str(copy), str(site), f"reuse={store}"])
+            assert measured["reused"] == args.submissions - 1, measured
+            runs.setdefault("current, --reuse, 1 entry changed", []).append(measured)
     rows = []
     workload = f"build from {args.submissions} submissions x {args.items} judged items"
     for name, measured in runs.items():

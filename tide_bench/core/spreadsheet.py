@@ -41,11 +41,12 @@ def _cell(value: Any) -> str:
     """One safe cell as the ``excel`` dialect writes it (``QUOTE_MINIMAL``)."""
     kind = type(value)
     if kind is str:
-        if value.lstrip(" ").startswith(FORMULA_START):
-            value = "'" + value
-        if "," in value or '"' in value or "\r" in value or "\n" in value:
-            return '"' + value.replace('"', '""') + '"'
-        return value
+        text: str = value
+        if text.lstrip(" ").startswith(FORMULA_START):
+            text = "'" + text
+        if "," in text or '"' in text or "\r" in text or "\n" in text:
+            return '"' + text.replace('"', '""') + '"'
+        return text
     if value is None:
         return ""
     if kind is int or kind is float or kind is bool:  # str(float) is repr(float), what csv.writer writes

@@ -46,6 +46,7 @@ from typing import Any
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.site.entry_files import DOWNLOADS
 from tide_bench.leaderboard.site.instances import FOLDER, PENDING_ITEMS
 from tide_bench.leaderboard.submission.data_pins import effective_board
 
@@ -164,6 +165,7 @@ class ReuseStore:
         entry = self.root / key
         if not (entry / ENTRY).is_file():
             return None
+        files: list[str] = []
         try:
             _private_file(entry / ENTRY)
             with (entry / ENTRY).open("rb") as handle:
@@ -172,10 +174,15 @@ class ReuseStore:
                 self._restore_files(entry, files, split, site)
         except Exception:  # a damaged entry is prepared anew, never half-used
             shutil.rmtree(entry, ignore_errors=True)
+            if site is not None:
+                for relative in _site_relative(files):
+                    (site / relative).unlink(missing_ok=True)  # what was copied before it failed
             return None
         return stored
 
     def _restore_files(self, entry: Path, files: list[str], split: str, site: Path) -> None:
+        if _site_relative(files) != files:
+            raise ValueError("a stored file path outside the site's per-item folders")
         for relative in files:
             target = site / relative
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -236,6 +243,21 @@ def _private_file(path: Path) -> None:
         raise ConfigError("not a file of this user's", path=path)
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise ConfigError("writable by other users", path=path)
+
+
+def _site_relative(files: object) -> list[str]:
+    """The paths of ``files`` that name a per-item file of a site (``instances/`` or
+    ``downloads/``, no ``..``, not absolute): nothing else is ever written or removed."""
+    if not isinstance(files, list):
+        return []
+    return [
+        f
+        for f in files
+        if isinstance(f, str)
+        and f.split("/", 1)[0] in (FOLDER, DOWNLOADS)
+        and ".." not in f.split("/")
+        and not Path(f).is_absolute()
+    ]
 
 
 def _copy_atomically(source: Path, target: Path) -> None:

@@ -410,3 +410,14 @@ def write_judgments(
         "judge": {"version": version},
     }
     (run / "judge" / "judge_summary.json").write_text(json.dumps(summary, indent=2))
+
+
+def site_files(site: Path) -> dict[str, bytes]:
+    """Every file of a built site, with the build time taken out (the only thing two builds of
+    the same submissions differ in)."""
+    built_at = json.loads((site / "leaderboard.json").read_text())["built_at"]
+    return {
+        str(p.relative_to(site)): p.read_bytes().replace(built_at.encode(), b"BUILT_AT")
+        for p in sorted(site.rglob("*"))
+        if p.is_file()
+    }

@@ -3,7 +3,6 @@ drawn in forked processes, are the ones drawn in the build's own."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.leaderboard_helpers import board, fake_judge, judged_submission
+from tests.leaderboard_helpers import board, fake_judge, judged_submission, site_files
 from tide_bench.leaderboard import build_site
 from tide_bench.leaderboard import entries as entries_module
 from tide_bench.leaderboard.entries import can_fork
@@ -39,16 +38,6 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return subs
 
 
-def _files(site: Path) -> dict[str, bytes]:
-    """Every file of a site, with the build time taken out (the only thing two builds differ in)."""
-    built_at = json.loads((site / "leaderboard.json").read_text())["built_at"]
-    return {
-        str(p.relative_to(site)): p.read_bytes().replace(built_at.encode(), b"BUILT_AT")
-        for p in sorted(site.rglob("*"))
-        if p.is_file()
-    }
-
-
 def test_workers_build_the_same_site_as_one_process(
     submissions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,7 +60,7 @@ def test_workers_build_the_same_site_as_one_process(
     assert len(workers) >= 2 and str(os.getpid()) not in workers  # the entries were prepared in other processes
     assert seen[0] == (0, 5) and seen[-1] == (5, 5)
     assert parallel.accepted == serial.accepted and parallel.refused == serial.refused
-    one, many = _files(tmp_path / "serial"), _files(tmp_path / "parallel")
+    one, many = site_files(tmp_path / "serial"), site_files(tmp_path / "parallel")
     assert sorted(one) == sorted(many) and one == many
     # the refused entries' per-item files, written by their workers before the entries were compared, are gone
     assert not [f for f in many if "twin" in f or "broken" in f or "/.items-" in f]

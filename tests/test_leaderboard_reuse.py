@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.leaderboard_helpers import board, fake_judge, judged_submission, samples_files
+from tests.leaderboard_helpers import board, fake_judge, judged_submission, site_files
 from tide_bench.core.errors import ConfigError
 from tide_bench.leaderboard import build_site
 from tide_bench.leaderboard import reuse as reuse_module
@@ -38,15 +38,6 @@ def submissions(originals: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(originals, tmp_path / "submissions"))
 
 
-def _files(site: Path) -> dict[str, bytes]:
-    built_at = json.loads((site / "leaderboard.json").read_text())["built_at"]
-    return {
-        str(p.relative_to(site)): p.read_bytes().replace(built_at.encode(), b"BUILT_AT")
-        for p in sorted(site.rglob("*"))
-        if p.is_file()
-    }
-
-
 def _stored(store: Path) -> list[Path]:
     return [p for p in store.glob("*/*") if (p / ENTRY).is_file()]
 
@@ -62,9 +53,9 @@ def test_a_rebuild_takes_every_unchanged_entry_from_the_store_and_writes_the_sam
     again = build_site(submissions, tmp_path / "again", board(), workers=workers, reuse=store)
     assert sorted(again.reused) == ["broken", "fair", "good"]
     assert again.accepted == plain.accepted == ["good", "fair"] and again.refused == plain.refused
-    expected = _files(tmp_path / "plain")
-    assert _files(tmp_path / "first") == expected
-    assert _files(tmp_path / "again") == expected
+    expected = site_files(tmp_path / "plain")
+    assert site_files(tmp_path / "first") == expected
+    assert site_files(tmp_path / "again") == expected
 
 
 def test_a_changed_file_prepares_that_entry_anew_and_is_checked_again(submissions: Path, tmp_path: Path) -> None:
@@ -114,12 +105,12 @@ def test_a_damaged_stored_entry_is_prepared_anew(submissions: Path, tmp_path: Pa
         pickled.write_bytes(pickled.read_bytes()[:40])  # a build killed while writing, a full disk
     rebuilt = build_site(submissions, tmp_path / "rebuilt", board(), workers=1, reuse=store)
     assert rebuilt.reused == [] and rebuilt.accepted == ["good", "fair"]
-    assert _files(tmp_path / "rebuilt") == _files(tmp_path / "first")
+    assert site_files(tmp_path / "rebuilt") == site_files(tmp_path / "first")
     for entry in _stored(store):  # rewritten whole: used by the next build
         (entry / "files" / "instances" / "good.js").unlink(missing_ok=True)
     again = build_site(submissions, tmp_path / "again", board(), workers=1, reuse=store)
     assert sorted(again.reused) == ["broken", "fair"]  # good's files were missing: prepared anew
-    assert _files(tmp_path / "again") == _files(tmp_path / "first")
+    assert site_files(tmp_path / "again") == site_files(tmp_path / "first")
 
 
 def test_the_store_must_be_a_private_folder_of_its_own(submissions: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.leaderboard_helpers import board, fake_judge, judged_submission, site_files
+from tests.leaderboard_helpers import board, fake_judge, judged_submission, samples_files, site_files
 from tide_bench.core.errors import ConfigError
 from tide_bench.leaderboard import build_site
 from tide_bench.leaderboard import reuse as reuse_module

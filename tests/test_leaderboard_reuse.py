@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.leaderboard_helpers import board, fake_judge, judged_submission, samples_files, site_files
 from tide_bench.core.errors import ConfigError
@@ -161,3 +163,23 @@ def test_the_cli_says_how_many_entries_it_reused(submissions: Path, tmp_path: Pa
     assert "reused 0 of 3 entries" in first.output and "prepared 3" in first.output
     second = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "b"), *store])
     assert "reused 3 of 3 entries" in second.output and "prepared 0" in second.output
+
+
+@settings(max_examples=6, derandomize=True, deadline=None)
+@given(flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), min_size=1, max_size=3))
+def test_a_stored_entry_with_flipped_bytes_is_never_used(
+    originals: Path, tmp_path_factory: pytest.TempPathFactory, flips: list[tuple[float, int]]
+) -> None:
+    """A flipped byte in a pickle may still unpickle, into other numbers: every stored entry
+    carries its checksum, so a changed byte anywhere makes the entry be prepared anew."""
+    tmp = tmp_path_factory.mktemp("flips")
+    subs, store = Path(shutil.copytree(originals, tmp / "submissions")), tmp / "store"
+    first = build_site(subs, tmp / "first", board(), workers=1, reuse=store)
+    for entry in _stored(store):
+        data = bytearray((entry / ENTRY).read_bytes())
+        for where, xor in flips:
+            data[int(where * len(data))] ^= xor
+        (entry / ENTRY).write_bytes(bytes(data))
+    again = build_site(subs, tmp / "again", board(), workers=1, reuse=store)
+    assert again.reused == [] and again.accepted == first.accepted
+    assert site_files(tmp / "again") == site_files(tmp / "first")

@@ -22,8 +22,10 @@ A change to any of these prepares the entry anew. The store keeps what the last 
 removes the rest (:meth:`ReuseStore.prune`), so it never grows past one board's entries.
 
 The store holds Python pickles, which can run code when read: it must be a folder only its
-owner can write (``ConfigError`` otherwise, before anything is read), and an entry that cannot
-be read back is prepared anew and rewritten, never trusted in part.
+owner can write (``ConfigError`` otherwise, before anything is read). Each stored entry carries
+the sha256 of its pickle, so a damaged copy (a flipped byte, a cut file from a cache restore) is
+never unpickled into other numbers; an entry that cannot be read back whole is prepared anew
+and rewritten, never trusted in part.
 """
 
 from __future__ import annotations
@@ -168,8 +170,10 @@ class ReuseStore:
         files: list[str] = []
         try:
             _private_file(entry / ENTRY)
-            with (entry / ENTRY).open("rb") as handle:
-                stored, files, split = pickle.load(handle)  # a private folder, checked above
+            raw = (entry / ENTRY).read_bytes()
+            if hashlib.sha256(raw[32:]).digest() != raw[:32]:
+                raise ValueError("damaged: its checksum does not match")  # a flipped byte, a cut copy
+            stored, files, split = pickle.loads(raw[32:])  # a private folder, checked above
             if site is not None:
                 self._restore_files(entry, files, split, site)
         except Exception:  # a damaged entry is prepared anew, never half-used
@@ -212,8 +216,9 @@ class ReuseStore:
                 kept.parent.mkdir(mode=0o700, exist_ok=True)
                 _copy_atomically(site / FOLDER / f"{PENDING_ITEMS}{split}.js", kept)  # type: ignore[operator]
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            pickled = pickle.dumps((stored, files, split), pickle.HIGHEST_PROTOCOL)
             with os.fdopen(os.open(partial / ENTRY, flags, 0o600), "wb") as handle:
-                pickle.dump((stored, files, split), handle, pickle.HIGHEST_PROTOCOL)
+                handle.write(hashlib.sha256(pickled).digest() + pickled)  # a damaged copy is never unpickled
             partial.replace(entry)
         except OSError:
             pass

@@ -208,13 +208,14 @@ class ReuseStore:
             partial.mkdir(mode=0o700)
             if site is None:
                 files, split = [], ""
-            for relative in files:
-                (partial / FILES / relative).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(site / relative, partial / FILES / relative)  # type: ignore[operator]
-            kept = self.root / ITEMS / f"{split}.js"
-            if split and not kept.exists():
-                kept.parent.mkdir(mode=0o700, exist_ok=True)
-                _copy_atomically(site / FOLDER / f"{PENDING_ITEMS}{split}.js", kept)  # type: ignore[operator]
+            else:
+                for relative in files:
+                    (partial / FILES / relative).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(site / relative, partial / FILES / relative)
+                kept = self.root / ITEMS / f"{split}.js"
+                if split and not kept.exists():
+                    kept.parent.mkdir(mode=0o700, exist_ok=True)
+                    _copy_atomically(site / FOLDER / f"{PENDING_ITEMS}{split}.js", kept)
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
             pickled = pickle.dumps((stored, files, split), pickle.HIGHEST_PROTOCOL)
             with os.fdopen(os.open(partial / ENTRY, flags, 0o600), "wb") as handle:

@@ -284,11 +284,8 @@ def build_site(
             shutil.copyfile(Path(judges_board) / "index.html", staging / JUDGES_PAGE)
         replace_folder(staging, target)
         if job.reuse is not None:  # what this build used stays for the next one
-            used = [e for e in prepared if e.reuse_key]
-            job.reuse.prune(
-                {e.reuse_key for e in used if e.reuse_key},
-                {e.check.submission.split_hash for e in used if e.check.submission},
-            )
+            used = {e.reuse_key: e.check.submission for e in prepared if e.reuse_key}
+            job.reuse.prune(set(used), {sub.split_hash for sub in used.values() if sub})
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -96,20 +96,23 @@ def job_key(board: BoardConfig, options: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=repr).encode()).hexdigest()
 
 
-def _private_folder(path: Path) -> None:
-    """Refuse a folder that is a link, not a folder, someone else's, or writable by others."""
+def _private(path: Path, *, folder: bool = True) -> None:
+    """Refuse a store folder (or, ``folder=False``, a stored file) that is a link or of another
+    kind, someone else's, or writable by others: it holds pickles, which run code when read."""
     info = path.lstat()
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise ConfigError("the reuse store must be a folder, not a link or a file", path=path)
+    kind = stat.S_ISDIR(info.st_mode) if folder else stat.S_ISREG(info.st_mode)
+    what = "the reuse store" if folder else "a stored entry"
+    if stat.S_ISLNK(info.st_mode) or not kind:
+        raise ConfigError(f"{what} must be a {'folder' if folder else 'file'}, not a link or anything else", path=path)
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise ConfigError(
-            "the reuse store belongs to another user: it holds pickles, which run code when read",
+            f"{what} belongs to another user: it holds pickles, which run code when read",
             path=path,
             hint="use a folder of your own (e.g. ~/.cache/tide-bench/board-reuse)",
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise ConfigError(
-            "the reuse store is writable by other users: it holds pickles, which run code when read",
+            f"{what} is writable by other users: it holds pickles, which run code when read",
             path=path,
             hint=f"chmod go-w {path}",
         )
@@ -169,7 +172,7 @@ class ReuseStore:
             return None
         files: list[str] = []
         try:
-            _private_file(entry / ENTRY)
+            _private(entry / ENTRY, folder=False)
             raw = (entry / ENTRY).read_bytes()
             if hashlib.sha256(raw[32:]).digest() != raw[:32]:
                 raise ValueError("damaged: its checksum does not match")  # a flipped byte, a cut copy
@@ -243,14 +246,6 @@ class ReuseStore:
                 shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
-def _private_file(path: Path) -> None:
-    info = path.lstat()
-    if not stat.S_ISREG(info.st_mode) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
-        raise ConfigError("not a file of this user's", path=path)
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise ConfigError("writable by other users", path=path)
-
-
 def _site_relative(files: object) -> list[str]:
     """The paths of ``files`` that name a per-item file of a site (``instances/`` or
     ``downloads/``, no ``..``, not absolute): nothing else is ever written or removed."""
@@ -280,7 +275,7 @@ def open_store(folder: str | Path, board: BoardConfig, options: dict[str, Any]) 
     code are removed (they would never be read again)."""
     base = Path(folder).expanduser()
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _private_folder(base)
+    _private(base)
     marker = base / MARKER
     if not marker.is_file():
         if any(base.iterdir()):
@@ -293,7 +288,7 @@ def open_store(folder: str | Path, board: BoardConfig, options: dict[str, Any]) 
     key = job_key(board, options)
     root = base / key
     root.mkdir(mode=0o700, exist_ok=True)
-    _private_folder(root)
+    _private(root)
     for child in base.iterdir():
         if child.name != key and _KEY.fullmatch(child.name) and child.is_dir() and not child.is_symlink():
             shutil.rmtree(child, ignore_errors=True)

@@ -118,6 +118,33 @@ def test_the_fast_csv_text_is_what_csv_writer_writes_from_safe_rows(rows: list[l
     assert csv_text(rows) == buffer.getvalue()
 
 
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(range(4)), min_size=2, max_size=5),
+    height=st.integers(min_value=1, max_value=6),
+    data=st.data(),
+)
+def test_csv_text_of_rows_of_one_length_is_what_csv_writer_writes(kinds: list[int], height: int, data: object) -> None:
+    """Rows of one length are written a column at a time (a column of plain text or numbers in one
+    step): still byte for byte what csv.writer writes, whatever one cell of a column holds."""
+    from tide_bench.core.spreadsheet import csv_text, safe_row
+
+    cells = {
+        0: st.one_of(st.none(), st.integers(), st.floats(), st.booleans()),
+        1: st.sampled_from(["a", "b c", "Zo\u00eb", "101/conversation_1/turn1", ""]),
+        2: _CELL,
+        3: st.lists(st.sampled_from(_PIECES), max_size=4).map("".join),  # text only, formula starts included
+    }
+    columns = [data.draw(st.lists(cells[k], min_size=height, max_size=height)) for k in kinds]  # type: ignore[attr-defined]
+    odd = data.draw(st.one_of(st.none(), st.tuples(st.integers(0, len(kinds) - 1), st.integers(0, height - 1), _CELL)))  # type: ignore[attr-defined]
+    if odd is not None:  # one cell unlike its column's others
+        columns[odd[0]][odd[1]] = odd[2]
+    rows = [list(row) for row in zip(*columns, strict=True)]
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(safe_row(row) for row in rows)
+    assert csv_text(rows) == buffer.getvalue()
+
+
 def test_csv_text_hands_other_cell_types_to_csv_writer() -> None:
     import numpy as np
 

@@ -1,5 +1,4 @@
-"""A board built by worker processes is the board built in one process, file for file; its charts,
-drawn in forked processes, are the ones drawn in the build's own."""
+"""A board built by worker processes is the board built in one process, file for file."""
 
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ from tests.leaderboard_helpers import board, fake_judge, judged_submission, site
 from tide_bench.leaderboard import build_site
 from tide_bench.leaderboard import entries as entries_module
 from tide_bench.leaderboard.entries import can_fork
-from tide_bench.leaderboard.site import charts as charts_module
-from tide_bench.leaderboard.site.charts import Charts
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="worker processes are forked; serial elsewhere")
 
@@ -79,26 +76,3 @@ def test_a_board_without_accepted_entries_or_instances(submissions: Path, tmp_pa
     plain = build_site(submissions, tmp_path / "plain", board(), workers=2, instances=False)
     assert plain.accepted == ["good", "fair"]
     assert not (tmp_path / "plain" / "instances").exists() and not (tmp_path / "plain" / "downloads").exists()
-
-
-def test_a_chart_whose_process_fails_is_drawn_here(
-    submissions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    built = build_site(submissions, tmp_path / "site", board(), workers=1).board
-    args = (built["rows"], built.get("pairwise") or [], built["ranking_metric"], "Empathy")
-    here = Charts(*args, parallel=False).result()
-    assert here["forest"].startswith("<svg") and here["size"].startswith("<svg")
-    assert Charts(*args, parallel=True).result() == here  # forked processes draw the same bytes
-    parent, real = os.getpid(), charts_module.forest_plot
-
-    def fails_in_a_child(*a, **kw):  # inherited by the forked chart processes
-        if os.getpid() != parent:
-            raise RuntimeError("a chart process failed")
-        return real(*a, **kw)
-
-    monkeypatch.setattr(charts_module, "forest_plot", fails_in_a_child)
-    assert Charts(*args, parallel=True).result() == here
-    pending = Charts(*args, parallel=True)
-    processes = [process for process, _ in pending._running.values()]
-    pending.close()  # a build that fails before writing its page stops the chart processes
-    assert len(processes) == 3 and not any(process.is_alive() for process in processes)

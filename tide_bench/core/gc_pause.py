@@ -15,7 +15,7 @@ def no_gc_pauses() -> Iterator[None]:
     thousand small objects for 50 entries), and the collector re-scans all of them again
     and again while more arrive: a quarter of the build's validation time, measured (and
     1.5 s of a 50-entry build when left on for the scoring, diagnostics and site). The loaded
-    objects form no reference cycles; the few cycles made meanwhile (a matplotlib figure) are
+    objects form no reference cycles; the few cycles made meanwhile are
     collected when the collector runs again as usual afterwards. Also a decorator.
     """
     was_enabled = gc.isenabled()

@@ -24,6 +24,7 @@ from typing import Any
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl, loads_strict
+from tide_bench.core.records import from_checked
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import split_content_hash
 from tide_bench.metrics.table import metric_names
@@ -255,29 +256,32 @@ def _generation(
     path: Path,
     line: int,
 ) -> Generation:
-    """The :class:`Generation` of a checked line (both readers' one constructor)."""
+    """The :class:`Generation` of a checked line (both readers' one constructor; :func:`.from_checked`)."""
     item_id, persona_id, conversation_id, turn, scenario, split, history, client, reference, persona, sha, source = (
         doc_fields
     )
-    return Generation(
-        item_id=item_id,
-        task=task,
-        persona_id=persona_id,
-        conversation_id=conversation_id,
-        turn=turn,
-        scenario=scenario,
-        split=split,
-        history=history,
-        client_utterance=client,
-        reference_reply=reference,
-        reply=reply,
-        prompt=prompt,
-        persona=persona,
-        metrics=metrics,
-        split_sha256=sha,
-        tide_source=source,
-        file=str(path),
-        line=line,
+    return from_checked(
+        Generation,
+        {
+            "item_id": item_id,
+            "task": task,
+            "persona_id": persona_id,
+            "conversation_id": conversation_id,
+            "turn": turn,
+            "scenario": scenario,
+            "split": split,
+            "history": history,
+            "client_utterance": client,
+            "reference_reply": reference,
+            "reply": reply,
+            "prompt": prompt,
+            "persona": persona,
+            "metrics": metrics,
+            "split_sha256": sha,
+            "tide_source": source,
+            "file": str(path),
+            "line": line,
+        },
     )
 
 

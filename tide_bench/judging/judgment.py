@@ -59,6 +59,7 @@ from typing import Any
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.fields import Fields, type_name
 from tide_bench.core.jsonio import iter_jsonl
+from tide_bench.core.records import from_checked
 from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig, JudgeIdentity
@@ -281,7 +282,7 @@ MAX_CODE = 64  # a category or risk-cue kind code
 MAX_FIELD = 300  # a scenario or persona id
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Judgment:
     """One line of ``judgments.jsonl``: built by the writer (:func:`make_judgment`), read and
     checked by :meth:`from_json` / :func:`read_judgments`, written by :meth:`to_json`.
@@ -597,16 +598,19 @@ def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBench
     if status not in STATUSES:
         f.fail("status", "must be 'scored' or 'unscored'")
     fields = _scored(f, shape) if status == "scored" else _unscored(f)
-    return Judgment(
-        item_id=item_id,
-        status=status,
-        judge=_judge(f, shape),
-        key=f.string("key", nonempty=True, max_len=200),
-        line=line,
-        served_model=f.string("served_model", optional=True, max_len=MAX_NAME),
-        layout=_layout_of(f.obj, fields),
-        **fields,
-        **_run_fields(f.obj, lambda: f),
+    return from_checked(
+        Judgment,
+        {
+            "item_id": item_id,
+            "status": status,
+            "judge": _judge(f, shape),
+            "key": f.string("key", nonempty=True, max_len=200),
+            "line": line,
+            "served_model": f.string("served_model", optional=True, max_len=MAX_NAME),
+            "layout": _layout_of(f.obj, fields),
+            **fields,
+            **_run_fields(f.obj, lambda: f),
+        },
     )
 
 
@@ -668,20 +672,23 @@ def _fast(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchE
         if last is not None and get("judge") == last[0]
         else _judge(Fields(obj, path=path, line=line, error=error), shape)
     )
-    return Judgment(
-        item_id=item_id,
-        status="scored",
-        judge=judge,
-        key=key,
-        line=line,
-        served_model=served,
-        scores=dict(scores),
-        rationales=dict(rationales),
-        safety_flagged=flagged,
-        safety_reason=reason or "",
-        layout=_layout_of(obj, extra),
-        **extra,
-        **_run_fields(obj, lambda: Fields(obj, path=path, line=line, error=error)),
+    return from_checked(
+        Judgment,
+        {
+            "item_id": item_id,
+            "status": "scored",
+            "judge": judge,
+            "key": key,
+            "line": line,
+            "served_model": served,
+            "scores": dict(scores),
+            "rationales": dict(rationales),
+            "safety_flagged": flagged,
+            "safety_reason": reason or "",
+            "layout": _layout_of(obj, extra),
+            **extra,
+            **_run_fields(obj, lambda: Fields(obj, path=path, line=line, error=error)),
+        },
     )
 
 

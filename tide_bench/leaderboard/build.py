@@ -36,19 +36,17 @@ from tide_bench.leaderboard.entries import (
     Progress,
     open_reuse_store,
     prepare_entries,
-    process_budget,
 )
 from tide_bench.leaderboard.reuse import refuse_overlap
 from tide_bench.leaderboard.scoring.bias import diagnose
 from tide_bench.leaderboard.scoring.columns import board_columns
 from tide_bench.leaderboard.scoring.groups import board_groupings, split_groups
 from tide_bench.leaderboard.scoring.scores import RESAMPLES, SEED, rank_entries
-from tide_bench.leaderboard.site.charts import Charts
 from tide_bench.leaderboard.site.entry_files import remove_entry_files
 from tide_bench.leaderboard.site.exports import write_exports
 from tide_bench.leaderboard.site.html import Section
 from tide_bench.leaderboard.site.pages import metric_label, write_site
-from tide_bench.leaderboard.site.plots import preload
+from tide_bench.leaderboard.site.plots import draw_charts
 from tide_bench.leaderboard.site.site_dir import check_out_dir, write_marker
 from tide_bench.leaderboard.submission.accept import check_together
 from tide_bench.leaderboard.submission.layout import RUN, Submission
@@ -238,13 +236,11 @@ def build_site(
     target = out.expanduser().resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.staging-"))
-    parallel = process_budget(workers) > 1
-    charts: list[Charts] = []
+    charts: list[dict[str, str]] = []
 
-    def draw_charts(rows: list[dict[str, Any]], ranking: dict[str, Any]) -> None:  # beside the bias diagnostics
+    def draw(rows: list[dict[str, Any]], ranking: dict[str, Any]) -> None:  # before the bias diagnostics add fields
         metric = ranking["ranking_metric"]
-        label = metric_label(metric, rubric)
-        charts.append(Charts(rows, ranking.get("pairwise") or [], metric, label, parallel=parallel))
+        charts.append(draw_charts(rows, ranking.get("pairwise") or [], metric, metric_label(metric, rubric)))
 
     try:
         job = _entry_job(board, rubric, staging if instances else None, spot_checks=spot_checks, strict=strict)
@@ -254,8 +250,8 @@ def build_site(
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
             preload_statistics()  # before the workers fork: imported once, not once per worker
-            prepared = prepare_entries(folders, job, workers=workers, progress=progress, meanwhile=preload)
-            result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw_charts)
+            prepared = prepare_entries(folders, job, workers=workers, progress=progress)
+            result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw)
         if require_accepted:
             _refuse_if_none_accepted(folders, board, result_board)
         for row in [*result_board["rows"], result_board]:  # every entry, and the board's judge
@@ -264,7 +260,7 @@ def build_site(
             if entry.downloads and entry.check.id not in accepted:
                 remove_entry_files(staging, entry.check.id)
         downloads = {e.check.id: e.downloads for e in prepared if e.check.id in accepted}
-        drawn = charts[0].result() if charts else None
+        drawn = charts[0] if charts else None
         columns = board_columns(rubric)
         write_site(
             staging,
@@ -289,9 +285,6 @@ def build_site(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    finally:
-        for pending in charts:
-            pending.close()
     reused = [e.check.id for e in prepared if e.reused]
     return BuildResult(out, [r["id"] for r in result_board["rows"]], result_board["refused"], result_board, reused)
 

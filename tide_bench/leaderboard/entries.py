@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -138,8 +137,7 @@ def prepare_fresh(folder: Path, job: EntryJob) -> PreparedEntry:
 
 def process_budget(workers: int | None) -> int:
     """How many processes a build may use: ``workers`` when given, else one per CPU this
-    process may use (at most :data:`MAX_WORKERS`). The entries' workers and the charts
-    (:mod:`.site.charts`) both go by it."""
+    process may use (at most :data:`MAX_WORKERS`)."""
     if workers is not None:
         return max(1, workers)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -156,12 +154,10 @@ def prepare_entries(
     *,
     workers: int | None = None,
     progress: Progress | None = None,
-    meanwhile: Callable[[], None] | None = None,
 ) -> list[PreparedEntry]:
     """:func:`prepare_entry` for every folder, in ``workers`` processes (default: one per
     CPU); the results in the order of ``folders``. ``progress(done, total)`` is called as
-    entries finish. ``meanwhile`` runs in a thread of this process once every worker is
-    forked (the build imports its plotting library while it waits); it must not fork."""
+    entries finish."""
     report = progress or (lambda done, total: None)
     n = len(folders)
     count = max(1, min(process_budget(workers), n))  # at most one worker per entry
@@ -175,13 +171,8 @@ def prepare_entries(
     try:
         with ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork")) as pool:
             futures = [pool.submit(prepare_entry, folder, job) for folder in folders]  # forks every worker
-            helper = threading.Thread(target=meanwhile, daemon=True) if meanwhile else None
-            if helper:
-                helper.start()
             for done, _ in enumerate(as_completed(futures), 1):
                 report(done, n)
-            if helper:
-                helper.join()
             return [f.result() for f in futures]
     except BrokenProcessPool:
         raise TideBenchError(

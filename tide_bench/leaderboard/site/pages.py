@@ -27,7 +27,6 @@ from typing import Any
 from tide_bench.core.stats import format_estimate
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.scoring.columns import Column, shown_columns
-from tide_bench.leaderboard.site.charts import Charts
 from tide_bench.leaderboard.site.entry_view import (
     bias,
     heat_style,
@@ -41,7 +40,7 @@ from tide_bench.leaderboard.site.entry_view import (
 )
 from tide_bench.leaderboard.site.html import Section, esc, fmt_block, page, render_section
 from tide_bench.leaderboard.site.instances import FOLDER, keep_items
-from tide_bench.leaderboard.site.plots import is_anchor
+from tide_bench.leaderboard.site.plots import draw_charts, is_anchor
 from tide_bench.leaderboard.site.table import board_table
 from tide_bench.leaderboard.submission.layout import Submission
 
@@ -402,11 +401,11 @@ def render_index(
     charts: Mapping[str, str] | None = None,
 ) -> str:
     """The board's index page; ``extra_sections`` are appended before the footer. ``charts`` are
-    the board's charts already drawn (:class:`~.charts.Charts`); without them they are drawn here."""
+    the board's charts already drawn (:func:`~.plots.draw_charts`); without them they are drawn here."""
     rows, metric = board["rows"], board["ranking_metric"]
     columns = shown_columns(columns, rows)
     label = metric_label(metric, rubric)
-    drawn = charts if charts is not None else Charts(rows, board.get("pairwise") or [], metric, label).result()
+    drawn = charts if charts is not None else draw_charts(rows, board.get("pairwise") or [], metric, label)
     built = (
         f'<p class="muted">Built {esc(board.get("built_at"))} from {len(rows)} submission(s); split '
         f"<code>{esc(board.get('split'))}</code>"

@@ -1,4 +1,4 @@
-"""The board's charts, drawn with matplotlib and inlined as SVG (no script, no network).
+"""The board's charts, inline SVG drawn here (no script, no network; :mod:`.svg` has the pieces).
 
 * :func:`forest_plot`: each entry's score with its 95 % CI, best first, the rank interval beside
   it, zero-shot / fine-tuned / reference anchor told apart by colour *and* marker shape;
@@ -8,23 +8,34 @@
 * :func:`pairwise_plot`: the paired difference of every two ranked entries (row minus column),
   the significant ones (after the board's multiple-testing correction) marked.
 
-Why matplotlib: it places ticks, legends and labels properly (the hand-drawn SVG it replaces
-had ticks at 2.07/2.58 and overlapping bars), it is already a dependency, and its SVG output
-with ``svg.fonttype: none`` keeps text as text (small, searchable, escaped by its writer).
-Model names are drawn with ``parse_math=False``: a ``$`` in a name is a dollar sign.
+Every mark carries a ``<title>`` (the reader's browser shows it on hover): the entry, its mean
+and interval, or the pair's difference. Model names are text, escaped, never markup.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from tide_bench.leaderboard.scoring.scores import REFERENCE_ANCHOR
 from tide_bench.leaderboard.site.html import esc
+from tide_bench.leaderboard.site.svg import (
+    FONT,
+    Scale,
+    diverging,
+    diverging_gradient,
+    line,
+    log_ticks,
+    mark,
+    nice_ticks,
+    num,
+    padded,
+    svg,
+    text,
+    text_width,
+    tick_labels,
+)
 
 MARKERS = {  # condition -> (colour, marker, legend label)
     "zero-shot": ("#2f64c9", "o", "zero-shot"),
@@ -33,16 +44,6 @@ MARKERS = {  # condition -> (colour, marker, legend label)
 }
 OTHER = ("#a35f00", "s", "other")
 NAME_CHARS = 44
-_RC = {
-    "svg.fonttype": "none",
-    "font.size": 9,
-    "font.family": "sans-serif",
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.titlesize": 10,
-    "axes.labelsize": 9,
-    "legend.fontsize": 8,
-}
 
 
 def is_anchor(row: dict[str, Any]) -> bool:
@@ -74,122 +75,87 @@ def _mean(row: dict[str, Any], metric: str) -> float | None:
 
 
 def _bounds(row: dict[str, Any], metric: str) -> tuple[float, float]:
-    block, mean = row[metric], _mean(row, metric)
+    """The interval of a row with a mean; a bound that is missing or not a finite number is the mean."""
+    block, mean = row[metric], _mean(row, metric) or 0.0
     low, high = block.get("ci_low"), block.get("ci_high")
-    return (mean if low is None else float(low)), (mean if high is None else float(high))  # type: ignore[return-value]
+    return _finite_or(low, mean), _finite_or(high, mean)
 
 
-def preload() -> None:
-    """Import what drawing needs (a third of a second), so that a build can do it while its
-    workers prepare the entries."""
-    import matplotlib.backends.backend_svg
-    import matplotlib.figure
-    import matplotlib.ticker  # noqa: F401
+def _finite_or(value: Any, default: float) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else default
 
 
-def _figure(width: float, height: float, constrained: bool = False) -> Any:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), layout="constrained" if constrained else None)
-
-
-def _svg(fig: Any, prefix: str, label: str) -> str:
-    """The figure as inline SVG: no XML prolog or metadata, ids prefixed (several charts share a
-    page), sized to scale down with its box."""
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
-    text = buf.getvalue()
-    text = text[text.index("<svg") :]
-    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
-    text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
-    text = text.replace("url(#", f"url(#{prefix}-").replace('xlink:href="#', f'href="#{prefix}-')
-    text = text.replace("xlink:href=", "href=")
-    # Inside HTML the parser puts <svg> in its namespace and SVG 2 takes a plain href: no namespace
-    # URLs needed; matplotlib's global "*{...}" style is scoped to the charts.
-    text = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", text).replace('<style type="text/css">*{', "<style>svg.chart *{")
-    width = re.search(r'width="([\d.]+)pt"', text)
-    px = round(float(width.group(1)) * 4 / 3) if width else 720
-    text = re.sub(r'<svg ([^>]*?)width="[\d.]+pt" height="[\d.]+pt"', r"<svg \1", text, count=1)
-    return text.replace(
-        "<svg ", f'<svg class="chart" role="img" aria-label="{esc(label)}" style="max-width:{px}px" ', 1
-    )
-
-
-def _draw(make: Any, prefix: str, label: str, *args: Any) -> str:
-    import matplotlib
-
-    with matplotlib.rc_context(_RC | {"svg.hashsalt": prefix}), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. a glyph missing from the layout font (the browser draws the text)
-        fig = make(*args)
-        return _svg(fig, prefix, label) if fig is not None else ""
-
-
-def _legend(ax: Any, rows: Sequence[dict[str, Any]], **kw: Any) -> None:
-    from matplotlib.lines import Line2D
-
+def _legend(rows: Sequence[dict[str, Any]], x: float, y: float) -> list[str]:
+    """One mark and name for each look the rows use, in a row from ``x``."""
     seen: dict[str, tuple[str, str, str]] = {}
     for r in rows:
-        colour, marker, name = style_of(r)
-        seen.setdefault(name, (colour, marker, name))
-    handles = [
-        Line2D([], [], color=c, marker=m, linestyle="none", markersize=7 if m == "*" else 5, label=n)
-        for c, m, n in seen.values()
-    ]
-    legend = ax.legend(handles=handles, frameon=False, **kw)
-    for text in legend.get_texts():
-        text.set_parse_math(False)
+        colour, shape, name = style_of(r)
+        seen.setdefault(name, (colour, shape, name))
+    out = []
+    for colour, shape, name in seen.values():
+        out += [mark(shape, x + 6, y, colour), text(x + 16, y, name, size=FONT - 1)]
+        x += 16 + text_width(name, FONT - 1) + 18
+    return out
+
+
+def _titled(title: str, parts: Sequence[str]) -> str:
+    """Marks grouped under a hover title."""
+    return f"<g><title>{esc(title)}</title>{''.join(parts)}</g>"
+
+
+def _interval_text(row: dict[str, Any], metric: str) -> str:
+    mean = _mean(row, metric) or 0.0
+    low, high = _bounds(row, metric)
+    return f"{mean:.2f} (95% CI {low:.2f}\u2013{high:.2f})"
 
 
 # ---------------------------------------------------------------- forest plot
 
 
-def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> Any:
-    from matplotlib.ticker import MaxNLocator
+def _axis_x(scale: Scale, ticks: Sequence[float], labels: Sequence[str], top: float, bottom: float) -> list[str]:
+    """Vertical grid lines at the ticks from ``top`` to ``bottom``, the axis line and the tick labels under it."""
+    out = [line(scale(t), top, scale(t), bottom, "#e4e4e4", 0.8) for t in ticks]
+    out.append(line(scale.start, bottom, scale.end, bottom, "#444444", 0.8))
+    for t, label in zip(ticks, labels, strict=True):
+        out += [
+            line(scale(t), bottom, scale(t), bottom + 4, "#444444", 0.8),
+            text(scale(t), bottom + 13, label, anchor="middle"),
+        ]
+    return out
 
+
+def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[float, float, list[str]]:
     k = len(rows)
-    fig = _figure(7.4, max(2.4, 0.9 + 0.27 * k), constrained=True)
-    ax = fig.add_subplot()
-    ys = list(range(k - 1, -1, -1))
-    # One errorbar call per look (colour, marker, filled), not per entry: the same marks with a
-    # fraction of the artists, which is most of the time matplotlib takes to draw 50 entries.
-    groups: dict[tuple[str, str, bool], list[tuple[float, float, float, float]]] = {}
-    for r, y in zip(rows, ys, strict=True):
-        colour, marker, _ = style_of(r)
+    names, ranks = [short(r.get("model_name")) for r in rows], [_rank_text(r) for r in rows]
+    left = max(text_width(n) for n in names) + 14
+    right = max(text_width(r) for r in ranks) + 36
+    width = max(720.0, left + 360 + right)
+    top, row_height = 34.0, 24.0
+    bottom = top + k * row_height
+    spans = [b for r in rows for b in _bounds(r, metric)]
+    low, high = padded(spans)
+    scale = Scale(low, high, left, width - right)
+    ticks = nice_ticks(low, high, 7)
+    body = _axis_x(scale, ticks, tick_labels(ticks), top, bottom)
+    body.append(text((left + width - right) / 2, bottom + 32, axis_label, anchor="middle"))
+    body.append(text(width - 10, (top + bottom) / 2, "rank (95% interval)", anchor="middle", rotate=90))
+    for r, name, rank, i in zip(rows, names, ranks, range(k), strict=True):
+        colour, shape, _ = style_of(r)
+        y = top + (i + 0.5) * row_height
         mean = _mean(r, metric)
         assert mean is not None  # forest_plot keeps only rows with a score
-        low, high = _bounds(r, metric)
-        unranked = r.get("rank") is None and not is_anchor(r)
-        groups.setdefault((colour, marker, unranked), []).append((mean, y, mean - low, high - mean))
+        lo, hi = _bounds(r, metric)
+        x0, x1, xm = scale(lo), scale(hi), scale(mean)
+        parts = [text(left - 8, y, name, anchor="end"), text(width - right + 10, y, rank)]
         if is_anchor(r):
-            ax.axvline(mean, color=colour, linestyle=":", linewidth=1)
-    for (colour, marker, unranked), points in groups.items():
-        means, at, below, above = (list(v) for v in zip(*points, strict=True))
-        ax.errorbar(
-            means,
-            at,
-            xerr=[below, above],
-            fmt=marker,
-            color=colour,
-            ecolor=colour,
-            elinewidth=1.4,
-            capsize=2.5,
-            markersize=8 if marker == "*" else 5,
-            markerfacecolor="white" if unranked else colour,
-        )
-    ax.set_yticks(ys, [short(r.get("model_name")) for r in rows], parse_math=False)
-    ax.set_ylim(-0.7, k - 0.3)
-    ax.set_xlabel(axis_label, parse_math=False)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=7, steps=[1, 2, 2.5, 5, 10]))
-    ax.grid(axis="x", color="#e4e4e4", linewidth=0.8)
-    ax.set_axisbelow(True)
-    right = ax.twinx()
-    right.set_ylim(ax.get_ylim())
-    right.set_yticks(ys, [_rank_text(r) for r in rows], parse_math=False)
-    right.tick_params(length=0)
-    right.spines["right"].set_visible(False)
-    right.set_ylabel("rank (95% interval)", parse_math=False)
-    _legend(ax, rows, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, borderaxespad=0.2)
-    return fig
+            parts.append(line(xm, top, xm, bottom, colour, 1, "2 3"))
+        parts += [line(x0, y, x1, y, colour, 1.4), line(x0, y - 3.5, x0, y + 3.5, colour, 1.2)]
+        parts += [line(x1, y - 3.5, x1, y + 3.5, colour, 1.2)]
+        parts.append(mark(shape, xm, y, colour, filled=not (r.get("rank") is None and not is_anchor(r))))
+        body.append(_titled(f"{r.get('model_name')}: {_interval_text(r, metric)}; rank {rank}", parts))
+    body += _legend(rows, left, 14)
+    return width, bottom + 46, body
 
 
 def _rank_text(row: dict[str, Any]) -> str:
@@ -208,15 +174,14 @@ def forest_plot(rows: Sequence[dict[str, Any]], metric: str, axis_label: str) ->
     shown = sorted((r for r in rows if _mean(r, metric) is not None), key=lambda r: -(_mean(r, metric) or 0.0))
     if not shown:
         return ""
-    return _draw(
-        _forest, "forest", f"{axis_label}: each entry's mean and 95% CI, best first", shown, metric, axis_label
-    )
+    width, height, body = _forest(shown, metric, axis_label)
+    return svg(width, height, f"{axis_label}: each entry's mean and 95% CI, best first", body)
 
 
 # ---------------------------------------------------------------- score versus size
 
 
-def _size_label(value: float, _pos: Any = None) -> str:
+def _size_label(value: float) -> str:
     if value >= 1e9:
         return f"{value / 1e9:g}B"
     return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}K"
@@ -254,61 +219,48 @@ def _dodged(values: Sequence[float]) -> list[float]:
     return out
 
 
-def _size(rows: list[dict[str, Any]], metric: str, axis_label: str) -> Any:
-    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
-
+def _size(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[float, float, list[str]]:
     k = len(rows)
-    fig = _figure(8.0, max(3.8, 1.4 + 0.19 * k))
-    ax = fig.add_axes((0.09, 0.13, 0.5, 0.74))
+    names = [short(r.get("model_name"), 40) for r in rows]
+    left, top, plot_width = 64.0, 34.0, 400.0
+    plot_height = max(240.0, 15.0 * k)
+    right_edge = left + plot_width
+    width = max(760.0, right_edge + 30 + max(text_width(n, FONT - 1) for n in names) + 10)
+    bottom = top + plot_height
     logs = _dodged([math.log10(r["parameters"]) for r in rows])
     xs = [10**v for v in logs]
     ys = [_mean(r, metric) or 0.0 for r in rows]
-    for r, x, y in zip(rows, xs, ys, strict=True):
-        colour, marker, _ = style_of(r)
-        low, high = _bounds(r, metric)
-        ax.errorbar(
-            [x],
-            [y],
-            yerr=[[y - low], [high - y]],
-            fmt=marker,
-            color=colour,
-            elinewidth=1.2,
-            capsize=2.5,
-            markersize=8 if marker == "*" else 5,
-        )
-    ax.set_xscale("log")
-    lo, hi = min(xs), max(xs)
-    ax.set_xlim(lo / 1.6, hi * 1.6)
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
-    ax.set_xlabel("parameters (log scale)")
-    ax.set_ylabel(axis_label, parse_math=False)
-    ax.grid(color="#ececec", linewidth=0.8)
-    ax.set_axisbelow(True)
-    fig.canvas.draw()  # final limits, so labels can be placed in axes fractions
-    y0, y1 = ax.get_ylim()
-    fractions = [(y - y0) / (y1 - y0) if y1 > y0 else 0.5 for y in ys]
-    axes_height_pt = ax.get_window_extent().height * 72 / fig.dpi
-    gap = 1.35 * 8 / axes_height_pt
-    for r, x, y, ly in zip(rows, xs, ys, spread(fractions, gap, 0.0, 1.0), strict=True):
-        colour = style_of(r)[0]
-        ax.annotate(
-            short(r.get("model_name"), 40),
-            xy=(x, y),
-            xycoords="data",
-            xytext=(1.04, ly),
-            textcoords="axes fraction",
-            va="center",
-            fontsize=8,
-            color="#222222",
-            annotation_clip=False,
-            parse_math=False,
-            arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.6, "shrinkA": 0, "shrinkB": 3},
-        )
-    _legend(ax, rows, loc="lower left", bbox_to_anchor=(0, 1.01), ncol=3, borderaxespad=0.2)
-    return fig
+    x_scale = Scale(min(xs) / 1.6, max(xs) * 1.6, left, right_edge, log=True)
+    low, high = padded([b for r in rows for b in _bounds(r, metric)])
+    y_scale = Scale(low, high, bottom, top)
+    x_ticks = log_ticks(min(xs) / 1.6, max(xs) * 1.6)
+    body = _axis_x(x_scale, x_ticks, [_size_label(t) for t in x_ticks], top, bottom)
+    y_ticks = nice_ticks(low, high, 6)
+    for t, label in zip(y_ticks, tick_labels(y_ticks), strict=True):
+        y = y_scale(t)
+        body += [line(left, y, right_edge, y, "#ececec", 0.8), line(left - 4, y, left, y, "#444444", 0.8)]
+        body.append(text(left - 7, y, label, anchor="end"))
+    body.append(line(left, top, left, bottom, "#444444", 0.8))
+    body.append(text((left + right_edge) / 2, bottom + 32, "parameters (log scale)", anchor="middle"))
+    body.append(text(16, (top + bottom) / 2, axis_label, anchor="middle", rotate=-90))
+    fractions = [(y_scale(y) - bottom) / (top - bottom) for y in ys]  # 0 at the bottom, 1 at the top
+    label_at = spread(fractions, 15.0 / plot_height, 0.0, 1.0)
+    for r, name, x, y, at in zip(rows, names, xs, ys, label_at, strict=True):
+        colour, shape, _ = style_of(r)
+        lo, hi = _bounds(r, metric)
+        px, py, ly = x_scale(x), y_scale(y), bottom - at * plot_height
+        parts = [
+            line(px, y_scale(lo), px, y_scale(hi), colour, 1.2),
+            line(px - 3, y_scale(lo), px + 3, y_scale(lo), colour, 1.2),
+            line(px - 3, y_scale(hi), px + 3, y_scale(hi), colour, 1.2),
+            line(px, py, right_edge + 24, ly, colour, 0.6),
+            mark(shape, px, py, colour),
+            text(right_edge + 28, ly, name, size=FONT - 1),
+        ]
+        size = _size_label(float(r["parameters"]))
+        body.append(_titled(f"{r.get('model_name')} ({size} parameters): {_interval_text(r, metric)}", parts))
+    body += _legend(rows, left, 14)
+    return width, bottom + 46, body
 
 
 def size_plot(rows: Sequence[dict[str, Any]], metric: str, axis_label: str) -> str:
@@ -319,67 +271,102 @@ def size_plot(rows: Sequence[dict[str, Any]], metric: str, axis_label: str) -> s
         if _mean(r, metric) is not None
         and isinstance(r.get("parameters"), int | float)
         and not isinstance(r.get("parameters"), bool)
+        and math.isfinite(r["parameters"])
         and r["parameters"] > 0
     ]
     if not shown:
         return ""
-    return _draw(_size, "size", f"{axis_label} versus model size", shown, metric, axis_label)
+    width, height, body = _size(shown, metric, axis_label)
+    return svg(width, height, f"{axis_label} versus model size", body)
 
 
 # ---------------------------------------------------------------- pairwise differences
 
 
-def _pairwise(rows: list[dict[str, Any]], cells: dict[tuple[str, str], dict[str, Any]], axis_label: str) -> Any:
-    import numpy as np
-
-    k = len(rows)
-    ids = [r["id"] for r in rows]
-    diff = np.full((k, k), np.nan)
-    significant = np.zeros((k, k), dtype=bool)
-    for i, a in enumerate(ids):
-        for j, b in enumerate(ids):
-            pair = cells.get((a, b))
-            sign = 1.0
+def _differences(
+    rows: list[dict[str, Any]], cells: dict[tuple[str, str], dict[str, Any]]
+) -> list[list[tuple[float, bool] | None]]:
+    """Row minus column for every two entries (None on the diagonal and where no pair was compared)."""
+    out: list[list[tuple[float, bool] | None]] = []
+    for a in rows:
+        line_of: list[tuple[float, bool] | None] = []
+        for b in rows:
+            pair, sign = cells.get((a["id"], b["id"])), 1.0
             if pair is None:
-                pair, sign = cells.get((b, a)), -1.0
-            if pair is not None and pair.get("difference") is not None:
-                diff[i, j] = sign * pair["difference"]
-                significant[i, j] = bool(pair.get("significant"))
-    finite = diff[np.isfinite(diff)]
-    vmax = float(np.abs(finite).max()) if finite.size and np.abs(finite).max() > 0 else 1.0
-    cell = 0.42 if k <= 12 else max(0.16, 5.5 / k)
-    side = 1.6 + cell * k
-    fig = _figure(side + 3.0, side + 0.8, constrained=True)
-    ax = fig.add_subplot()
-    image = ax.imshow(diff, cmap="RdBu", vmin=-vmax, vmax=vmax, interpolation="nearest", aspect="equal")
-    names = [short(r.get("model_name"), 30) for r in rows]
-    font = 8 if k <= 12 else max(4.5, 8 - k / 12)
-    ax.set_xticks(range(k), names, rotation=90, fontsize=font, parse_math=False)
-    ax.set_yticks(range(k), names, fontsize=font, parse_math=False)
-    ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-    for i in range(k):
-        for j in range(k):
-            if i == j or not np.isfinite(diff[i, j]):
+                pair, sign = cells.get((b["id"], a["id"])), -1.0
+            if pair is None or a is b:
+                line_of.append(None)
                 continue
-            strong = abs(diff[i, j]) > 0.6 * vmax
+            value = _finite_or(pair.get("difference"), math.nan)
+            line_of.append((sign * value, bool(pair.get("significant"))) if math.isfinite(value) else None)
+        out.append(line_of)
+    return out
+
+
+def _pairwise(
+    rows: list[dict[str, Any]], cells: dict[tuple[str, str], dict[str, Any]], axis_label: str
+) -> tuple[float, float, list[str]]:
+    k = len(rows)
+    diff = _differences(rows, cells)
+    vmax = max((abs(d[0]) for row in diff for d in row if d is not None), default=0.0) or 1.0
+    cell = 36.0 if k <= 12 else max(11.0, 560.0 / k)
+    font = FONT - 1 if k <= 12 else max(6.0, FONT - 1 - k / 12)
+    names = [short(r.get("model_name"), 30) for r in rows]
+    room = max(text_width(n, font) for n in names) + 10
+    left, top = room, 10.0
+    side = k * cell
+    bar_x = left + side + 24
+    width = bar_x + 14 + 40 + 24
+    height = top + side + room
+    body = []
+    for i, (a, values) in enumerate(zip(names, diff, strict=True)):
+        y = top + (i + 0.5) * cell
+        body.append(text(left - 6, y, a, anchor="end", size=font))
+        x = left + (i + 0.5) * cell
+        body.append(text(x, top + side + 6, a, anchor="end", size=font, rotate=-90))
+        for j, value in enumerate(values):
+            if value is None:
+                continue
+            d, significant = value
+            x0, y0 = left + j * cell, top + i * cell
+            colour = diverging(0.5 + d / (2 * vmax))
+            strong = abs(d) > 0.6 * vmax
+            ink = "#ffffff" if strong else "#111111"
+            parts = [f'<rect x="{num(x0)}" y="{num(y0)}" width="{num(cell)}" height="{num(cell)}" fill="{colour}"/>']
             if k <= 12:
-                ax.text(
-                    j,
-                    i,
-                    f"{diff[i, j]:+.2f}{'*' if significant[i, j] else ''}",
-                    ha="center",
-                    va="center",
-                    fontsize=7,
-                    color="white" if strong else "#111111",
-                    fontweight="bold" if significant[i, j] else "normal",
+                label = f"{d:+.2f}{'*' if significant else ''}"
+                parts.append(
+                    text(x0 + cell / 2, y0 + cell / 2, label, anchor="middle", size=9, fill=ink, bold=significant)
                 )
-            elif significant[i, j]:
-                ax.plot(j, i, marker="o", markersize=2.2, color="white" if strong else "#111111")
-    bar = fig.colorbar(image, ax=ax, shrink=0.7)
-    bar.set_label(f"row minus column ({axis_label})", parse_math=False)
-    return fig
+            elif significant:
+                parts.append(f'<circle cx="{num(x0 + cell / 2)}" cy="{num(y0 + cell / 2)}" r="1.8" fill="{ink}"/>')
+            note = "significant after correction" if significant else "not significant"
+            body.append(
+                _titled(f"{rows[i].get('model_name')} minus {rows[j].get('model_name')}: {d:+.3f} ({note})", parts)
+            )
+    bar_top, bar_height = top + side * 0.15, side * 0.7
+    body.append(diverging_gradient("pairs-scale"))
+    body.append(
+        f'<rect x="{num(bar_x)}" y="{num(bar_top)}" width="14" height="{num(bar_height)}" fill="url(#pairs-scale)"/>'
+    )
+    scale = Scale(-vmax, vmax, bar_top + bar_height, bar_top)
+    ticks = nice_ticks(-vmax, vmax, 4)
+    for t, label in zip(ticks, tick_labels(ticks), strict=True):
+        body += [
+            line(bar_x + 14, scale(t), bar_x + 18, scale(t), "#444444", 0.8),
+            text(bar_x + 21, scale(t), label, size=font),
+        ]
+    body.append(
+        text(
+            width - 8,
+            bar_top + bar_height / 2,
+            f"row minus column ({axis_label})",
+            anchor="middle",
+            rotate=90,
+            size=font,
+        )
+    )
+    return width, height, body
 
 
 def pairwise_plot(rows: Sequence[dict[str, Any]], pairwise: Sequence[dict[str, Any]], axis_label: str) -> str:
@@ -390,4 +377,18 @@ def pairwise_plot(rows: Sequence[dict[str, Any]], pairwise: Sequence[dict[str, A
     shown = [r for r in rows if r.get("id") in in_pairs]
     if len(shown) < 2:
         return ""
-    return _draw(_pairwise, "pairs", f"paired differences in {axis_label} between entries", shown, cells, axis_label)
+    width, height, body = _pairwise(shown, cells, axis_label)
+    return svg(width, height, f"paired differences in {axis_label} between entries", body)
+
+
+def draw_charts(
+    rows: Sequence[dict[str, Any]], pairwise: Sequence[dict[str, Any]], metric: str, label: str
+) -> dict[str, str]:
+    """The index page's three charts as SVG, by name (a chart with nothing to show is ``""``).
+    A build draws them once the entries are ranked, before the bias diagnostics add their
+    fields to the rows (a few milliseconds for a board of 50)."""
+    return {
+        "forest": forest_plot(rows, metric, label),
+        "pairwise": pairwise_plot(rows, pairwise, metric),
+        "size": size_plot(rows, metric, label),
+    }

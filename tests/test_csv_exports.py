@@ -12,6 +12,7 @@ import csv
 import io
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -127,13 +128,13 @@ def test_the_fast_csv_text_is_what_csv_writer_writes_from_safe_rows(rows: list[l
 def test_csv_text_of_rows_of_one_length_is_what_csv_writer_writes(kinds: list[int], height: int, data: object) -> None:
     """Rows of one length are written a column at a time (a column of plain text or numbers in one
     step): still byte for byte what csv.writer writes, whatever one cell of a column holds."""
-    from tide_bench.core.spreadsheet import csv_text, safe_row
+    from tide_bench.core.spreadsheet import csv_table, csv_text, safe_row
 
     cells = {
         0: st.one_of(st.none(), st.integers(), st.floats(), st.booleans()),
         1: st.sampled_from(["a", "b c", "Zo\u00eb", "101/conversation_1/turn1", ""]),
         2: _CELL,
-        3: st.lists(st.sampled_from(_PIECES), max_size=4).map("".join),  # text only, formula starts included
+        3: st.lists(st.sampled_from([*_PIECES, "\n", "\r"]), max_size=4).map("".join),  # text only, formula starts too
     }
     columns = [data.draw(st.lists(cells[k], min_size=height, max_size=height)) for k in kinds]  # type: ignore[attr-defined]
     odd = data.draw(st.one_of(st.none(), st.tuples(st.integers(0, len(kinds) - 1), st.integers(0, height - 1), _CELL)))  # type: ignore[attr-defined]
@@ -143,6 +144,32 @@ def test_csv_text_of_rows_of_one_length_is_what_csv_writer_writes(kinds: list[in
     buffer = io.StringIO()
     csv.writer(buffer).writerows(safe_row(row) for row in rows)
     assert csv_text(rows) == buffer.getvalue()
+    body = [list(column) for column in zip(*rows[1:], strict=True)] or [[] for _ in rows[0]]
+    assert csv_table(rows[0], body) == buffer.getvalue()  # the same table given as its header and columns
+
+
+@pytest.mark.parametrize(
+    "cell", ["a\nb", "a\rb", 'say "hi"', "a,b", "  =1+1", "\uff1dSUM(A1)", "-2", "@x", "\tx", "plain", ""]
+)
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_one_special_cell_in_a_column_of_plain_text(cell: str, at: int) -> None:
+    """One cell that needs quoting or a ``'`` among plain ones, first, in the middle or last."""
+    from tide_bench.core.spreadsheet import csv_text, safe_row
+
+    rows = [["h1", "h2"], ["plain", "x"], ["text", "y"], ["more", "z"]]
+    rows[1 + at][0] = cell
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(safe_row(row) for row in rows)
+    assert csv_text(rows) == buffer.getvalue()
+
+
+def test_csv_table_refuses_columns_that_do_not_make_a_table() -> None:
+    from tide_bench.core.spreadsheet import csv_table
+
+    with pytest.raises(ValueError, match="columns of lengths"):
+        csv_table(["a", "b"], [[1, 2], [3]])
+    with pytest.raises(ValueError, match="2 header cells"):
+        csv_table(["a", "b"], [[1, 2]])
 
 
 def test_csv_text_hands_other_cell_types_to_csv_writer() -> None:

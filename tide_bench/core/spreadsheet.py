@@ -56,21 +56,54 @@ def _cell(value: Any) -> str:
 
 
 _PLAIN = frozenset({int, float, bool, type(None)})
-# A cell that needs more than its text: a quote, a separator, a line break, or a formula start (after
-# spaces) at the start of a cell. Searched in a column's cells joined by NUL: a NUL inside a cell
-# can only add matches, and a match only sends the column to the cell-by-cell path.
-_SPECIAL = re.compile('[,"\\r\\n]|(?:^|\\x00) *[' + re.escape("".join(FORMULA_START)) + "]")
+_QUOTED = (",", '"', "\r", "\n")  # a cell holding one is quoted
+# A formula start (after spaces) at the start of a cell, searched in a column's cells joined by NUL
+# (the first cell apart). A NUL inside a cell can only add matches, and a match only sends the
+# column to the cell-by-cell path. The pattern starts with a literal, which the regex engine finds fast.
+_FORMULA_AFTER_NUL = re.compile("\x00 *[" + re.escape("".join(FORMULA_START)) + "]")
 
 
-def _column(values: tuple[Any, ...]) -> list[str]:
+def _column(values: Sequence[Any]) -> list[str]:
     """One column's cells as :func:`_cell` writes them, a whole column at a time where it can:
     numbers and blanks by ``str``, plain text as it is when none of it needs quoting or a ``'``."""
     kinds = set(map(type, values))
     if kinds <= _PLAIN:
-        return ["" if v is None else str(v) for v in values]
-    if kinds == {str} and _SPECIAL.search("\x00".join(values)) is None:
-        return list(values)
+        return list(map(str, values)) if type(None) not in kinds else ["" if v is None else str(v) for v in values]
+    if kinds == {str}:
+        joined = "\x00".join(values)
+        if (
+            not any(mark in joined for mark in _QUOTED)
+            and _FORMULA_AFTER_NUL.search(joined) is None
+            and not values[0].lstrip(" ").startswith(FORMULA_START)
+        ):
+            return list(values)
     return [_cell(v) for v in values]
+
+
+def _fast_table(header: Sequence[Any], columns: Sequence[Sequence[Any]]) -> str:
+    """:func:`csv_table`, raising :class:`_Unusual` on a cell it does not write as ``csv.writer``
+    would. The header apart: its text would mix each column's kinds."""
+    lines = [",".join([_cell(v) for v in header]), *map(",".join, zip(*map(_column, columns), strict=True))]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def _writer_text(rows: Iterable[Sequence[Any]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(safe_row(row) for row in rows)
+    return buffer.getvalue()
+
+
+def csv_table(header: Sequence[Any], columns: Sequence[Sequence[Any]]) -> str:
+    """:func:`csv_text` of a header row and the table's columns (each as long as the others,
+    one per header cell), written a column at a time without making its rows first."""
+    if len(columns) != len(header) or len({len(c) for c in columns}) > 1:
+        raise ValueError(f"a table of {len(header)} header cells and columns of lengths {[len(c) for c in columns]}")
+    if len(header) >= 2:
+        try:
+            return _fast_table(header, columns)
+        except _Unusual:
+            pass
+    return _writer_text([header, *zip(*columns, strict=True)])
 
 
 def csv_text(rows: Sequence[Sequence[Any]]) -> str:
@@ -80,20 +113,17 @@ def csv_text(rows: Sequence[Sequence[Any]]) -> str:
     Why not ``csv.writer`` itself: it tests every character of every text cell in a Python-level
     state machine, and a board's ``items.csv`` files (100,000 rows of replies) took a tenth of a
     build's CPU that way. Here rows of one length are written a column at a time (a column of
-    numbers, or of text with nothing to quote, costs a few calls in C); a text cell that needs
-    quoting costs four substring searches. Rows holding another type of cell (a numpy number,
-    say), or a row of fewer than two cells, go to ``csv.writer``."""
+    numbers, or of text with nothing to quote, costs a few calls in C; :func:`csv_table`); a text
+    cell that needs quoting costs four substring searches. Rows holding another type of cell (a
+    numpy number, say), or a row of fewer than two cells, go to ``csv.writer``."""
     if not rows:
         return ""
     widths = set(map(len, rows))
     if min(widths) >= 2:
         try:
             if len(widths) == 1:
-                columns = [_column(column) for column in zip(*rows, strict=True)]
-                return "\r\n".join(map(",".join, zip(*columns, strict=True))) + "\r\n"
+                return _fast_table(rows[0], list(zip(*rows[1:], strict=True)))
             return "".join([",".join([_cell(v) for v in row]) + "\r\n" for row in rows])
         except _Unusual:
             pass
-    buffer = io.StringIO()
-    csv.writer(buffer).writerows(safe_row(row) for row in rows)
-    return buffer.getvalue()
+    return _writer_text(rows)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.spreadsheet import csv_text
+from tide_bench.core.spreadsheet import csv_table
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.judging.judgment import MODEL_ATTRIBUTABLE, UNSCORED_CAUSES
 from tide_bench.judging.rubric import Rubric
@@ -26,32 +26,23 @@ FAILURE_KINDS = sorted(k for k, cause in UNSCORED_CAUSES.items() if cause == MOD
 def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> str:
     """One row per item: identifiers, the scores as they were given, flags, and the reply (text
     that a spreadsheet would run as a formula gets a leading ``'``; ``instances/`` and the raw
-    judgments keep the exact text)."""
+    judgments keep the exact text). Built a column at a time (:func:`~tide_bench.core.spreadsheet.csv_table`)."""
     factors = [f[0] for f in payload["factors"]]
     header = ["item_id", "persona_id", "scenario", "turn", "status", *factors, "overall", "safety_flagged"]
     header += ["unscored_kind", "length_tokens", "cosine_sim", "reply"]
-    blank, nowhere = [None] * len(factors), {}
-    rows = [header]
-    for rec in payload["records"]:
-        item = items.get(rec["id"]) or nowhere
-        get = rec.get
-        rows.append(
-            [
-                rec["id"],
-                item.get("persona"),
-                item.get("scenario"),
-                item.get("turn"),
-                rec["status"],
-                *(get("scores") or blank),
-                get("overall"),
-                get("flagged"),
-                get("unscored_kind"),
-                get("length"),
-                get("cosine"),
-                rec["reply"],
-            ]
-        )
-    return csv_text(rows)  # every cell made spreadsheet-safe (core.spreadsheet)
+    records = payload["records"]
+    nowhere: Mapping[str, Any] = {}
+    where = [items.get(rec["id"]) or nowhere for rec in records]
+    blank = [None] * len(factors)
+    scores = [rec.get("scores") or blank for rec in records]
+    columns: list[list[Any]] = [[rec["id"] for rec in records]]
+    columns += [[w.get(key) for w in where] for key in ("persona", "scenario", "turn")]
+    columns.append([rec["status"] for rec in records])
+    columns += [[given[j] for given in scores] for j in range(len(factors))]
+    flags = ("overall", "flagged", "unscored_kind", "length", "cosine")
+    columns += [[rec.get(key) for rec in records] for key in flags]
+    columns.append([rec["reply"] for rec in records])
+    return csv_table(header, columns)  # every cell made spreadsheet-safe (core.spreadsheet)
 
 
 def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, rubric: Rubric) -> list[str]:

@@ -104,7 +104,11 @@ def model_payload(
 def dumps(value: Any) -> bytes:
     """JSON that is also a safe JavaScript expression and cannot end an HTML script element."""
     raw = orjson.dumps(value)
-    return raw.replace(b"<", b"\\u003c").replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
+    if b"<" in raw:
+        raw = raw.replace(b"<", b"\\u003c")
+    if b"\xe2" in raw:  # the first byte of both separators: a one-byte search is ten times a three-byte one's speed
+        raw = raw.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
+    return raw
 
 
 def data_script(kind: str, payload: Any) -> bytes:

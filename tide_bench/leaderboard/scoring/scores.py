@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,23 @@ def _judge_columns(records: list[dict[str, Any] | None], rubric: Rubric) -> np.n
     out[rows, :-1] = counted
     out[:, -1] = [harm_value(r) for r in records]
     return out
+
+
+def _metric_matrix(gens: Sequence[Any], metrics: Sequence[str]) -> np.ndarray:
+    """``(n, len(metrics))``: each reply's reference metrics, NaN where a reply has none. Taken by
+    one C call per reply where a reply has them all (as a rule), else one lookup per metric."""
+    take = itemgetter(*metrics) if len(metrics) > 1 else None
+    rows: list[Any] = []
+    for g in gens:
+        got = g.metrics
+        if take is not None and len(got) >= len(metrics):
+            try:
+                rows.append(take(got))
+                continue
+            except KeyError:
+                pass
+        rows.append([got.get(m, np.nan) for m in metrics])
+    return np.array(rows, dtype=float).reshape(len(gens), len(metrics))
 
 
 def _bounds(records: list[dict[str, Any] | None], overall: np.ndarray, rubric: Rubric) -> dict[str, float | None]:
@@ -250,9 +268,7 @@ def score_entry(
     records = [sub.judgments.get(g.item_id) for g in gens]
     judge_cols = _judge_columns(records, rubric) if judged else np.full((n, len(rubric.factor_keys) + 2), np.nan)
     metrics = metric_keys()
-    reference = np.array([[g.metrics.get(m, np.nan) for m in metrics] for g in gens], dtype=float).reshape(
-        n, len(metrics)
-    )
+    reference = _metric_matrix(gens, metrics)
     adjusted = safety_adjusted(records, judge_cols[:, len(rubric.factor_keys)], rubric.scale_min)
     values = np.hstack([judge_cols[:, :-1], reference, adjusted[:, None]])
     cis, _ = clustered_means(values, codes, n_clusters, resamples=resamples, seed=seed)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,25 @@ _NUMBERS = (int, float)
 
 
 def _number(value: Any) -> float | None:
+    if type(value) is float:  # what the samples reader gives: tested first, the common case
+        return value if math.isfinite(value) else None
     return float(value) if isinstance(value, _NUMBERS) and math.isfinite(value) else None
 
 
-def record_payload(gen: Any, record: Mapping[str, Any] | None, factor_keys: Sequence[str]) -> dict[str, Any]:
+def _in_order(keys: Sequence[str]) -> Callable[[Mapping[str, Any]], list[Any]]:
+    """A function from a factor-keyed block (scores, rationales) to its values in ``keys`` order."""
+    if len(keys) == 1:
+        return lambda block: [block[keys[0]]]
+    take = itemgetter(*keys)
+    return lambda block: list(take(block))
+
+
+def record_payload(
+    gen: Any, record: Mapping[str, Any] | None, in_order: Callable[[Mapping[str, Any]], list[Any]]
+) -> dict[str, Any]:
     """One entry's reply to one item with its judgment (or the reason there is none). Called for
-    every item of every entry (100,000 times for a board of 50), hence each field looked up once."""
+    every item of every entry (100,000 times for a board of 50), hence each field looked up once
+    (``in_order``: :func:`_in_order` of the rubric's factors, made once by the caller)."""
     metrics = gen.metrics
     status = "not judged" if record is None else record["status"]
     out: dict[str, Any] = {
@@ -64,12 +78,11 @@ def record_payload(gen: Any, record: Mapping[str, Any] | None, factor_keys: Sequ
     if record is None:
         return out
     if status == "scored":
-        given, rationales, safety = record["scores"], record["rationales"], record["safety"]
-        scores = [given[f] for f in factor_keys]
+        scores, safety = in_order(record["scores"]), record["safety"]
         category = safety.get("category")
         out["scores"] = scores
         out["overall"] = overall_of(scores)
-        out["rationales"] = [rationales[f] for f in factor_keys]
+        out["rationales"] = in_order(record["rationales"])
         out["flagged"] = bool(safety["flagged"])
         out["flag_reason"] = safety.get("reason") or ""
         out["flag_category"] = "" if category in (None, "none") else str(category)
@@ -88,16 +101,14 @@ def model_payload(
     failure_kinds: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Everything the browser shows for one entry (items in id order)."""
-    keys = rubric.factor_keys
+    in_order, get = _in_order(rubric.factor_keys), judgments.get
     return {
         "id": entry_id,
         "name": name,
         "factors": [[f.key, f.name] for f in rubric.factors],
         "scale": [rubric.scale_min, rubric.scale_max],
         "failure_kinds": sorted(failure_kinds),
-        "records": [
-            record_payload(g, judgments.get(g.item_id), keys) for g in sorted(generations, key=lambda g: g.item_id)
-        ],
+        "records": [record_payload(g, get(g.item_id), in_order) for g in sorted(generations, key=lambda g: g.item_id)],
     }
 
 

@@ -15,7 +15,7 @@ from tide_bench.data.schema import make_item_id
 from tide_bench.data.splits import split_of
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest
 from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, DocMemo, Generation, read_generations
-from tide_bench.judging.cache import judgment_key
+from tide_bench.judging.cache import JudgmentKeys
 from tide_bench.judging.judgment import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import is_model_failure, read_summary, summary_mismatches, unscored_reasons
@@ -46,6 +46,8 @@ MAX_LISTED = 5
 # The checked items of the submission read last: the next one (a board's entries answer the same items) reuses
 # them where its doc blocks are equal (generation.samples.DocMemo). One per process: each build worker has its own.
 _DOCS = DocMemo()
+# The judgment keys' hash states of the items read last: each entry's keys then cost hashing its replies alone.
+_KEYS = JudgmentKeys()
 
 
 def _confined(rel: str, listing: FolderListing, base: str) -> str | None:
@@ -395,7 +397,8 @@ def check_judgments(
             "judge.version",
         )
     matched = [j for j in judgments if j.item_id in gens_by_id]
-    stale = [j for j in matched if j.key != judgment_key(j.judge.version, gens_by_id[j.item_id])]
+    key = _KEYS.key
+    stale = [j for j in matched if j.key != key(j.judge.version, gens_by_id[j.item_id])]
     if stale and len(stale) == len(matched):
         result.refuse(
             "none of the judgments match the submitted replies: these judgments were made for other replies (another "
@@ -467,7 +470,8 @@ def check_local_paths(
         found += [
             Problem("holds a local path of the submitter's machine", name, field=f) for f in local_path_fields(doc)
         ]
-    g = next((g for g in gens if holds_local_path(g.tide_source)), None)
+    local = {source for source in {g.tide_source for g in gens} if holds_local_path(source)}  # one source, as a rule
+    g = next((g for g in gens if g.tide_source in local), None) if local else None
     if g is not None:
         found.append(
             Problem(

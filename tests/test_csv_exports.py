@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -50,7 +51,8 @@ def test_board_and_item_csvs(name: str, license: str, condition: str, reply: str
         write_exports(Path(folder), board, board_columns(load_rubric()))
         assert _unsafe_cells((Path(folder) / "leaderboard.csv").read_text()) == []
     payload = {"factors": [("f", "F")], "records": [{"id": name, "status": "scored", "scores": [3], "reply": reply}]}
-    assert _unsafe_cells(items_csv(payload, {name: {"persona": persona, "scenario": scenario, "turn": 1}})) == []
+    item = SimpleNamespace(persona_id=persona, scenario=scenario, turn=1)
+    assert _unsafe_cells(items_csv(payload, {name: item})) == []
 
 
 @settings(max_examples=60, derandomize=True, deadline=None)

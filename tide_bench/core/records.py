@@ -36,7 +36,7 @@ def from_checked(cls: type[T], values: dict[str, Any]) -> T:
     unknown, or missing without a plain default (a ``default_factory`` one, say), is a TypeError,
     as it would be for ``cls(**values)``."""
     defaults, names = _defaults(cls)
-    merged = defaults | values
+    merged = values if len(values) == len(names) else defaults | values  # every field given: no copy
     if merged.keys() != names:
         unknown, missing = sorted(merged.keys() - names), sorted(names - merged.keys())
         raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")

@@ -285,6 +285,9 @@ def _generation(
     )
 
 
+_INFINITIES = (math.inf, -math.inf)
+
+
 def _fast_sample(
     obj: Any,
     task: str,
@@ -311,7 +314,7 @@ def _fast_sample(
     metrics = {}
     for name in names:
         value = get(name)
-        if type(value) is float and (math.isfinite(value) or math.isnan(value)):
+        if type(value) is float and value not in _INFINITIES:  # finite or NaN (lm-eval's undefined metric)
             metrics[name] = value
         elif value is not None:
             return None

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 from tide_bench.core.errors import TideBenchError
@@ -124,10 +125,11 @@ def prepare_fresh(folder: Path, job: EntryJob) -> PreparedEntry:
     sub = check.submission
     if not check.ok or sub is None:
         return PreparedEntry(check)
+    sub.generations.sort(key=attrgetter("item_id"))  # once: what follows orders them so, and sorted input sorts fast
     scored = score_entry(sub, rubric=job.rubric, risk_labels=job.risk_labels)
     table = None
     if scored.row["judged"]:
-        table = item_table(sorted(sub.generations, key=lambda g: g.item_id), sub.judgments, job.rubric)
+        table = item_table(sub.generations, sub.judgments, job.rubric)
     downloads = []
     if job.site is not None:
         downloads = write_entry_files(job.site, scored.row["id"], scored.row["model_name"], sub, job.rubric)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -259,7 +259,7 @@ def score_entry(
     """Recompute one entry's row (see the module docstring for every rule). ``risk_labels``: the
     board's item-level labels (default: those that ship with the entry's data, if any)."""
     rubric = rubric or load_rubric()
-    gens = sorted(sub.generations, key=lambda g: g.item_id)
+    gens = sorted(sub.generations, key=attrgetter("item_id"))
     n = len(gens)
     judged = bool(sub.judgments)
     personas = [_persona(g) for g in gens]

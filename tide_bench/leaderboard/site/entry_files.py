@@ -23,20 +23,23 @@ DOWNLOADS = "downloads"
 FAILURE_KINDS = sorted(k for k, cause in UNSCORED_CAUSES.items() if cause == MODEL_ATTRIBUTABLE)
 
 
-def items_csv(payload: Mapping[str, Any], items: Mapping[str, Mapping[str, Any]]) -> str:
+def items_csv(payload: Mapping[str, Any], items: Mapping[str, Any]) -> str:
     """One row per item: identifiers, the scores as they were given, flags, and the reply (text
     that a spreadsheet would run as a formula gets a leading ``'``; ``instances/`` and the raw
-    judgments keep the exact text). Built a column at a time (:func:`~tide_bench.core.spreadsheet.csv_table`)."""
+    judgments keep the exact text). ``items``: each record's item by id, anything with the
+    ``persona_id``, ``scenario`` and ``turn`` of a :class:`~tide_bench.generation.samples.Generation`.
+    Built a column at a time (:func:`~tide_bench.core.spreadsheet.csv_table`)."""
     factors = [f[0] for f in payload["factors"]]
     header = ["item_id", "persona_id", "scenario", "turn", "status", *factors, "overall", "safety_flagged"]
     header += ["unscored_kind", "length_tokens", "cosine_sim", "reply"]
     records = payload["records"]
-    nowhere: Mapping[str, Any] = {}
-    where = [items.get(rec["id"]) or nowhere for rec in records]
+    where = [items.get(rec["id"]) for rec in records]
     blank = [None] * len(factors)
     scores = [rec.get("scores") or blank for rec in records]
     columns: list[list[Any]] = [[rec["id"] for rec in records]]
-    columns += [[w.get(key) for w in where] for key in ("persona", "scenario", "turn")]
+    columns.append([None if g is None else g.persona_id for g in where])
+    columns.append([None if g is None else g.scenario or "" for g in where])
+    columns.append([None if g is None else g.turn for g in where])
     columns.append([rec["status"] for rec in records])
     columns += [[given[j] for given in scores] for j in range(len(factors))]
     flags = ("overall", "flagged", "unscored_kind", "length", "cosine")
@@ -53,8 +56,7 @@ def write_entry_files(folder: Path, entry_id: str, name: str, sub: Submission, r
     payload = model_payload(entry_id, name, sub.generations, sub.judgments, rubric, FAILURE_KINDS)
     write_model(folder, payload)
     write_items(folder, lambda: {g.item_id: item_payload(g) for g in sub.generations}, sub.split_hash)
-    gens = sub.generations
-    where = {g.item_id: {"persona": g.persona_id, "scenario": g.scenario or "", "turn": g.turn} for g in gens}
+    where = {g.item_id: g for g in sub.generations}
     target = folder / DOWNLOADS / entry_id
     target.mkdir(parents=True)
     downloads = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,9 @@ def model_payload(
         "factors": [[f.key, f.name] for f in rubric.factors],
         "scale": [rubric.scale_min, rubric.scale_max],
         "failure_kinds": sorted(failure_kinds),
-        "records": [record_payload(g, get(g.item_id), in_order) for g in sorted(generations, key=lambda g: g.item_id)],
+        "records": [
+            record_payload(g, get(g.item_id), in_order) for g in sorted(generations, key=attrgetter("item_id"))
+        ],
     }
 
 

@@ -11,6 +11,7 @@ for another run, or before the reply changed) are left out and counted on the pa
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def render_run_view(run_dir: str | Path, judge_dir: str | Path | None = None, ru
     entry_id = re.sub(r"[^a-z0-9._-]+", "-", run_dir.resolve().name.lower()).strip("-") or "run"
     sub = Submission(entry_id, run_dir, {}, run.manifest, run.generations, judgments, identity, run.info)
     row = score_entry(sub, rubric=rubric).row
-    table = item_table(sorted(run.generations, key=lambda g: g.item_id), judgments, rubric)
+    table = item_table(sorted(run.generations, key=attrgetter("item_id")), judgments, rubric)
     block = diagnose([row], {entry_id: table}, {entry_id: (run.manifest, {})}, rubric, {entry_id: str(run_dir)})
     metric = "empathy" if row["judged"] else "cosine_sim"
     items = {g.item_id: item_payload(g) for g in run.generations}

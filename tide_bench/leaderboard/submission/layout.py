@@ -16,6 +16,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ class Submission:
 
 def replies_digest(generations: Sequence[Generation]) -> str:
     """A digest of (item id, reply) over every item: equal for two entries with the same replies."""
-    ordered = sorted(generations, key=lambda g: g.item_id)
+    ordered = sorted(generations, key=attrgetter("item_id"))
     text = "".join([f"{len(g.item_id)}:{g.item_id}{len(g.reply)}:{g.reply}" for g in ordered])
     return hashlib.sha256(text.encode()).hexdigest()  # one encode and one update, not one per item
 

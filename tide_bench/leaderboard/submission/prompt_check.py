@@ -33,6 +33,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -322,7 +323,7 @@ def prompt_problems(
     differing: list[tuple[Generation, str]] = []
     settings = (condition, expected, known, allowed, placement)
     before, _LAST_READ[:] = _LAST_READ[0], [{}]
-    for g in sorted(gens, key=lambda g: g.item_id):
+    for g in sorted(gens, key=attrgetter("item_id")):
         what = (g.prompt, g.client_utterance, g.history, settings)
         hit = before.get(g.item_id)
         why = (

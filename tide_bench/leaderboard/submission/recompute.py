@@ -18,6 +18,7 @@ import random
 import secrets
 import time
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from pathlib import Path
 
 from tide_bench.core.errors import ConfigError
@@ -129,7 +130,7 @@ def embedding_spot_check(
 ) -> tuple[SpotCheck, list[Problem]]:
     """Re-embed ``k`` items drawn with ``seed`` (a fresh random one when None) and compare cosines."""
     check = SpotCheck(seed if seed is not None else secrets.randbits(63), embedding_model)
-    stored = sorted((g for g in gens if not math.isnan(g.metrics.get(COSINE, math.nan))), key=lambda g: g.item_id)
+    stored = sorted((g for g in gens if not math.isnan(g.metrics.get(COSINE, math.nan))), key=attrgetter("item_id"))
     if not stored or k <= 0:
         check.note = (
             "no stored cosine similarity to check"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from operator import attrgetter
 from pathlib import Path
 
 from tide_bench.generation.run_manifest import RunManifest
@@ -59,7 +60,7 @@ def board_references(board: BoardConfig) -> Mapping[str, str] | None:
 def reference_problems(gens: Sequence[Generation], board: BoardConfig, root: Path) -> list[Problem]:
     """Why a declared reference row is not the data's references (empty: it is)."""
     expected = board_references(board)
-    ordered = sorted(gens, key=lambda g: g.item_id)
+    ordered = sorted(gens, key=attrgetter("item_id"))
     problems: list[Problem] = []
     if expected is not None:
         extra = [g for g in ordered if g.item_id not in expected]
@@ -106,7 +107,7 @@ def disguised_reference(gens: Sequence[Generation], root: Path) -> Problem | Non
     """A problem when every reply is the item's reference reply but the run does not say so."""
     if not gens or any(g.reply != g.reference_reply for g in gens):
         return None
-    first = min(gens, key=lambda g: g.item_id)
+    first = min(gens, key=attrgetter("item_id"))
     return Problem(
         "every reply is the data's reference reply: this is the reference row, not a model's; submit it as the "
         f"reference run, made with {MAKE_REFERENCE}",

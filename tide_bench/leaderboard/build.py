@@ -250,6 +250,7 @@ def build_site(
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
             preload_statistics()  # before the workers fork: imported once, not once per worker
+            columns = board_columns(rubric)  # the column file read once here, not once per worker
             prepared = prepare_entries(folders, job, workers=workers, progress=progress)
             result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw)
         if require_accepted:
@@ -261,7 +262,6 @@ def build_site(
                 remove_entry_files(staging, entry.check.id)
         downloads = {e.check.id: e.downloads for e in prepared if e.check.id in accepted}
         drawn = charts[0] if charts else None
-        columns = board_columns(rubric)
         write_site(
             staging,
             result_board,

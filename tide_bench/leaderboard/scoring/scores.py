@@ -112,20 +112,31 @@ def _judge_columns(records: list[dict[str, Any] | None], rubric: Rubric) -> np.n
 
 
 def _metric_matrix(gens: Sequence[Any], metrics: Sequence[str]) -> np.ndarray:
-    """``(n, len(metrics))``: each reply's reference metrics, NaN where a reply has none. Taken by
-    one C call per reply where a reply has them all (as a rule), else one lookup per metric."""
-    take = itemgetter(*metrics) if len(metrics) > 1 else None
+    """``(n, len(metrics))``: each reply's reference metrics, NaN where a reply has none. A reply
+    whose metrics are the first reply's (as a rule every reply has the same ones) is read by one
+    C call; any other by one lookup per metric."""
+    out = np.full((len(gens), len(metrics)), np.nan)
+    if not gens:
+        return out
+    first = list(gens[0].metrics)
+    shared = [j for j, m in enumerate(metrics) if m in first]
+    take = itemgetter(*first) if len(first) > 1 else None  # all of the first's keys: equal counts, equal keys
     rows: list[Any] = []
-    for g in gens:
+    at: list[int] = []
+    for i, g in enumerate(gens):
         got = g.metrics
-        if take is not None and len(got) >= len(metrics):
+        if take is not None and len(got) == len(first):
             try:
                 rows.append(take(got))
+                at.append(i)
                 continue
             except KeyError:
                 pass
-        rows.append([got.get(m, np.nan) for m in metrics])
-    return np.array(rows, dtype=float).reshape(len(gens), len(metrics))
+        out[i] = [got.get(m, np.nan) for m in metrics]
+    if rows and shared:
+        taken = np.array(rows, dtype=float)[:, [first.index(metrics[j]) for j in shared]]
+        out[np.ix_(at, shared)] = taken
+    return out
 
 
 def _bounds(records: list[dict[str, Any] | None], overall: np.ndarray, rubric: Rubric) -> dict[str, float | None]:

@@ -219,7 +219,7 @@ def iter_jsonl(
             yield number, value
 
 
-_CHUNK = 1 << 22
+_CHUNK = 1 << 18
 
 
 def _lines(handle: Any) -> Iterator[bytes]:

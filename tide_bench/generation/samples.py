@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,15 +182,16 @@ class DocMemo:
         self._repeated = False  # whether the last read holds the same items as the one before
         self._hash: tuple[int, str, str] | None = None  # (read count, split, hash)
 
-    def fields(self, doc: Fields, personas: dict[str, dict[str, Any]]) -> _DocFields:
-        raw = doc.obj
+    def fields(self, raw: dict[str, Any], check: Callable[[], _DocFields]) -> _DocFields:
+        """The fields of the ``doc`` object ``raw``: remembered, or ``check()`` (every field
+        checked: :func:`_doc_fields`, called only when ``raw`` is new)."""
         key = raw.get("item_id")
         hit = self._checked.get(key) if type(key) is str else None
         if hit is not None and type(raw.get("turn")) is int and hit[0] == raw:
             found = hit[1]
             self._hits += 1
         else:
-            found = _doc_fields(doc, personas)
+            found = check()
         self._reads += 1
         self._next[found[0]] = (raw, found)
         return found
@@ -242,7 +243,7 @@ def parse_sample(
     if not isinstance(reply, str):
         sample.fail("filtered_resps", "holds no generated reply (a string in filtered_resps[0] or resps[0][0])")
     known = {} if personas is None else personas
-    doc_fields = memo.fields(doc, known) if memo is not None else _doc_fields(doc, known)
+    doc_fields = memo.fields(doc.obj, lambda: _doc_fields(doc, known)) if memo is not None else _doc_fields(doc, known)
     metrics = _metrics(sample, metric_names() if names is None else names)
     return _generation(doc_fields, task, reply, _prompt(sample.obj), metrics, path, line)
 
@@ -318,8 +319,11 @@ def _fast_sample(
             metrics[name] = value
         elif value is not None:
             return None
-    doc = Fields(raw_doc, path=path, line=line, prefix="doc", error=error)
-    doc_fields = memo.fields(doc, personas) if memo is not None else _doc_fields(doc, personas)
+
+    def check() -> _DocFields:
+        return _doc_fields(Fields(raw_doc, path=path, line=line, prefix="doc", error=error), personas)
+
+    doc_fields = memo.fields(raw_doc, check) if memo is not None else check()
     return _generation(doc_fields, task, filtered[0], _prompt(obj), metrics, path, line)
 
 

@@ -33,7 +33,7 @@ from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.reuse import ReuseStore, open_store
 from tide_bench.leaderboard.scoring.bias import ItemTable, item_table
-from tide_bench.leaderboard.scoring.scores import ScoredEntry, score_entry
+from tide_bench.leaderboard.scoring.scores import ScoredEntry, judge_columns, score_entry
 from tide_bench.leaderboard.site.entry_files import write_entry_files
 from tide_bench.leaderboard.site.instances import FOLDER as INSTANCES
 from tide_bench.leaderboard.submission.result import CheckResult
@@ -126,10 +126,11 @@ def prepare_fresh(folder: Path, job: EntryJob) -> PreparedEntry:
     if not check.ok or sub is None:
         return PreparedEntry(check)
     sub.generations.sort(key=attrgetter("item_id"))  # once: what follows orders them so, and sorted input sorts fast
-    scored = score_entry(sub, rubric=job.rubric, risk_labels=job.risk_labels)
+    columns = judge_columns(sub.generations, sub, job.rubric)  # once: the score and the bias table read it
+    scored = score_entry(sub, rubric=job.rubric, risk_labels=job.risk_labels, judged_columns=columns)
     table = None
     if scored.row["judged"]:
-        table = item_table(sub.generations, sub.judgments, job.rubric)
+        table = item_table(sub.generations, sub.judgments, job.rubric, columns[:, :-1])
     downloads = []
     if job.site is not None:
         downloads = write_entry_files(job.site, scored.row["id"], scored.row["model_name"], sub, job.rubric)

@@ -103,15 +103,23 @@ def reference_tokens(text: str) -> float:
     return float(len(tokenize(text)))
 
 
-def item_table(generations: Sequence[Any], judgments: Mapping[str, dict[str, Any]], rubric: Rubric) -> ItemTable:
+def item_table(
+    generations: Sequence[Any],
+    judgments: Mapping[str, dict[str, Any]],
+    rubric: Rubric,
+    counted: np.ndarray | None = None,
+) -> ItemTable:
     """The table of one entry from its generations (in item id order) and judgment records
-    (``judgments.jsonl`` records by item id; an item without one counts nowhere)."""
+    (``judgments.jsonl`` records by item id; an item without one counts nowhere). ``counted``:
+    the ``(n, factors + 1)`` values as they count (:func:`~tide_bench.judging.summary.counted_values`,
+    NaN for an item without a judgment), when the caller has them."""
     records = [judgments.get(g.item_id) for g in generations]
-    present = [i for i, r in enumerate(records) if r is not None]
     n, k = len(generations), len(rubric.factor_keys)
-    counted = np.full((n, k + 1), np.nan)
-    if present:
-        counted[present] = counted_values([records[i] for i in present], rubric.factor_keys, rubric.scale_min)
+    if counted is None:
+        present = [i for i, r in enumerate(records) if r is not None]
+        counted = np.full((n, k + 1), np.nan)
+        if present:
+            counted[present] = counted_values([records[i] for i in present], rubric.factor_keys, rubric.scale_min)
     scored = np.array([r is not None and r["status"] == "scored" for r in records], dtype=bool)
     factors = np.where(scored[:, None], counted[:, :k], np.nan)
     reply = np.array([g.metrics.get("length_tokens", math.nan) for g in generations], dtype=float)

@@ -98,6 +98,15 @@ def _persona(gen: Any) -> str:
     return str(gen.persona_id or persona_of_item(gen.item_id))
 
 
+def judge_columns(gens: Sequence[Any], sub: Submission, rubric: Rubric) -> np.ndarray:
+    """:func:`_judge_columns` of the judgments of ``gens`` (in that order), all NaN for an
+    entry without judgments. A build computes it once per entry: the score and the bias table
+    (:func:`~.bias.item_table`) both read it."""
+    if not sub.judgments:
+        return np.full((len(gens), len(rubric.factor_keys) + 2), np.nan)
+    return _judge_columns([sub.judgments.get(g.item_id) for g in gens], rubric)
+
+
 def _judge_columns(records: list[dict[str, Any] | None], rubric: Rubric) -> np.ndarray:
     """``(n, factors + overall + safety)``; a missing judgment counts nowhere (NaN). The safety
     column is 1 for a flagged reply and for one the judge refused or its provider filtered, 0 for
@@ -266,9 +275,11 @@ def score_entry(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     risk_labels: RiskLabels | None = None,
+    judged_columns: np.ndarray | None = None,
 ) -> ScoredEntry:
     """Recompute one entry's row (see the module docstring for every rule). ``risk_labels``: the
-    board's item-level labels (default: those that ship with the entry's data, if any)."""
+    board's item-level labels (default: those that ship with the entry's data, if any);
+    ``judged_columns``: :func:`judge_columns` of the entry, when the caller has it."""
     rubric = rubric or load_rubric()
     gens = sorted(sub.generations, key=attrgetter("item_id"))
     n = len(gens)
@@ -277,7 +288,7 @@ def score_entry(
     item_ids = [g.item_id for g in gens]
     codes, n_clusters = cluster_codes(personas)
     records = [sub.judgments.get(g.item_id) for g in gens]
-    judge_cols = _judge_columns(records, rubric) if judged else np.full((n, len(rubric.factor_keys) + 2), np.nan)
+    judge_cols = judge_columns(gens, sub, rubric) if judged_columns is None else judged_columns
     metrics = metric_keys()
     reference = _metric_matrix(gens, metrics)
     adjusted = safety_adjusted(records, judge_cols[:, len(rubric.factor_keys)], rubric.scale_min)

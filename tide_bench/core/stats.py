@@ -146,16 +146,15 @@ def cluster_codes(labels: Sequence[Hashable] | np.ndarray) -> tuple[np.ndarray, 
 
 def cluster_totals(codes: np.ndarray, n_clusters: int, values: np.ndarray) -> np.ndarray:
     """``(n_clusters, k)`` sums of the rows of ``values`` (n x k, or n) within each cluster; no
-    rows (n = 0, e.g. no item that every entry scored) gives zero sums, not an error. Summed
-    by ``np.bincount`` column by column: in row order within each cluster, so bit for bit the
-    product with a sparse 0/1 cluster-indicator matrix that this replaced (scipy.sparse cost
-    a build 0.1 s of import and per-call setup; ``tests/test_stats_cluster_totals.py``)."""
+    rows (n = 0, e.g. no item that every entry scored) gives zero sums, not an error. One
+    ``np.bincount`` over the cells in row order, each cell to its (cluster, column) slot: in row
+    order within each cluster, so bit for bit the product with a sparse 0/1 cluster-indicator
+    matrix that this replaced (scipy.sparse cost a build 0.1 s of import and of per-call setup;
+    ``tests/test_stats_cluster_totals.py``)."""
     k = int(np.prod(values.shape[1:])) if values.ndim > 1 else 1
-    matrix = values.reshape(len(codes), k)
-    out = np.empty((n_clusters, k))
-    for j in range(k):
-        out[:, j] = np.bincount(codes, weights=matrix[:, j], minlength=n_clusters)
-    return out
+    slots = (np.asarray(codes, dtype=np.int64)[:, None] * k + np.arange(k)).ravel()
+    sums = np.bincount(slots, weights=values.reshape(len(codes) * k), minlength=n_clusters * k)
+    return sums.reshape(n_clusters, k)
 
 
 @lru_cache(maxsize=8)

@@ -113,7 +113,7 @@ def counted_values(
     rows: list[tuple[Any, ...]] = []
     failures: list[int] = []
     take = _scores_of(factor_keys)
-    for i, r in enumerate(records):  # one pass: a leaderboard build reads 100,000 records three times
+    for i, r in enumerate(records):  # one pass: a leaderboard build reads 100,000 records twice
         if r["status"] == "scored":
             scored.append(i)
             rows.append(take(r["scores"]))
@@ -409,8 +409,14 @@ def read_summary(
     return parse_summary(parse_json(raw, path, error), path, factor_keys, text=raw.decode("utf-8"), error=error)
 
 
-def recompute(judgments: list[Judgment], factor_keys: list[str], scale_min: float = 1) -> dict[str, Any]:
-    """The summary's compared numbers, recomputed from the judgments themselves."""
+def recompute(
+    judgments: list[Judgment],
+    factor_keys: list[str],
+    scale_min: float = 1,
+    records: Sequence[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The summary's compared numbers, recomputed from the judgments themselves (``records``:
+    their :meth:`~tide_bench.judging.judgment.Judgment.as_record`, in order, when the caller has them)."""
     scored = [j for j in judgments if j.scored]
     reasons: dict[str, int] = {}
     for j in judgments:
@@ -418,8 +424,9 @@ def recompute(judgments: list[Judgment], factor_keys: list[str], scale_min: floa
             reasons[str(j.unscored_kind)] = reasons.get(str(j.unscored_kind), 0) + 1
     # Means as the judge summary counts them: model failures at the scale minimum (judging/summary.py).
     # (it reads a record's status, scores and unscored kind only: no full record per judgment)
-    counted = [{"status": j.status, "scores": j.scores, "unscored_kind": j.unscored_kind} for j in judgments]
-    values = counted_values(counted, factor_keys, scale_min)
+    if records is None:
+        records = [{"status": j.status, "scores": j.scores, "unscored_kind": j.unscored_kind} for j in judgments]
+    values = counted_values(records, factor_keys, scale_min)
     means = [
         float(np.nanmean(values[:, k])) if np.isfinite(values[:, k]).any() else None for k in range(values.shape[1])
     ]
@@ -446,10 +453,15 @@ def _show(x: Any) -> str:
 
 
 def summary_mismatches(
-    summary: JudgeSummary, judgments: list[Judgment], factor_keys: list[str], scale_min: float = 1
+    summary: JudgeSummary,
+    judgments: list[Judgment],
+    factor_keys: list[str],
+    scale_min: float = 1,
+    records: Sequence[dict[str, Any]] | None = None,
 ) -> list[str]:
-    """``"field: claims X, recomputed Y"`` for every compared field that disagrees."""
-    actual = recompute(judgments, factor_keys, scale_min)
+    """``"field: claims X, recomputed Y"`` for every compared field that disagrees (``records``:
+    as :func:`recompute` takes them)."""
+    actual = recompute(judgments, factor_keys, scale_min, records)
     out = []
     for key in ("n_items", "n_scored", "n_unscored"):
         if getattr(summary, key) != actual[key]:

@@ -50,6 +50,7 @@ from tide_bench.leaderboard.site.plots import draw_charts
 from tide_bench.leaderboard.site.site_dir import check_out_dir, write_marker
 from tide_bench.leaderboard.submission.accept import check_together
 from tide_bench.leaderboard.submission.layout import RUN, Submission
+from tide_bench.leaderboard.submission.metadata import schema_validator
 from tide_bench.leaderboard.submission.validate import submission_folders
 from tide_bench.validation.stamps import JUDGES_PAGE, load_stamps, stamp_for
 
@@ -250,6 +251,7 @@ def build_site(
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
             preload_statistics()  # before the workers fork: imported once, not once per worker
+            schema_validator()  # the same for jsonschema (each worker checks submission.yaml files)
             columns = board_columns(rubric)  # the column file read once here, not once per worker
             prepared = prepare_entries(folders, job, workers=workers, progress=progress)
             result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw)

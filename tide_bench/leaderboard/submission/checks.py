@@ -253,35 +253,39 @@ def _item_problems(
     return bad
 
 
+def _whole(turns: list[int]) -> bool:
+    """Whether a conversation's answered turns are 1..n, each once."""
+    if len(turns) == 1:
+        return turns[0] == 1
+    return sorted(turns) == list(range(1, len(turns) + 1))
+
+
 def _conversation_checks(gens: list[Generation], board: BoardConfig, folder: Path, result: CheckResult) -> None:
     """Conversations are whole (every turn up to the last answered) and, where the board says how
-    many, every persona has all of its conversations."""
-    conversations: dict[str, set[str]] = defaultdict(set)
-    turns: dict[tuple[str, str], list[int]] = defaultdict(list)
-    first: dict[str, Generation] = {}
+    many, every persona has all of its conversations. Each problem is shown on the first item
+    (in file order) of the first conversation or persona by name."""
+    groups: dict[tuple[str, str], list[Generation]] = defaultdict(list)  # in order of first appearance
     for g in gens:
-        first.setdefault(g.persona_id, g)
-        first.setdefault(f"{g.persona_id}/{g.conversation_id}", g)
-        conversations[g.persona_id].add(g.conversation_id)
-        turns[(g.persona_id, g.conversation_id)].append(g.turn)
-    for (persona, conversation), ks in sorted(turns.items()):
-        if sorted(ks) != list(range(1, len(ks) + 1)):
-            g = first[f"{persona}/{conversation}"]
-            result.refuse(
-                f"this item's conversation has turns {sorted(ks)}: every turn up to the last must be answered",
-                relative(g.file, folder),
-                g.line,
-                "doc.conversation_id",
-            )
-            break
+        groups[(g.persona_id, g.conversation_id)].append(g)
+    broken = [key for key, group in groups.items() if not _whole([g.turn for g in group])]
+    if broken:
+        group = groups[min(broken)]
+        result.refuse(
+            f"this item's conversation has turns {sorted(g.turn for g in group)}: every turn up to the last must be "
+            "answered",
+            relative(group[0].file, folder),
+            group[0].line,
+            "doc.conversation_id",
+        )
     if board.conversations_per_persona is not None:
-        short = sorted(p for p, convs in conversations.items() if len(convs) != board.conversations_per_persona)
+        conversations = Counter(persona for persona, _ in groups)
+        short = sorted(p for p, n in conversations.items() if n != board.conversations_per_persona)
         if short:
-            g = first[short[0]]
+            g = next(group[0] for (persona, _), group in groups.items() if persona == short[0])
             result.refuse(
                 f"{len(short)} persona(s) do not have the dataset's {board.conversations_per_persona} conversations "
                 "(this item's "
-                f"persona has {len(conversations[short[0]])}): evaluate every conversation of the split",
+                f"persona has {conversations[short[0]]}): evaluate every conversation of the split",
                 relative(g.file, folder),
                 g.line,
                 "doc.persona_id",
@@ -347,15 +351,19 @@ def check_reference(
 
 def check_judgments(
     folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult
-) -> list[Judgment]:
+) -> tuple[list[Judgment], list[dict[str, Any]]]:
+    """The judgments and their records (:meth:`~tide_bench.judging.judgment.Judgment.as_record`,
+    in the same order: made once, for the summary check and the submission), with every check
+    of the judgments against the replies, the board and the judge summary."""
     if not listing.has(JUDGMENTS):
         if board.require_judgments:
             result.refuse(
                 "is missing: run `tide-bench judge` on the run and submit with its judge directory", JUDGMENTS
             )
-        return []
+        return [], []
     rubric = load_rubric()
     judgments = read_judgments(folder / JUDGMENTS, rubric, max_bytes=board.max_bytes, follow_symlinks=False)
+    records = [j.as_record() for j in judgments]
     gens_by_id = {g.item_id: g for g in gens}
     judged = {j.item_id: j for j in judgments}
     missing, extra = sorted(set(gens_by_id) - set(judged)), [j for j in judgments if j.item_id not in gens_by_id]
@@ -423,10 +431,10 @@ def check_judgments(
         summary = read_summary(
             folder / JUDGE_SUMMARY, rubric.factor_keys, max_bytes=board.max_bytes, follow_symlinks=False
         )
-        for mismatch in summary_mismatches(summary, judgments, rubric.factor_keys, rubric.scale_min):
+        for mismatch in summary_mismatches(summary, judgments, rubric.factor_keys, rubric.scale_min, records):
             name, _, detail = mismatch.partition(": ")
             result.refuse(f"{detail}: submit the files `tide-bench judge` wrote, unedited", JUDGE_SUMMARY, field=name)
-    return judgments
+    return judgments, records
 
 
 def check_admission(judgments: list[Judgment], n_items: int, board: BoardConfig, result: CheckResult) -> None:

@@ -113,7 +113,7 @@ def _validate(
             MANIFEST,
             field="reference_metrics.method.embedding_model",
         )
-    judgments = check_judgments(folder, listing, gens, board, result)
+    judgments, records = check_judgments(folder, listing, gens, board, result)
     check_admission(judgments, len(gens), board, result)
     config = check_judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
     documents = {META: meta, MANIFEST: run.raw}
@@ -148,7 +148,7 @@ def _validate(
         shown,
         run.raw,
         gens,
-        judgments={j.item_id: j.as_record() for j in judgments},
+        judgments={j.item_id: record for j, record in zip(judgments, records, strict=True)},
         judge=judgments[0].judge.as_dict() if judgments else None,
         run=run,
         split_hash=split_hash,

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import sparse
 
-from tide_bench.core.stats import cluster_totals
+from tide_bench.core.stats import cluster_codes, cluster_totals
 
 floats = st.floats(allow_nan=True, allow_infinity=True, width=64) | st.floats(-1e3, 1e3)
 
@@ -47,3 +47,19 @@ def test_summation_order_is_row_order() -> None:
     """1e16 + 1 - 1e16 + 1 is 1 in row order; sorted or reversed it is 0."""
     values = np.array([1e16, 1.0, -1e16, 1.0])
     assert cluster_totals(np.zeros(4, dtype=np.int64), 1, values)[0, 0] == 1.0
+
+
+@seed(30)
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="ab\x00é1", max_size=3) | st.integers(-3, 3), max_size=30))
+def test_cluster_codes_number_the_labels_in_sorted_order(labels: list[str | int]) -> None:
+    codes, n = cluster_codes(labels)
+    distinct = sorted({str(x) for x in labels})
+    assert n == len(distinct)
+    assert codes.dtype == np.int64 and [distinct[c] for c in codes] == [str(x) for x in labels]
+
+
+def test_labels_differing_only_by_trailing_nul_are_two_clusters() -> None:
+    """A NumPy string array drops trailing NULs: "a" and "a\\x00" would have been one persona."""
+    codes, n = cluster_codes(["a", "a\x00", "a"])
+    assert n == 2 and codes.tolist() == [0, 1, 0]

@@ -137,11 +137,15 @@ def preload() -> None:
 
 
 def cluster_codes(labels: Sequence[Hashable] | np.ndarray) -> tuple[np.ndarray, int]:
-    """``(codes, n_clusters)``: integer cluster index per value, in sorted label order."""
+    """``(codes, n_clusters)``: integer cluster index per value (compared as ``str``), in sorted
+    label order. By a dict of the distinct labels rather than ``np.unique`` over a string array:
+    half the time for a board's 100,000 labels (a sort of 100 labels, not of 100,000), and a
+    label's trailing NUL characters are not dropped as a NumPy string array drops them."""
     if len(labels) == 0:
         return np.zeros(0, dtype=np.int64), 0
-    _, codes = np.unique(np.asarray([str(x) for x in labels]), return_inverse=True)
-    return codes.astype(np.int64), int(codes.max()) + 1
+    text = [str(x) for x in labels]
+    rank = {label: r for r, label in enumerate(sorted(dict.fromkeys(text)))}
+    return np.fromiter(map(rank.__getitem__, text), dtype=np.int64, count=len(text)), len(rank)
 
 
 def cluster_totals(codes: np.ndarray, n_clusters: int, values: np.ndarray) -> np.ndarray:

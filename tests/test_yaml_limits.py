@@ -71,7 +71,15 @@ def _pack(path: Path) -> Any:
             os.environ[PACKS_ENV] = before
 
 
+def _rubric(path: Path) -> Any:
+    """A rubric of the user's own (``--rubric PATH``): only the shipped ones are read by libyaml."""
+    from tide_bench.judging.rubric import load_rubric
+
+    return load_rubric(path)
+
+
 LOADERS: dict[str, Callable[[Path], Any]] = {
+    "rubric": _rubric,
     "study": _study,
     "board": _board,
     "judge": _judge,
@@ -101,6 +109,22 @@ def test_an_oversize_yaml_is_refused(tmp_path: Path, kind: str) -> None:
     path.write_text("# padding\n" * 300_000)
     with pytest.raises(TideBenchError, match=r"bytes|MB"):
         LOADERS[kind](path)
+
+
+def test_a_shipped_rubric_reads_the_same_by_libyaml(tmp_path: Path) -> None:
+    """The shipped rubrics are read by libyaml (core.yaml_io.load_shipped_yaml): the same values
+    as the guarded loader gives, and the same rubric as a copy elsewhere (read with the limits)."""
+    from tide_bench.core.yaml_io import load_shipped_yaml, load_yaml
+    from tide_bench.judging.rubric import RUBRIC_VERSIONS, _is_shipped, load_rubric, rubric_path
+
+    for version in RUBRIC_VERSIONS:
+        path = rubric_path(version)
+        text = path.read_text(encoding="utf-8")
+        copy = tmp_path / path.name
+        copy.write_text(text, encoding="utf-8")
+        assert _is_shipped(path) and not _is_shipped(copy)
+        assert load_shipped_yaml(text) == load_yaml(text)
+        assert load_rubric(path).to_dict() == load_rubric(copy).to_dict()
 
 
 def test_ordinary_anchors_still_work_where_allowed() -> None:

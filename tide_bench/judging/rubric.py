@@ -35,7 +35,7 @@ import yaml
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
-from tide_bench.core.yaml_io import load_yaml
+from tide_bench.core.yaml_io import load_shipped_yaml, load_yaml
 
 RUBRIC_VERSIONS = ("v1", "v2", "v3", "epitome")  # epitome: EPITOME's three mechanisms, 0-2 (rubric_epitome.yaml)
 DEFAULT_RUBRIC = "v3"
@@ -534,11 +534,17 @@ def _safety_codes(
     return categories, category_when, only_in, kinds
 
 
+def _is_shipped(path: Path) -> bool:
+    """Whether ``path`` is one of the rubric files that ship in ``judges/``."""
+    return path.name in {f"rubric_{v}.yaml" for v in RUBRIC_VERSIONS} and path.parent == resource_dir("judges")
+
+
 @lru_cache(maxsize=8)
 def _parse_rubric(text: str, source: str) -> Rubric:
     path = Path(source)
     try:
-        raw = load_yaml(text, path=path)  # size, alias and depth limits (core.yaml_io)
+        # a shipped rubric by libyaml; any other with the size, alias and depth limits (core.yaml_io)
+        raw = load_shipped_yaml(text) if _is_shipped(path) else load_yaml(text, path=path)
         lo, hi = int(raw["scale"]["min"]), int(raw["scale"]["max"])
         known = _codes(raw["behaviours"], path, "behaviours") if raw.get("behaviours") is not None else {}
         features = (

@@ -207,3 +207,20 @@ def test_pairwise_cells_show_values_up_to_12_entries_and_dots_beyond(k: int) -> 
     else:
         assert svg.count('r="1.8"') == cells and "+0.25*" not in svg
     assert svg.count("<title>") == cells
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 6, 12])
+def test_every_forest_label_lies_inside_the_chart(k: int) -> None:
+    """The rank axis's title is turned upright only where the rows are taller than it; with few
+    entries it is a header over the rank column instead (a one-entry board cut it off)."""
+    rows = [_row(j, f"Model {j}", 3.0 - 0.1 * j, 0.1) for j in range(k)]
+    root = _parses(forest_plot(rows, "empathy", "Empathy"))
+    ns = "{http://www.w3.org/2000/svg}"
+    width, height = (float(v) for v in root.get("viewBox", "").split()[2:])
+    for t in root.iter(f"{ns}text"):
+        x, y, extent = float(t.get("x", 0)), float(t.get("y", 0)), text_width(t.text or "")
+        if "rotate" in (t.get("transform") or ""):  # upright, centred on y
+            assert y - extent / 2 >= 0 and y + extent / 2 <= height, t.text
+            continue
+        start = {"start": x, "middle": x - extent / 2, "end": x - extent}[t.get("text-anchor", "start")]
+        assert start >= 0 and start + extent <= width and 0 <= y <= height, t.text

@@ -125,6 +125,15 @@ def _axis_x(scale: Scale, ticks: Sequence[float], labels: Sequence[str], top: fl
     return out
 
 
+def _rank_title(width: float, column: float, top: float, bottom: float, height: float) -> str:
+    """The rank axis's title: upright along the right edge where the chart is taller than it,
+    else (a board of one or two entries) "rank" over the rank column."""
+    title, centre = "rank (95% interval)", (top + bottom) / 2
+    if text_width(title) / 2 + 2 <= min(centre, height - centre):
+        return text(width - 10, centre, title, anchor="middle", rotate=90)
+    return text(column, top - 8, "rank")
+
+
 def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[float, float, list[str]]:
     k = len(rows)
     names, ranks = [short(r.get("model_name")) for r in rows], [_rank_text(r) for r in rows]
@@ -139,7 +148,7 @@ def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[f
     ticks = nice_ticks(low, high, 7)
     body = _axis_x(scale, ticks, tick_labels(ticks), top, bottom)
     body.append(text((left + width - right) / 2, bottom + 32, axis_label, anchor="middle"))
-    body.append(text(width - 10, (top + bottom) / 2, "rank (95% interval)", anchor="middle", rotate=90))
+    body.append(_rank_title(width, width - right + 10, top, bottom, bottom + 46))
     for r, name, rank, i in zip(rows, names, ranks, range(k), strict=True):
         colour, shape, _ = style_of(r)
         y = top + (i + 0.5) * row_height

@@ -187,12 +187,14 @@ class DocMemo:
         checked: :func:`_doc_fields`, called only when ``raw`` is new)."""
         key = raw.get("item_id")
         hit = self._checked.get(key) if type(key) is str else None
-        if hit is not None and type(raw.get("turn")) is int and hit[0] == raw:
-            found = hit[1]
-            self._hits += 1
-        else:
-            found = check()
         self._reads += 1
+        if hit is not None and type(raw.get("turn")) is int and hit[0] == raw:
+            self._hits += 1
+            # the doc kept is the one it equals, so that ``raw`` is freed with its line: keeping
+            # every read's docs until the next read cost more than the comparisons (measured)
+            self._next[key] = hit
+            return hit[1]
+        found = check()
         self._next[found[0]] = (raw, found)
         return found
 

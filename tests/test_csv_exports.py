@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -148,6 +149,30 @@ def test_csv_text_of_rows_of_one_length_is_what_csv_writer_writes(kinds: list[in
     assert csv_text(rows) == buffer.getvalue()
     body = [list(column) for column in zip(*rows[1:], strict=True)] or [[] for _ in rows[0]]
     assert csv_table(rows[0], body) == buffer.getvalue()  # the same table given as its header and columns
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(
+    pool=st.one_of(
+        st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=6),
+        st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, math.nan, -1e-05, 1e16]), min_size=1, max_size=6),
+        st.lists(st.integers(-(10**20), 10**20), min_size=1, max_size=6),
+        st.lists(st.booleans(), min_size=1, max_size=2),
+        st.just([None]),
+    ),
+    height=st.integers(min_value=60, max_value=200),
+    data=st.data(),
+)
+def test_long_columns_of_few_values_are_what_csv_writer_writes(pool: list[object], height: int, data: object) -> None:
+    """A long column of one type and few values (scores, turns, mean scores) is written one text
+    per distinct value: still what csv.writer writes, with 0.0 beside -0.0 and NaNs among them."""
+    from tide_bench.core.spreadsheet import csv_table, safe_row
+
+    column = data.draw(st.lists(st.sampled_from(pool), min_size=height, max_size=height))  # type: ignore[attr-defined]
+    ids = [f"item{i}" for i in range(height)]
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(safe_row(row) for row in [["id", "value"], *zip(ids, column, strict=True)])
+    assert csv_table(["id", "value"], [ids, column]) == buffer.getvalue()
 
 
 @pytest.mark.parametrize(

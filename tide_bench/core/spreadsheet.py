@@ -68,6 +68,14 @@ def _column(values: Sequence[Any]) -> list[str]:
     numbers and blanks by ``str``, plain text as it is when none of it needs quoting or a ``'``."""
     kinds = set(map(type, values))
     if kinds <= _PLAIN:
+        if len(kinds) == 1 and len(values) > 64:
+            # a column of one type, as a rule of few values (scores, turns, means of scores): each
+            # distinct value written once. 0.0 and -0.0 (equal keys, two texts) keep the plain way;
+            # a NaN is found by its identity.
+            distinct = dict.fromkeys(values)
+            if 2 * len(distinct) <= len(values) and (float not in kinds or 0.0 not in distinct):
+                text = {v: "" if v is None else str(v) for v in distinct}
+                return list(map(text.__getitem__, values))
         return list(map(str, values)) if type(None) not in kinds else ["" if v is None else str(v) for v in values]
     if kinds == {str}:
         joined = "\x00".join(values)

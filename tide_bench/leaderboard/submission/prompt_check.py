@@ -326,12 +326,12 @@ def prompt_problems(
     for g in sorted(gens, key=attrgetter("item_id")):
         what = (g.prompt, g.client_utterance, g.history, settings)
         hit = before.get(g.item_id)
-        why = (
-            hit[1]
-            if hit is not None and hit[0] == what
-            else _item_problem(g, condition, expected, known, allowed, placement)
-        )
-        _LAST_READ[0][g.item_id] = (what, why)
+        if hit is not None and hit[0] == what:
+            why = hit[1]
+            _LAST_READ[0][g.item_id] = hit  # the equal texts kept, not this entry's: they are freed with it
+        else:
+            why = _item_problem(g, condition, expected, known, allowed, placement)
+            _LAST_READ[0][g.item_id] = (what, why)
         if why is not None:
             differing.append((g, why))
     if not differing:

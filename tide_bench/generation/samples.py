@@ -192,7 +192,7 @@ class DocMemo:
             self._hits += 1
             # the doc kept is the one it equals, so that ``raw`` is freed with its line: keeping
             # every read's docs until the next read cost more than the comparisons (measured)
-            self._next[key] = hit
+            self._next[hit[1][0]] = hit
             return hit[1]
         found = check()
         self._next[found[0]] = (raw, found)

@@ -6,6 +6,7 @@ ones could not run."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from operator import attrgetter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -260,10 +261,33 @@ def _whole(turns: list[int]) -> bool:
     return sorted(turns) == list(range(1, len(turns) + 1))
 
 
+def _conversations_sound(gens: list[Generation], board: BoardConfig) -> bool:
+    """Whether :func:`_conversation_checks` finds nothing, tested on sets: no (persona,
+    conversation, turn) twice, every turn after the first follows an answered one (turns are
+    integers from 1: the samples reader checks them), and every persona has the board's count of
+    conversations. False sends the items through the checks that name the problem."""
+    turns = list(map(_TURN, gens))
+    keys = set(zip(map(_PERSONA, gens), map(_CONVERSATION, gens), turns, strict=True))
+    if len(keys) != len(gens):
+        return False
+    if set(turns) != {1} and not {(p, c, t - 1) for p, c, t in keys if t > 1} <= keys:
+        return False
+    if board.conversations_per_persona is None:
+        return True
+    per_persona = Counter(p for p, _, t in keys if t == 1)
+    return set(per_persona.values()) <= {board.conversations_per_persona}
+
+
 def _conversation_checks(gens: list[Generation], board: BoardConfig, folder: Path, result: CheckResult) -> None:
     """Conversations are whole (every turn up to the last answered) and, where the board says how
     many, every persona has all of its conversations. Each problem is shown on the first item
     (in file order) of the first conversation or persona by name."""
+    if not _conversations_sound(gens, board):
+        _conversation_problems(gens, board, folder, result)
+
+
+def _conversation_problems(gens: list[Generation], board: BoardConfig, folder: Path, result: CheckResult) -> None:
+    """:func:`_conversation_checks` item by item, naming each problem."""
     groups: dict[tuple[str, str], list[Generation]] = defaultdict(list)  # in order of first appearance
     for g in gens:
         groups[(g.persona_id, g.conversation_id)].append(g)
@@ -329,11 +353,33 @@ def _split_hash_checks(gens: list[Generation], run: RunManifest, board: BoardCon
     return recomputed
 
 
+def _items_sound(gens: list[Generation], run: RunManifest, board: BoardConfig) -> bool:
+    """Whether :func:`_item_problems` finds nothing in any item, each kind of field tested a
+    column at a time (each persona's split once): a build checks 100,000 items, and a call per
+    item was most of this check's time. False sends the items through :func:`_item_problems`,
+    which names each problem."""
+    personas = set(map(_PERSONA, gens))
+    hashes = set(map(_SPLIT_HASH, gens))
+    hashes.discard("")
+    return (
+        set(map(_SPLIT, gens)) <= {board.split}
+        and (not board.split_version or all(split_of(p) == board.split for p in personas))
+        and hashes <= {run.data.split_sha256}
+        and list(map(_ITEM_ID, gens))
+        == list(map(make_item_id, map(_PERSONA, gens), map(_CONVERSATION, gens), map(_TURN, gens)))
+    )
+
+
+_PERSONA, _CONVERSATION, _TURN = attrgetter("persona_id"), attrgetter("conversation_id"), attrgetter("turn")
+_SPLIT, _SPLIT_HASH, _ITEM_ID = attrgetter("split"), attrgetter("split_sha256"), attrgetter("item_id")
+
+
 def check_items(gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult) -> str:
     """Check the items against the split definition and the pins; return the recomputed split hash."""
-    persona_split: dict[str, str] = {}
-    bad = [p for g in gens for p in _item_problems(g, run, board, folder, persona_split)]
-    refuse_listed(result, bad, "item problems")
+    if not _items_sound(gens, run, board):
+        persona_split: dict[str, str] = {}
+        bad = [p for g in gens for p in _item_problems(g, run, board, folder, persona_split)]
+        refuse_listed(result, bad, "item problems")
     _conversation_checks(gens, board, folder, result)
     return _split_hash_checks(gens, run, board, result)
 
@@ -377,7 +423,8 @@ def check_judgments(
         result.refuse(
             "judges an item that is not in the run: submit the run that was judged", JUDGMENTS, extra[0].line, "item_id"
         )
-    versions = Counter(j.judge.version for j in judgments)
+    judges = {id(j.judge): j.judge for j in judgments}.values()  # as a rule one identity, shared by every line
+    versions = {judge.version for judge in judges}
     if len(versions) > 1:
         result.refuse(
             f"judgments from {len(versions)} judge configurations ({', '.join(sorted(versions))}): judge the whole "
@@ -386,7 +433,7 @@ def check_judgments(
             field="judge.version",
         )
     version = judgments[0].judge.version if judgments else None
-    rubrics = sorted({str(j.judge.rubric) for j in judgments})
+    rubrics = sorted({str(judge.rubric) for judge in judges})
     if board.judge_rubric and judgments and rubrics != [board.judge_rubric]:
         result.refuse(
             f"judged with rubric {', '.join(rubrics)}, but this leaderboard uses {board.judge_rubric} (judge_rubric): "

@@ -63,3 +63,14 @@ def test_a_missing_or_unknown_field_is_refused_as_init_would() -> None:
         from_checked(Generation, no_factory)
     with pytest.raises(TypeError, match=r"unknown fields \['colour'\]"):
         from_checked(Generation, GENERATION | {"colour": "red"})
+
+
+def test_with_some_fields_left_out_a_misspelt_or_unknown_field_is_refused() -> None:
+    """Fields left to their defaults: a misspelt required field (one unknown, one missing: as many
+    fields as given correctly) and an unknown one beside the defaults are both refused."""
+    given = {"item_id": "a", "status": "unscored", "judge": None, "key": "k", "line": 1}
+    misspelt = {("kee" if k == "key" else k): v for k, v in given.items()}
+    with pytest.raises(TypeError, match=r"unknown fields \['kee'\], missing fields \['key'\]"):
+        from_checked(Judgment, misspelt)
+    with pytest.raises(TypeError, match=r"unknown fields \['colour'\]"):
+        from_checked(Judgment, given | {"colour": "red"})

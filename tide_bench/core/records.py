@@ -17,16 +17,18 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-_SHAPES: dict[type, tuple[dict[str, Any], frozenset[str]]] = {}
+_SHAPES: dict[type, tuple[dict[str, Any], frozenset[str], frozenset[str]]] = {}
 
 
-def _defaults(cls: type) -> tuple[dict[str, Any], frozenset[str]]:
-    """The plain defaults of ``cls``'s fields, and the names of all its fields (once per class)."""
+def _defaults(cls: type) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
+    """The plain defaults of ``cls``'s fields, the names of all its fields and of those without a
+    plain default (once per class)."""
     shape = _SHAPES.get(cls)
     if shape is None:
         fields = dataclasses.fields(cls)
         defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
-        shape = _SHAPES[cls] = (defaults, frozenset(f.name for f in fields))
+        names = frozenset(f.name for f in fields)
+        shape = _SHAPES[cls] = (defaults, names, names - defaults.keys())
     return shape
 
 
@@ -35,11 +37,19 @@ def from_checked(cls: type[T], values: dict[str, Any]) -> T:
     the fields left out taking their plain defaults; equal to ``cls(**values)``. A field that is
     unknown, or missing without a plain default (a ``default_factory`` one, say), is a TypeError,
     as it would be for ``cls(**values)``."""
-    defaults, names = _defaults(cls)
-    merged = values if len(values) == len(names) else defaults | values  # every field given: no copy
-    if merged.keys() != names:
-        unknown, missing = sorted(merged.keys() - names), sorted(names - merged.keys())
-        raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+    defaults, names, required = _defaults(cls)
     record = object.__new__(cls)
-    record.__dict__.update(merged)
-    return record
+    state = record.__dict__
+    if len(values) == len(names):  # every field given
+        if values.keys() == names:
+            state.update(values)
+            return record
+    else:
+        # the defaults, then the values over them (no merged copy): an unknown field makes more
+        # fields than the class has, and only a field without a default can be missing
+        state.update(defaults)
+        state.update(values)
+        if len(state) == len(names) and required <= state.keys():
+            return record
+    unknown, missing = sorted(values.keys() - names), sorted(required - values.keys())
+    raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")

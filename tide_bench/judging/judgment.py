@@ -337,11 +337,15 @@ class Judgment:
         in the same order without the run fields, an unscored line's null rubric-v2/v3 fields
         and the judge's ``reference``. The one list of a line's fields."""
         scored = self.status == "scored"
+        scores, rationales = self.scores, self.rationales
+        if full:  # a line to write gets blocks of its own; a record shares the judgment's (read-only)
+            scores = dict(scores) if scores is not None else None
+            rationales = dict(rationales) if rationales is not None else None
         out: dict[str, Any] = {
             "item_id": self.item_id,
             "status": self.status,
-            "scores": dict(self.scores) if self.scores is not None else None,
-            "rationales": dict(self.rationales) if self.rationales is not None else None,
+            "scores": scores,
+            "rationales": rationales,
             "safety": {"flagged": self.safety_flagged, "reason": self.safety_reason} if scored else None,
         }
         if self.layout != "v1" and (scored or full):
@@ -385,7 +389,9 @@ class Judgment:
         return overall_of(tuple(self.scores.values()))
 
     def as_record(self) -> dict[str, Any]:
-        """The checked subset the leaderboard, the study and ``view`` use (:meth:`_line`)."""
+        """The checked subset the leaderboard, the study and ``view`` use (:meth:`_line`). Its
+        ``scores`` and ``rationales`` are the judgment's own dicts, not copies (a build makes
+        100,000 records): read them, do not change them."""
         return self._line(full=False)
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +34,24 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Any]) -> str:
     header = ["item_id", "persona_id", "scenario", "turn", "status", *factors, "overall", "safety_flagged"]
     header += ["unscored_kind", "length_tokens", "cosine_sim", "reply"]
     records = payload["records"]
-    where = [items.get(rec["id"]) for rec in records]
+    ids = list(map(itemgetter("id"), records))
+    where = list(map(items.get, ids))
     blank = [None] * len(factors)
     scores = [rec.get("scores") or blank for rec in records]
-    columns: list[list[Any]] = [[rec["id"] for rec in records]]
-    columns.append([None if g is None else g.persona_id for g in where])
-    columns.append([None if g is None else g.scenario or "" for g in where])
-    columns.append([None if g is None else g.turn for g in where])
-    columns.append([rec["status"] for rec in records])
-    columns += [[given[j] for given in scores] for j in range(len(factors))]
+    columns: list[Sequence[Any]] = [ids]
+    if None in where:  # an item the records hold and ``items`` does not: blank cells
+        columns.append([None if g is None else g.persona_id for g in where])
+        columns.append([None if g is None else g.scenario or "" for g in where])
+        columns.append([None if g is None else g.turn for g in where])
+    else:
+        columns.append(list(map(attrgetter("persona_id"), where)))
+        columns.append([g.scenario or "" for g in where])
+        columns.append(list(map(attrgetter("turn"), where)))
+    columns.append(list(map(itemgetter("status"), records)))
+    columns += list(zip(*scores, strict=True)) if records else [[] for _ in factors]
     flags = ("overall", "flagged", "unscored_kind", "length", "cosine")
     columns += [[rec.get(key) for rec in records] for key in flags]
-    columns.append([rec["reply"] for rec in records])
+    columns.append(list(map(itemgetter("reply"), records)))
     return csv_table(header, columns)  # every cell made spreadsheet-safe (core.spreadsheet)
 
 

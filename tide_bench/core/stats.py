@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
@@ -63,7 +63,9 @@ class MeanCI:
     design_effect: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``dataclasses.asdict`` of it, without the deep copy (every field is a number or None):
+        a board build writes thousands of these."""
+        return {name: getattr(self, name) for name in _MEAN_CI_FIELDS}
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,12 @@ class Estimate:
         return cls(float(value), low, high, n, note)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``dataclasses.asdict`` of it, without the deep copy (every field is a number, a note or None)."""
+        return {name: getattr(self, name) for name in _ESTIMATE_FIELDS}
+
+
+_MEAN_CI_FIELDS = tuple(f.name for f in fields(MeanCI))
+_ESTIMATE_FIELDS = tuple(f.name for f in fields(Estimate))
 
 
 def format_estimate(

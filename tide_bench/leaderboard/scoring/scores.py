@@ -168,17 +168,22 @@ def _per_scenario(
 ) -> dict[str, dict[str, Any]]:
     """Per scenario: its items' n, overall empathy and cosine, each with the entry's persona
     bootstrap (one pass for every cell: a scenario's cell is NaN outside its items)."""
-    scenarios = np.array(scenario_of_item)
-    groups = sorted(set(scenarios.tolist()))
+    groups = sorted(set(scenario_of_item))
     if not groups:
         return {}
-    cells = np.hstack([np.where((scenarios == scen)[:, None], empathy_and_cosine, np.nan) for scen in groups])
+    # each item's two values in its scenario's two columns, NaN in the others
+    group_of = np.fromiter(map({scen: j for j, scen in enumerate(groups)}.__getitem__, scenario_of_item), np.intp)
+    width = empathy_and_cosine.shape[1]
+    cells = np.full((len(group_of), width * len(groups)), np.nan)
+    rows = np.arange(len(group_of))[:, None]
+    cells[rows, group_of[:, None] * width + np.arange(width)] = empathy_and_cosine
     cell_cis = clustered_means(cells, codes, n_clusters, resamples=resamples, seed=seed)[0]
+    sizes = np.bincount(group_of, minlength=len(groups))
     out = {}
     for j, scen in enumerate(groups):
         emp, cos = cell_cis[2 * j], cell_cis[2 * j + 1]
         out[scen] = {
-            "n": int((scenarios == scen).sum()),
+            "n": int(sizes[j]),
             "empathy": emp.as_dict() if judged else None,
             "cosine_sim": cos.as_dict() if cosine_applies else None,
         }

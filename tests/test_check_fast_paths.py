@@ -30,22 +30,27 @@ OTHER_PERSONA = next(str(p) for p in range(1, 400) if split_of(str(p)) != "test"
 RUN = SimpleNamespace(data=SimpleNamespace(split_sha256="a" * 64))
 
 
+def _item(persona: str, conversation: int, turn: int, split_hash: str) -> SimpleNamespace:
+    """An item with the fields the checks read (its id is set by the caller)."""
+    return SimpleNamespace(
+        persona_id=persona,
+        conversation_id=f"conversation_{conversation}",
+        turn=turn,
+        split="test",
+        split_sha256=split_hash,
+        metrics={"cosine_sim": 0.5},
+        file=str(FOLDER / "samples.jsonl"),
+        line=1,
+    )
+
+
 @st.composite
 def _items(draw: st.DrawFn) -> list[SimpleNamespace]:
     """A small item set, sound as drawn, then given zero to three faults."""
     personas = draw(st.lists(st.sampled_from(TEST_PERSONAS), min_size=1, max_size=3, unique=True))
     turns = draw(st.integers(min_value=1, max_value=3))
     gens = [
-        SimpleNamespace(
-            persona_id=p,
-            conversation_id=f"conversation_{c}",
-            turn=t,
-            split="test",
-            split_sha256=draw(st.sampled_from(["", "a" * 64])),
-            metrics={"cosine_sim": 0.5},
-            file=str(FOLDER / "samples.jsonl"),
-            line=0,
-        )
+        _item(p, c, t, draw(st.sampled_from(["", "a" * 64])))
         for p in personas
         for c in (1, 2)
         for t in range(1, turns + 1)
@@ -103,21 +108,7 @@ def test_each_fault_is_found_by_the_whole_column_checks() -> None:
     board = BoardConfig(conversations_per_persona=2)
 
     def sound() -> list[SimpleNamespace]:
-        gens = [
-            SimpleNamespace(
-                persona_id=p,
-                conversation_id=f"conversation_{c}",
-                turn=t,
-                split="test",
-                split_sha256="",
-                metrics={"cosine_sim": 0.5},
-                file="f",
-                line=1,
-            )
-            for p in TEST_PERSONAS[:2]
-            for c in (1, 2)
-            for t in (1, 2)
-        ]
+        gens = [_item(p, c, t, "") for p in TEST_PERSONAS[:2] for c in (1, 2) for t in (1, 2)]
         for g in gens:
             g.item_id = make_item_id(g.persona_id, g.conversation_id, g.turn)
         return gens

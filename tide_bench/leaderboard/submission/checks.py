@@ -395,34 +395,8 @@ def check_reference(
         result.refuse(problem.message, problem.path, problem.line, problem.field)
 
 
-def check_judgments(
-    folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult
-) -> tuple[list[Judgment], list[dict[str, Any]]]:
-    """The judgments and their records (:meth:`~tide_bench.judging.judgment.Judgment.as_record`,
-    in the same order: made once, for the summary check and the submission), with every check
-    of the judgments against the replies, the board and the judge summary."""
-    if not listing.has(JUDGMENTS):
-        if board.require_judgments:
-            result.refuse(
-                "is missing: run `tide-bench judge` on the run and submit with its judge directory", JUDGMENTS
-            )
-        return [], []
-    rubric = load_rubric()
-    judgments = read_judgments(folder / JUDGMENTS, rubric, max_bytes=board.max_bytes, follow_symlinks=False)
-    records = [j.as_record() for j in judgments]
-    gens_by_id = {g.item_id: g for g in gens}
-    judged = {j.item_id: j for j in judgments}
-    missing, extra = sorted(set(gens_by_id) - set(judged)), [j for j in judgments if j.item_id not in gens_by_id]
-    if missing:
-        result.refuse(
-            f"{len(missing)} item(s) have a reply but no judgment (scored or unscored), e.g. {missing[:3]}: judge "
-            "every item",
-            JUDGMENTS,
-        )
-    if extra:
-        result.refuse(
-            "judges an item that is not in the run: submit the run that was judged", JUDGMENTS, extra[0].line, "item_id"
-        )
+def _judge_identity_checks(judgments: list[Judgment], board: BoardConfig, result: CheckResult) -> None:
+    """One judge configuration for the whole run, and the board's rubric and judge where it pins them."""
     judges = {id(j.judge): j.judge for j in judgments}.values()  # as a rule one identity, shared by every line
     versions = {judge.version for judge in judges}
     if len(versions) > 1:
@@ -451,6 +425,37 @@ def check_judgments(
             judgments[0].line,
             "judge.version",
         )
+
+
+def check_judgments(
+    folder: Path, listing: FolderListing, gens: list[Generation], board: BoardConfig, result: CheckResult
+) -> tuple[list[Judgment], list[dict[str, Any]]]:
+    """The judgments and their records (:meth:`~tide_bench.judging.judgment.Judgment.as_record`,
+    in the same order: made once, for the summary check and the submission), with every check
+    of the judgments against the replies, the board and the judge summary."""
+    if not listing.has(JUDGMENTS):
+        if board.require_judgments:
+            result.refuse(
+                "is missing: run `tide-bench judge` on the run and submit with its judge directory", JUDGMENTS
+            )
+        return [], []
+    rubric = load_rubric()
+    judgments = read_judgments(folder / JUDGMENTS, rubric, max_bytes=board.max_bytes, follow_symlinks=False)
+    records = [j.as_record() for j in judgments]
+    gens_by_id = {g.item_id: g for g in gens}
+    judged = {j.item_id: j for j in judgments}
+    missing, extra = sorted(set(gens_by_id) - set(judged)), [j for j in judgments if j.item_id not in gens_by_id]
+    if missing:
+        result.refuse(
+            f"{len(missing)} item(s) have a reply but no judgment (scored or unscored), e.g. {missing[:3]}: judge "
+            "every item",
+            JUDGMENTS,
+        )
+    if extra:
+        result.refuse(
+            "judges an item that is not in the run: submit the run that was judged", JUDGMENTS, extra[0].line, "item_id"
+        )
+    _judge_identity_checks(judgments, board, result)
     matched = [j for j in judgments if j.item_id in gens_by_id]
     key = _KEYS.key
     stale = [j for j in matched if j.key != key(j.judge.version, gens_by_id[j.item_id])]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections.abc import Mapping, Sequence
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +39,9 @@ def items_csv(payload: Mapping[str, Any], items: Mapping[str, Any]) -> str:
     blank = [None] * len(factors)
     scores = [rec.get("scores") or blank for rec in records]
     columns: list[Sequence[Any]] = [ids]
-    if None in where:  # an item the records hold and ``items`` does not: blank cells
-        columns.append([None if g is None else g.persona_id for g in where])
-        columns.append([None if g is None else g.scenario or "" for g in where])
-        columns.append([None if g is None else g.turn for g in where])
-    else:
-        columns.append(list(map(attrgetter("persona_id"), where)))
-        columns.append([g.scenario or "" for g in where])
-        columns.append(list(map(attrgetter("turn"), where)))
+    columns.append([None if g is None else g.persona_id for g in where])
+    columns.append([None if g is None else g.scenario or "" for g in where])
+    columns.append([None if g is None else g.turn for g in where])
     columns.append(list(map(itemgetter("status"), records)))
     columns += list(zip(*scores, strict=True)) if records else [[] for _ in factors]
     flags = ("overall", "flagged", "unscored_kind", "length", "cosine")

@@ -68,22 +68,6 @@ def record_payload(
     (``in_order``: :func:`_in_order` of the rubric's factors, made once by the caller)."""
     metrics = gen.metrics
     status = "not judged" if record is None else record["status"]
-    if status == "scored":  # the common record in one display (no dict grown key by key)
-        scores, safety = in_order(record["scores"]), record["safety"]
-        category = safety.get("category")
-        return {
-            "id": gen.item_id,
-            "reply": gen.reply,
-            "length": _number(metrics.get("length_tokens")),
-            "cosine": _number(metrics.get("cosine_sim")),
-            "status": status,
-            "scores": scores,
-            "overall": overall_of(scores),
-            "rationales": in_order(record["rationales"]),
-            "flagged": bool(safety["flagged"]),
-            "flag_reason": safety.get("reason") or "",
-            "flag_category": "" if category in (None, "none") else str(category),
-        }
     out: dict[str, Any] = {
         "id": gen.item_id,
         "reply": gen.reply,
@@ -91,7 +75,18 @@ def record_payload(
         "cosine": _number(metrics.get("cosine_sim")),
         "status": status,
     }
-    if record is not None:  # unscored
+    if record is None:
+        return out
+    if status == "scored":
+        scores, safety = in_order(record["scores"]), record["safety"]
+        category = safety.get("category")
+        out["scores"] = scores
+        out["overall"] = overall_of(scores)
+        out["rationales"] = in_order(record["rationales"])
+        out["flagged"] = bool(safety["flagged"])
+        out["flag_reason"] = safety.get("reason") or ""
+        out["flag_category"] = "" if category in (None, "none") else str(category)
+    else:
         out["unscored_kind"] = record.get("unscored_kind")
         out["unscored_reason"] = record.get("unscored_reason") or ""
     return out

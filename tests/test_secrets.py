@@ -13,9 +13,12 @@ import base64
 import json
 import socket
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.fakes.llm_server import FakeLLMServer
 from tests.helpers import make_run
@@ -28,7 +31,14 @@ CUSTOM = "corpgw.PLANTEDCUSTOM0123456789"
 PROXY_PASSWORD = "GATEWAYSECRET987654"
 HF_TOKEN = "hf_PLANTEDTOKEN0123456789abcdefgh"
 REDACTED = "[REDACTED]"
-SECRETS = (BUILTIN, CUSTOM, PROXY_PASSWORD, HF_TOKEN, base64.b64encode(f"proxyuser:{PROXY_PASSWORD}".encode()).decode())
+SECRETS = (
+    BUILTIN,
+    BUILTIN[::-1],
+    CUSTOM,
+    PROXY_PASSWORD,
+    HF_TOKEN,
+    base64.b64encode(f"proxyuser:{PROXY_PASSWORD}".encode()).decode(),
+)
 
 
 def assert_nothing_leaked(root: Path, *outputs: str) -> int:
@@ -69,6 +79,7 @@ def free_port() -> int:
 @pytest.fixture
 def planted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", BUILTIN)
+    monkeypatch.setenv("TIDE_BENCH_JUDGE_API_KEY", BUILTIN[::-1])
     monkeypatch.setenv("CORP_GATEWAY_KEY", CUSTOM)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
 
@@ -104,7 +115,11 @@ def test_planted_secrets_never_reach_a_judge_file_or_message(tmp_path: Path, pla
     outputs: list[str] = []
     try:
         items = load_dataset("sample").items_for("test")[:4]
-        echo = {items[0].item_id: "[[ECHOKEY]] please", items[1].item_id: "[[ECHOAUTH]] please"}
+        echo = {
+            items[0].item_id: "[[ECHOKEY]] please",
+            items[1].item_id: "[[ECHOAUTH]] please",
+            items[2].item_id: "[[ECHO200]] a valid answer that quotes the credentials",
+        }
         run = make_run(tmp_path / "run", lambda i: echo.get(i.item_id, f"Fine reply {i.item_id}"), items=items)
         runner = CliRunner()
 
@@ -138,6 +153,17 @@ def test_planted_secrets_never_reach_a_judge_file_or_message(tmp_path: Path, pla
             "judge", str(run), "--out", str(tmp_path / "j-proxy"), "--base-url", with_userinfo(srv.url)
         )  # credentials in the URL
         tb("judge", str(run), "--out", str(tmp_path / "j-dry"), "--base-url", with_userinfo(srv.url), "--dry-run")
+        local = ("--judge", "local", "--model", "fake-model")
+        tb("judge", str(run), "--out", str(tmp_path / "j-local-key"), *local, "--base-url", srv.url + "/v1")
+        tb(
+            "judge",
+            str(run),
+            "--out",
+            str(tmp_path / "j-local-url"),
+            *local,
+            "--base-url",
+            with_userinfo(srv.url) + "/v1",
+        )
         tb(
             "judge",
             "--probes",
@@ -179,6 +205,10 @@ def test_planted_secrets_never_reach_a_judge_file_or_message(tmp_path: Path, pla
     assert len(echoed) == 2 and all(
         REDACTED in r["unscored_reason"] for r in echoed
     )  # the server did quote the credentials
+    for folder in ("j-custom", "j-builtin", "j-batch", "j-proxy", "j-local-key", "j-local-url"):
+        records = [json.loads(x) for x in (tmp_path / folder / "judgments.jsonl").read_text().splitlines()]
+        quoted = [r for r in records if r["status"] == "scored" and REDACTED in json.dumps(r["rationales"])]
+        assert len(quoted) == 1, folder  # the valid answer that echoed the credentials is kept, scrubbed
     snapshot = json.loads((tmp_path / "j-proxy" / "judge_config.json").read_text())
     assert snapshot["base_url"].rstrip("/") == srv.url  # the endpoint is recorded, without its credentials
     assert any("cannot reach the judge API at http://127.0.0.1:" in o for o in outputs)
@@ -257,3 +287,51 @@ def test_planted_secrets_never_reach_a_file_from_eval_to_submission(
     finally:
         srv.stop()
     assert_nothing_leaked(tmp_path, *outputs)
+
+
+_PLANTS = ("key", "custom", "password", "basic_token", "percent_password")
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    plant=st.sampled_from(_PLANTS),
+    field=st.sampled_from(["rationale", "reason", "evidence", "served_model", "refusal"]),
+    wrap=st.sampled_from(["{}", "saw {} here", "Bearer {}", "x{}y"]),
+)
+def test_an_answer_holds_no_known_secret_once_read(
+    monkeypatch: pytest.MonkeyPatch, plant: str, field: str, wrap: str
+) -> None:
+    """Every secret the run knows, echoed in any text of an answer, is gone from the outcome:
+    the key and a custom key variable (environment), the URL password as written and decoded,
+    and the basic-auth token the URL's user info becomes (issue 43, R3-1)."""
+    from tide_bench.judging.outcome import CallOutcome
+    from tide_bench.judging.secrets import protect_url
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", BUILTIN)
+    monkeypatch.setenv("CORP_GATEWAY_KEY", CUSTOM)
+    password = "p@ss/WORD-" + PROXY_PASSWORD
+    protect_url(f"http://proxyuser:{quote(password, safe='')}@gw.example/v1")
+    monkeypatch.setattr("tide_bench.core.secrets.KNOWN_KEY_VARS", ("ANTHROPIC_API_KEY", "CORP_GATEWAY_KEY"))
+    secret = {
+        "key": BUILTIN,
+        "custom": CUSTOM,
+        "password": password,
+        "basic_token": base64.b64encode(f"proxyuser:{password}".encode()).decode(),
+        "percent_password": quote(password, safe=""),
+    }[plant]
+    text = wrap.format(secret)
+    payload = {"emotion_recognition": {"score": 4, "rationale": "fine"}, "safety": {"reason": ""}, "evidence": []}
+    if field == "rationale":
+        payload["emotion_recognition"]["rationale"] = text
+    elif field == "reason":
+        payload["safety"]["reason"] = text
+    elif field == "evidence":
+        payload["evidence"] = ["quoted", text]
+    outcome = CallOutcome(
+        payload=payload,
+        served_model=text if field == "served_model" else "m",
+        refusal=text if field == "refusal" else None,
+    )
+    written = json.dumps([outcome.payload, outcome.served_model, outcome.refusal])
+    assert secret not in written and REDACTED in written
+    assert "fine" in written or field == "rationale"  # the answer's own words are kept

@@ -11,6 +11,12 @@ Secrets enter tide-bench three ways, and each has its own guard here:
 * **Credentials in a URL** (``http://user:pass@proxy/v1?api-key=...``): :func:`redact_url`
   keeps scheme, host, port and path and drops user info, query and fragment; :func:`redact`
   masks user info and query strings of URLs inside free text.
+* **Secrets echoed back by a server**: a judge server may repeat the key, the basic-auth header
+  or the URL's password inside a *successful* answer (a rationale quoting what it received).
+  :func:`scrub_json` replaces every secret this process knows (the values :func:`redact` knows,
+  with the encoded forms a header carries) and nothing else: the answer's own words stay exactly
+  as written (no credential-shaped pattern is applied, so "basic needs" is not masked). Every
+  judge answer passes through it once, where it is read (``judging.outcome.CallOutcome``).
 * **Tokens in lm-eval model arguments** (``token=hf_...``, ``api_key=...``, ``*_token=...``):
   :func:`redact_model_args` masks those values, :func:`redact_command` does it for a whole
   command line, before ``run.json`` or lm-eval's results file is written.
@@ -24,11 +30,12 @@ mappings (a key named like a credential: ``token``, ``api_key``, ``password``, .
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 KNOWN_KEY_VARS = (
@@ -63,15 +70,50 @@ def register_secret(value: str | None) -> None:
         _in_use.add(value)
 
 
-def redact(text: str, extra_vars: Iterable[str | None] = ()) -> str:
-    """``text`` with every known secret and credential-shaped substring replaced."""
+def known_secrets(extra_vars: Iterable[str | None] = ()) -> list[str]:
+    """Every secret value this process knows, longest first: the registered ones and the values
+    of the known key variables (and of ``extra_vars``)."""
     values = set(_in_use)
     for var in (*KNOWN_KEY_VARS, *extra_vars):
         value = os.environ.get(var) if var else None
         if value and len(value) >= MIN_SECRET_LENGTH:
             values.add(value)
-    for value in sorted(values, key=len, reverse=True):
-        text = text.replace(value, REDACTED)
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(text: str, extra_vars: Iterable[str | None] = ()) -> str:
+    """``text`` with every known secret value replaced, and nothing else changed."""
+    for value in known_secrets(extra_vars):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+def scrub_json(value: Any, extra_vars: Iterable[str | None] = ()) -> Any:
+    """A JSON-like value with :func:`scrub` applied to every string in it (keys included); the
+    value itself when it holds no known secret (the common case costs a walk, not a copy)."""
+    secrets = known_secrets(extra_vars)
+    if not secrets:
+        return value
+    return _scrubbed(value, secrets)
+
+
+def _scrubbed(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {_scrubbed(k, secrets): _scrubbed(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed(item, secrets) for item in value]
+    return value
+
+
+def redact(text: str, extra_vars: Iterable[str | None] = ()) -> str:
+    """``text`` with every known secret and credential-shaped substring replaced."""
+    text = scrub(text, extra_vars)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
@@ -90,13 +132,20 @@ def redact_json(value: Any, extra_vars: Iterable[str | None] = ()) -> Any:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The credential parts of a URL (password, user info, query values), to register."""
+    """The credential parts of a URL, to register: password, user name and query values as
+    written and decoded, and the ``Basic`` header token that user info becomes on the wire
+    (a server that echoes its request headers quotes that token, not the password)."""
     if not url:
         return []
     parts = urlsplit(url)
     found = [p for p in (parts.password, parts.username) if p]
     found += [pair.partition("=")[2] for pair in parts.query.split("&") if pair.partition("=")[2]]
-    return found
+    if parts.username is not None or parts.password is not None:
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        found.append(base64.b64encode(f"{user}:{password}".encode()).decode())
+    found += [unquote(value) for value in found]
+    found += [quote(value, safe="") for value in found]
+    return list(dict.fromkeys(found))
 
 
 def redact_url(url: str | None) -> str | None:

@@ -13,6 +13,12 @@ no tool call / not JSON         ask again (up to ``schema_retries``), then ``mal
 a rating that fails the schema  ask again (up to ``schema_retries``), then ``schema_violation``
 a valid rating                  scored
 ==============================  =====================================================
+
+An answer holds no secret once read: :class:`CallOutcome` scrubs every secret the process knows
+(the judge's key, a custom key variable, the base URL's credentials and the header token they
+become) from everything the server sent, whichever provider, mode or command read it. A server
+that echoes its request headers into a rationale therefore writes ``[REDACTED]`` to the
+judgments, the cache, the risk labels and every page built from them.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tide_bench.core.secrets import scrub_json
 from tide_bench.judging.parse import Rating, SchemaViolation, parse_rating
 from tide_bench.judging.rubric import Rubric
 from tide_bench.judging.usage import Usage
@@ -37,6 +44,12 @@ class CallOutcome:
     usage: Usage = field(default_factory=lambda: Usage(calls=1))
     usage_reported: bool = True  # False: the answer carried no token counts (the budget then assumes the worst)
     served_model: str | None = None  # the model the API says answered (message.model / completion.model)
+
+    def __post_init__(self) -> None:
+        for name in ("payload", "refusal", "filtered", "malformed", "rejected", "served_model"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, scrub_json(value))
 
 
 @dataclass(frozen=True)

@@ -44,9 +44,24 @@ def stand_in_dataset(root: Path) -> Path:
     return target
 
 
+def record_template(folder: Path, template: str) -> None:
+    """Record ``template`` as the chat template of a submission's run: an lm-eval results file naming
+    it, named in run.json (what `tide-bench eval` and `import` keep of an hf run)."""
+    run = folder / "run"
+    results = run / "lm_eval" / "fake" / "results_2026-01-01T00-00-00.json"
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps({"results": {"tide_empathy": {}}, "chat_template": template}))
+    edit_json(run / "run.json", lambda m: m["files"].update(results=str(results.relative_to(run))))
+
+
+PINNED_TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates" / "pinned.yaml"
+
+
 def board(**kw: Any) -> BoardConfig:
-    """A TIDE-like board (not a demo) for the stand-in: small spot check, no conversation count."""
-    return BoardConfig(**({"spot_check_items": 4, "conversations_per_persona": None} | kw))
+    """A TIDE-like board (not a demo) for the stand-in: small spot check, no conversation count, the
+    fixture chat templates pinned."""
+    defaults = {"spot_check_items": 4, "conversations_per_persona": None, "chat_templates": str(PINNED_TEMPLATES)}
+    return BoardConfig(**(defaults | kw))
 
 
 def tide_run(

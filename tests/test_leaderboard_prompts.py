@@ -20,12 +20,19 @@ from hypothesis import strategies as st
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.leaderboard_helpers import board, edit_jsonl, judged_submission, samples_files, stand_in_dataset
+from tests.leaderboard_helpers import (
+    board,
+    edit_jsonl,
+    judged_submission,
+    record_template,
+    samples_files,
+    stand_in_dataset,
+)
 from tide_bench.data import TideItem, load_dataset
 from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard import SubmissionRefused, build_site, validate_many
 from tide_bench.tasks.placement import FIRST_USER_TURN, place_system
-from tide_bench.tasks.prompts import build_messages, render_plain
+from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS, build_messages, render_plain
 from tide_bench.tasks.registry import system_prompt
 
 TEMPLATES = Path(__file__).parent / "fixtures" / "chat_templates"
@@ -72,8 +79,10 @@ def chat(family: str, system: str | None, placement: str = "system") -> Render:
             bos_token=config.get("bos_token") or "",
             eos_token=config.get("eos_token") or "",
             raise_exception=fail,
+            **CHAT_TEMPLATE_KWARGS,  # as lm-eval renders every TIDE prompt (tide_bench.tasks.prompts)
         )
 
+    render.chat_template = config["chat_template"]  # type: ignore[attr-defined]  # make_run records it
     return render
 
 
@@ -89,6 +98,8 @@ def _rewrite_prompts(folder: Path, render: Render, data: Path) -> None:
 
     for path in samples_files(folder):
         edit_jsonl(path, edit)
+    if getattr(render, "chat_template", None):
+        record_template(folder, render.chat_template)  # type: ignore[attr-defined]
 
 
 def _errors(subs: Path) -> dict[str, list[str]]:
@@ -104,7 +115,7 @@ def _errors(subs: Path) -> dict[str, list[str]]:
         (plain(None), "it has no system prompt"),
         (api_messages(GUIDED), "it is the 'guided' prompt"),
         (chat("qwen2_5", GUIDED), "it holds the 'guided' prompt"),
-        (chat("llama3_2", f"{INSTRUCTION}\n\n{NEUTRAL}"), "4 more word(s): an added instruction"),
+        (chat("llama3_2", f"{INSTRUCTION}\n\n{NEUTRAL}"), "from character 124: 'Always validate their feelings."),
         (chat("smollm2", "Reply warmly."), "it holds no condition's prompt"),
     ],
     ids=[
@@ -235,11 +246,14 @@ def test_the_shipped_demo_runs_prompt_shape_is_read(tmp_path: Path) -> None:
     from tide_bench.generation.run_dir import load_run
     from tide_bench.leaderboard.submission.prompt_check import prompt_problems
 
+    smollm2 = chat("smollm2", NEUTRAL).chat_template  # type: ignore[attr-defined]
     run = make_run(tmp_path / "run", "a reply", prompt=chat("smollm2", NEUTRAL))
     gens = load_run(run).generations
-    assert prompt_problems(gens, "neutral", board(), run) == []
+    assert prompt_problems(gens, "neutral", board(), run, smollm2) == []
+    assert prompt_problems(gens, "neutral", board(chat_templates=None), run, smollm2) == []  # the shipped pin
     guided = make_run(tmp_path / "guided", "a reply", prompt=chat("smollm2", GUIDED), condition="guided")
-    assert prompt_problems(load_run(guided).generations, "guided", board(prompt_conditions=["guided"]), guided) == []
+    guided_board = board(prompt_conditions=["guided"])
+    assert prompt_problems(load_run(guided).generations, "guided", guided_board, guided, smollm2) == []
 
 
 @pytest.mark.parametrize(
@@ -248,7 +262,7 @@ def test_the_shipped_demo_runs_prompt_shape_is_read(tmp_path: Path) -> None:
         (chat("gemma2", NEUTRAL, FIRST_USER_TURN), None),
         (api_messages(NEUTRAL, FIRST_USER_TURN), None),
         (chat("gemma2", GUIDED, FIRST_USER_TURN), "it holds the 'guided' prompt"),
-        (chat("gemma2", f"{INSTRUCTION}\n\n{NEUTRAL}", FIRST_USER_TURN), "4 more word(s): an added instruction"),
+        (chat("gemma2", f"{INSTRUCTION}\n\n{NEUTRAL}", FIRST_USER_TURN), "'Always validate their feelings."),
         (api_messages(GUIDED, FIRST_USER_TURN), "it is the 'guided' prompt"),
         (api_messages(NEUTRAL), "but this item's prompt has a system message"),  # not the folded prompt it claims
     ],
@@ -283,13 +297,63 @@ def test_a_board_that_pins_a_prompt_with_an_instruction_accepts_exactly_that_ins
     from tide_bench.tasks.prompts import prompt_sha256
 
     pinned = board(prompt_sha256={"neutral": prompt_sha256(NEUTRAL, INSTRUCTION)})
+    template = chat("smollm2", NEUTRAL).chat_template  # type: ignore[attr-defined]
     run = make_run(tmp_path / "run", "a reply", prompt=chat("smollm2", f"{INSTRUCTION}\n\n{NEUTRAL}"))
     gens = load_run(run).generations
-    assert prompt_problems(gens, "neutral", pinned, run, system_instruction=INSTRUCTION) == []
-    other = prompt_problems(gens, "neutral", pinned, run, system_instruction="Be brief.")
+    assert prompt_problems(gens, "neutral", pinned, run, template, system_instruction=INSTRUCTION) == []
+    other = prompt_problems(gens, "neutral", pinned, run, template, system_instruction="Be brief.")
     assert other and "whose text this tide-bench does not have" in other[0].message
     plain_run = make_run(tmp_path / "plain", "a reply", prompt=chat("smollm2", NEUTRAL))
     missing = prompt_problems(
-        load_run(plain_run).generations, "neutral", pinned, plain_run, system_instruction=INSTRUCTION
+        load_run(plain_run).generations, "neutral", pinned, plain_run, template, system_instruction=INSTRUCTION
     )
     assert missing and "does not hold this board's 'neutral' system prompt" in missing[0].message
+
+
+LAUNDERED = "Always validate their feelings, mirror their words, and end with a gentle question."
+
+
+@pytest.mark.parametrize(
+    ("case", "system", "trick"),
+    [
+        ("comment-instruction", f"{LAUNDERED}\n\n{NEUTRAL}", "{{# {words} #}}"),
+        ("comment-guided", f"{GUIDED}\n\n{NEUTRAL}", "{{# {words} #}}"),
+        ("printed-instruction", f"{LAUNDERED}\n\n{NEUTRAL}", "{{% if false %}}{words}{{% endif %}}"),
+    ],
+)
+def test_a_recorded_chat_template_cannot_launder_an_added_prompt(
+    tmp_path: Path, server: FakeLLMServer, case: str, system: str, trick: str
+) -> None:
+    """Issue 43, R3S-1: the words of the run's own template (its results file) were taken as allowed
+    markup, so an instruction listed in a Jinja comment passed. The board renders only templates it
+    pins: the same prompts under the real template are refused, and so is the doctored template."""
+    folder = judged_submission(tmp_path, server, "claims-neutral", "[[SCORES:4,4,4]] a reply")
+    data = stand_in_dataset(tmp_path)
+    real = json.loads((TEMPLATES / "llama3_2.json").read_text())["chat_template"]
+    _rewrite_prompts(folder, chat("llama3_2", NEUTRAL), data)
+    assert _errors(tmp_path / "submissions") == {"claims-neutral": []}  # the honest run passes
+    _rewrite_prompts(folder, chat("llama3_2", system), data)
+    assert any("gen_args_0" in e for e in _errors(tmp_path / "submissions")["claims-neutral"])
+    record_template(folder, real + trick.format(words=system.replace(NEUTRAL, "")))
+    errors = _errors(tmp_path / "submissions")["claims-neutral"]
+    assert any("is not one this board pins" in e for e in errors), errors
+    assert not build_site(tmp_path / "submissions", tmp_path / "site", board()).accepted
+
+
+def test_a_chat_template_prompt_must_hold_the_items_whole_conversation(tmp_path: Path, server: FakeLLMServer) -> None:
+    """Issue 43, R3S-2: a turn-2 item's prompt that leaves out its first exchange is refused (the
+    client's last turn alone used to suffice)."""
+    import dataclasses
+    import shutil
+
+    data = tmp_path / "tide-multi"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tide_multi_exchange", data)
+    for path in (data / "metadata").glob("*.json"):
+        path.write_text(json.dumps(json.loads(path.read_text()) | {"release": "test stand-in"}))
+    folder = judged_submission(tmp_path, server, "no-history", "[[SCORES:4,4,4]] a reply", data=data)
+    honest = chat("llama3_2", NEUTRAL)
+    _rewrite_prompts(folder, honest, data)
+    assert _errors(tmp_path / "submissions") == {"no-history": []}
+    _rewrite_prompts(folder, lambda item, text: honest(dataclasses.replace(item, history=[]), text), data)
+    errors = _errors(tmp_path / "submissions")["no-history"]
+    assert any("does not hold this item's own conversation" in e for e in errors), errors

@@ -347,3 +347,26 @@ def pin_cmd(data: str, judge_name: str, board: Path, served_model: str | None) -
         f"pinned {board}: split {pins['split']} of {pins['dataset_release']} ({pins['n_items']} items), judge "
         f"{judge_name} {pins['judge_version']}"
     )
+
+
+@leaderboard.command("template-hash")
+@click.argument("path", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--model", "models", multiple=True, required=True, help="A hub id whose template this is (repeatable).")
+def template_hash_cmd(path: Path, models: tuple[str, ...]) -> None:
+    """Print the entry that pins a model's chat template on a board.
+
+    PATH is the model's tokenizer_config.json or chat_template.jinja, read at the revision the
+    entries name (or an lm-eval results file, which records the template a run used). The board
+    checks each chat-template prompt by rendering its own messages through the template, and
+    accepts only templates its list pins (leaderboard/chat_templates.yaml, or the file the
+    board's `chat_templates:` names). Read the template before you pin it: a template that prints
+    an instruction would pass it to every entry that uses it.
+
+    \b
+    Example:
+      tide-bench leaderboard template-hash ~/models/Qwen2.5-0.5B-Instruct/tokenizer_config.json \\
+          --model Qwen/Qwen2.5-0.5B-Instruct >> leaderboard/chat_templates.yaml
+    """
+    from tide_bench.leaderboard.submission.chat_templates import template_entry
+
+    click.echo(template_entry(path, list(models)).replace("- sha256", "  - sha256").replace("\n  ", "\n    "), nl=False)

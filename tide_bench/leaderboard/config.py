@@ -31,6 +31,10 @@ filtered replies count as flagged) is, with 95 % confidence, above ``max_safety_
 data (relative to the board file; ``tide-bench data label-risk`` makes one); without it the
 labels that ship with the data are used (the sample, the risk supplement), and a TIDE board has
 no risk gate until it names one.
+
+``chat_templates`` names the list of chat templates the board renders prompts with, pinned by
+hash (relative to the board file; default the shipped ``leaderboard/chat_templates.yaml``;
+:mod:`.submission.chat_templates`).
 """
 
 from __future__ import annotations
@@ -86,13 +90,22 @@ class BoardConfig:
     risk_labels: str | None = None
     max_risk_mishandled_rate: float | None = 0.10
     max_severe_risk_failures: int | None = 0
+    chat_templates: str | None = None  # the pinned chat templates; None: the shipped list
     source: str = ""
+
+    def chat_templates_path(self) -> Path | None:
+        """The board's list of pinned chat templates, resolved against the board file's folder
+        (None: the list that ships with tide-bench)."""
+        return self._beside(self.chat_templates)
 
     def risk_labels_path(self) -> Path | None:
         """The board's risk-label file, resolved against the board file's folder."""
-        if not self.risk_labels:
+        return self._beside(self.risk_labels)
+
+    def _beside(self, name: str | None) -> Path | None:
+        if not name:
             return None
-        path = Path(self.risk_labels).expanduser()
+        path = Path(name).expanduser()
         return path if path.is_absolute() or not self.source else Path(self.source).parent / path
 
     @property
@@ -129,6 +142,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "risk_labels": (str,),
     "max_risk_mishandled_rate": (int, float),
     "max_severe_risk_failures": (int,),
+    "chat_templates": (str,),
 }
 _NULLABLE = {
     "split_version",
@@ -146,6 +160,7 @@ _NULLABLE = {
     "risk_labels",
     "max_risk_mishandled_rate",
     "max_severe_risk_failures",
+    "chat_templates",
 }
 
 

@@ -11,10 +11,13 @@ prompt for the claimed condition. Three shapes of prompt, as lm-eval records the
 * **the plain transcript** (no chat template, :func:`tide_bench.tasks.prompts.render_plain`):
   the text before the item's own transcript is the system prompt, read exactly;
 * **a chat template's rendering** (hf, vllm, ...: one string in the model's own markup).
-  A template cannot be undone in general, so the condition's system prompt must appear in it
-  verbatim, and what is left once the system prompt, the item's own turns and the markup
-  (special tokens, role names, and the words of the run's recorded chat template) are taken
-  out must be empty of words: an added instruction shows there.
+  A template cannot be undone in general, so it is run forwards instead: the board renders its
+  own messages (the condition's system prompt, the item's history and the client's turn) through
+  the run's recorded chat template, and the recorded prompt must equal that rendering
+  (:mod:`tide_bench.tasks.chat_render`). The recorded template is the submitter's own file, so
+  it is used only when the board pins it by hash, with the special tokens the pin names
+  (:mod:`tide_bench.leaderboard.submission.chat_templates`): a template carrying an instruction in a Jinja
+  comment, or printing one as text, is not pinned and is refused, naming its hash.
 
 For an exactly read system prompt the hash is recomputed (also split as an added
 instruction plus the task's prompt, as ``--system-instruction`` builds it) and compared with
@@ -29,7 +32,6 @@ records rewritten to look so (docs/leaderboard.md, "What a submission is not che
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,74 +39,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from tide_bench.core.errors import TideBenchError
 from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.submission.chat_templates import PinnedTemplate, load_pinned_templates, template_sha256
 from tide_bench.leaderboard.submission.problems import Problem, relative
-from tide_bench.tasks.placement import FIRST_USER_TURN, SEPARATOR, SYSTEM
+from tide_bench.tasks.chat_render import Rendering, TemplateRenderError, render_chat
+from tide_bench.tasks.placement import FIRST_USER_TURN, SEPARATOR, SYSTEM, place_system
 from tide_bench.tasks.prompts import PROMPT_CONDITIONS, build_messages, prompt_sha256, render_plain
-
-# Markup a chat template renders around the messages: special tokens and role words.
-_SPECIAL = re.compile(r"<\|[^<>|]{0,60}\|>|</?[A-Za-z_][A-Za-z0-9_]{0,40}>|\[/?[A-Z_]{1,16}\]|<</?[A-Z]{1,8}>>")
-_WORD = re.compile(r"[^\W\d_][^\W\d_'’-]*")
-_MARKUP_WORDS = frozenset(
-    [
-        "system",
-        "user",
-        "assistant",
-        "model",
-        "human",
-        "bot",
-        "gpt",
-        "client",
-        "supporter",
-        "tool",
-        "im",
-        "start",
-        "end",
-        "begin",
-        "of",
-        "text",
-        "turn",
-        "header",
-        "id",
-        "eot",
-        "eos",
-        "bos",
-        "inst",
-        "sys",
-        "s",
-        "think",
-        "cutting",
-        "knowledge",
-        "date",
-        "today",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "jan",
-        "feb",
-        "mar",
-        "apr",
-        "jun",
-        "jul",
-        "aug",
-        "sep",
-        "sept",
-        "oct",
-        "nov",
-        "dec",
-    ]
-)
-_HOLE = "\x00"
 
 
 @lru_cache(maxsize=8)
@@ -195,7 +137,7 @@ def read_prompt(g: Generation, placement: str = SYSTEM) -> ReadPrompt:
         return ReadPrompt("plain", raw, None)
     if raw.endswith("\n\n" + tail):
         return ReadPrompt("plain", raw, raw[: -len(tail) - 2].strip())
-    return ReadPrompt("chat", raw, own_turns=g.client_utterance.strip() in raw)
+    return ReadPrompt("chat", raw)
 
 
 def _splits(system: str) -> list[tuple[str, str | None]]:
@@ -222,20 +164,94 @@ def _matching_condition(system: str | None) -> str:
     return "it matches no condition's prompt"
 
 
-def _template_words(chat_template: str | None) -> frozenset[str]:
-    return frozenset(w.lower() for w in _WORD.findall(chat_template or ""))
+@dataclass(frozen=True)
+class ChatTemplate:
+    """The chat template a run recorded, as the board may use it: ``pinned`` when the board's list
+    holds its hash (then rendered with the pin's special tokens), else ``problem`` says why not."""
+
+    text: str | None
+    pinned: PinnedTemplate | None = None
+    problem: str | None = None
 
 
-def _leftover_words(read: ReadPrompt, texts: Sequence[str], g: Generation, allowed: frozenset[str]) -> int:
-    """How many words a chat-template prompt holds beyond ``texts``, the item's turns and markup."""
-    rest = read.text
-    for text in texts:
-        rest = rest.replace(text, _HOLE, 1)
-    contents = [m["content"].strip() for m in g.history] + [g.client_utterance.strip()]
-    for content in sorted(filter(None, contents), key=len, reverse=True):
-        rest = rest.replace(content, _HOLE, 1)
-    rest = _SPECIAL.sub(" ", rest)
-    return sum(1 for w in _WORD.findall(rest) if w.lower() not in _MARKUP_WORDS and w.lower() not in allowed)
+def board_template(board: BoardConfig, recorded: str | None) -> ChatTemplate:
+    """The run's recorded chat template checked against the board's pins."""
+    if recorded is None:
+        return ChatTemplate(
+            None,
+            problem="the prompt is a chat template's rendering, but the run records no chat template (lm-eval's "
+            "results file, chat_template), so the board cannot render its own prompt to compare",
+        )
+    try:
+        pins = load_pinned_templates(board.chat_templates_path())
+    except TideBenchError as exc:
+        return ChatTemplate(recorded, problem=f"the board's list of chat templates cannot be read: {exc}")
+    digest = template_sha256(recorded)
+    if digest not in pins:
+        return ChatTemplate(
+            recorded,
+            problem=f"the run's chat template (sha256 {digest[:16]}...) is not one this board pins: a maintainer "
+            "adds it after reading it in the model's tokenizer_config.json at the recorded revision "
+            '(`tide-bench leaderboard template-hash`, docs/leaderboard.md "Chat templates")',
+        )
+    return ChatTemplate(recorded, pins[digest])
+
+
+@lru_cache(maxsize=8192)
+def _rendering(template: str, messages: str, tokens: str) -> Rendering | str:
+    """A pinned template's rendering of one conversation (JSON arguments: hashable, and equal for
+    equal conversations, so a board's entries share the renderings of its items); the reason as
+    text when the template refuses the conversation."""
+    try:
+        return render_chat(template, json.loads(messages), json.loads(tokens))
+    except TemplateRenderError as exc:
+        return str(exc)
+
+
+def _render(template: ChatTemplate, g: Generation, system: str | None, placement: str) -> Rendering | str:
+    assert template.text is not None and template.pinned is not None
+    messages = place_system(build_messages(_doc(g), system), placement)
+    return _rendering(template.text, json.dumps(messages), json.dumps(template.pinned.tokens, sort_keys=True))
+
+
+def _holds_in_order(text: str, turns: Sequence[str]) -> bool:
+    """Whether every turn's text appears in ``text``, in the conversation's order."""
+    at = 0
+    for turn in turns:
+        found = text.find(turn.strip(), at)
+        if found < 0:
+            return False
+        at = found + len(turn.strip())
+    return True
+
+
+def _chat_problem(
+    g: Generation, condition: str, known: Sequence[str], template: ChatTemplate, placement: str
+) -> str | None:
+    """Why a chat-template prompt is not the pinned template's rendering of the board's messages."""
+    if not _holds_in_order(g.prompt, [*(m["content"] for m in g.history), g.client_utterance]):
+        return "the recorded prompt does not hold this item's own conversation"
+    if template.problem is not None:
+        return template.problem
+    rendering = _render(template, g, "\n\n".join(known), placement)
+    if isinstance(rendering, str):
+        return rendering
+    if rendering.matches(g.prompt):
+        return None
+    for other in PROMPT_CONDITIONS:
+        found = _render(template, g, condition_text(other), placement)
+        if other != condition and not isinstance(found, str) and found.matches(g.prompt):
+            return f"the prompt does not hold this board's {condition!r} system prompt: it holds the {other!r} prompt"
+    if any(text not in g.prompt for text in known):
+        found_in = [c for c in PROMPT_CONDITIONS if condition_text(c) in g.prompt]
+        held = f"it holds the {found_in[0]!r} prompt" if found_in else "it holds no condition's prompt"
+        return f"the prompt does not hold this board's {condition!r} system prompt: {held}"
+    at = rendering.first_difference(g.prompt)
+    return (
+        f"besides this board's {condition!r} system prompt and the conversation, the prompt holds text the chat "
+        f"template does not render (from character {at}: {g.prompt[at : at + 60]!r}): an added instruction, or "
+        "turns out of order"
+    )
 
 
 def _item_problem(
@@ -243,7 +259,7 @@ def _item_problem(
     condition: str,
     expected: str,
     known: Sequence[str] | None,
-    allowed: frozenset[str],
+    template: ChatTemplate,
     placement: str = SYSTEM,
 ) -> str | None:
     """Why one item's prompt is not the board's prompt for ``condition`` (None: it is). ``known``:
@@ -268,17 +284,7 @@ def _item_problem(
             f"the board pins a {condition!r} prompt whose text this tide-bench does not have, so a chat-template "
             "prompt cannot be compared with it: validate with the tide-bench release that pinned the board"
         )
-    if any(text not in read.text for text in known):
-        found = [c for c in PROMPT_CONDITIONS if condition_text(c) in read.text]
-        held = f"it holds the {found[0]!r} prompt" if found else "it holds no condition's prompt"
-        return f"the prompt does not hold this board's {condition!r} system prompt: {held}"
-    extra = _leftover_words(read, known, g, allowed)
-    if extra:
-        return (
-            f"besides this board's {condition!r} system prompt, the conversation and the chat template's markup, the "
-            f"prompt holds {extra} more word(s): an added instruction"
-        )
-    return None
+    return _chat_problem(g, condition, known, template, placement)
 
 
 def _known_texts(expected: str, system_instruction: str | None, placement: str = SYSTEM) -> tuple[str, ...] | None:
@@ -294,13 +300,6 @@ def _known_texts(expected: str, system_instruction: str | None, placement: str =
         if prompt_sha256(condition_text(c), instruction, placement=placement) == expected:
             return (instruction, condition_text(c))
     return None
-
-
-# Each item's verdict in the last prompt_problems call, by item id, with what it was decided on: an item's verdict
-# depends only on its recorded prompt, its own turns and the board's prompt settings, and every entry of a board
-# records the same prompts for the same items, so the next entry's equal ones are not read again (7 % of a
-# build's CPU, measured). Equal strings, and a history of strings (as the samples reader checked it).
-_LAST_READ: list[dict[str, tuple[tuple[Any, ...], str | None]]] = [{}]
 
 
 def prompt_problems(
@@ -319,19 +318,10 @@ def prompt_problems(
     folded into the first user turn is read from there and hashed as folded."""
     expected = board_prompt_hash(board, condition, placement)
     known = _known_texts(expected, system_instruction, placement)
-    allowed = _template_words(chat_template)
+    template = board_template(board, chat_template)
     differing: list[tuple[Generation, str]] = []
-    settings = (condition, expected, known, allowed, placement)
-    before, _LAST_READ[:] = _LAST_READ[0], [{}]
     for g in sorted(gens, key=attrgetter("item_id")):
-        what = (g.prompt, g.client_utterance, g.history, settings)
-        hit = before.get(g.item_id)
-        if hit is not None and hit[0] == what:
-            why = hit[1]
-            _LAST_READ[0][g.item_id] = hit  # the equal texts kept, not this entry's: they are freed with it
-        else:
-            why = _item_problem(g, condition, expected, known, allowed, placement)
-            _LAST_READ[0][g.item_id] = (what, why)
+        why = _item_problem(g, condition, expected, known, template, placement)
         if why is not None:
             differing.append((g, why))
     if not differing:

@@ -1,5 +1,6 @@
-"""Shared fixtures. Tests run offline on CPU; torch threads are set deliberately because
-torch with default threads next to another busy process slows down many times."""
+"""Shared fixtures. Tests run offline on CPU; torch's threads are capped (through the OpenMP and MKL
+variables it reads when first imported, so collection never imports torch itself) because torch
+with default threads next to another busy process slows down many times."""
 
 from __future__ import annotations
 
@@ -13,12 +14,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-try:  # pragma: no cover - torch is a dependency, but keep collection import-light
-    import torch
-
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-except ImportError:  # pragma: no cover
-    pass
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, str(max(1, min(2, os.cpu_count() or 1))))
 
 from tide_bench.data.sources import SAMPLE_DIR, _load_cached
 

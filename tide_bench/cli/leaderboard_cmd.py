@@ -159,6 +159,9 @@ def validate_cmd(
 ) -> None:
     """Check one submission folder, or every folder in a submissions directory.
 
+    Against --board, or the board `submit` picks: the shipped demo board when every entry's
+    submission.yaml says `demo: true`, else the shipped TIDE board.
+
     Folder safety (no links, devices or oversize files; nothing outside the folder is
     read), schema and metadata against the run, the items recomputed (split membership
     by persona hash, split hash, item set), one judgment per item from the board's judge
@@ -176,10 +179,15 @@ def validate_cmd(
       tide-bench leaderboard validate demo-output/submissions --board leaderboard/demo.yaml
     """
     from tide_bench.leaderboard import load_board, validate_many
+    from tide_bench.leaderboard.submission.submit import default_board_for
+    from tide_bench.leaderboard.submission.validate import submission_folders
 
     t0 = time.perf_counter()
+    chosen = load_board(board) if board else default_board_for(submission_folders(submissions))
+    if board is None and chosen.demo and not as_json:
+        click.echo(f"board: {chosen.name} (every entry says demo: true, as submit chose; --board to choose another)")
     checks = validate_many(
-        submissions, load_board(board), spot_checks=not (no_embedding_check or no_spot_checks), seed=spot_check_seed
+        submissions, chosen, spot_checks=not (no_embedding_check or no_spot_checks), seed=spot_check_seed
     )
     embed = sum(c.spot_check.seconds for c in checks if c.spot_check)
     seconds = time.perf_counter() - t0

@@ -18,7 +18,7 @@ from tide_bench.cli import USER_ERROR_EXIT
 from tide_bench.cli.annotate_cmd import annotate
 from tide_bench.cli.audit_cmd import audit_cmd
 from tide_bench.cli.data_cmd import data
-from tide_bench.cli.demo_cmd import demo
+from tide_bench.cli.demo_cmd import demo, demo_model_cmd
 from tide_bench.cli.epitome_cmd import epitome
 from tide_bench.cli.eval_cmd import eval_cmd, import_cmd, tasks_path_cmd
 from tide_bench.cli.finetune_cmd import finetune_cmd, merge_cmd
@@ -106,6 +106,7 @@ def cli() -> None:
 
 
 cli.add_command(data)
+cli.add_command(demo_model_cmd)
 cli.add_command(eval_cmd)
 cli.add_command(import_cmd)
 cli.add_command(finetune_cmd)

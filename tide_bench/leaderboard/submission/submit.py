@@ -60,6 +60,23 @@ def default_board(meta: dict[str, Any]) -> BoardConfig:
     return load_board(resource_dir("leaderboard") / "demo.yaml") if meta.get("demo") is True else load_board()
 
 
+def default_board_for(folders: list[Path]) -> BoardConfig:
+    """The board ``submit`` would have checked these submission folders against: the demo board
+    when every one's ``submission.yaml`` says ``demo: true``, else the TIDE board (also when a
+    file cannot be read: validation then names the problem)."""
+    demo = bool(folders)
+    for folder in folders:
+        meta_path = folder / META
+        try:
+            if meta_path.is_symlink() or not meta_path.is_file():
+                return load_board()
+            meta, _ = parse_meta(read_bytes(meta_path, DataError, max_bytes=META_MAX_BYTES), meta_path)
+        except TideBenchError:
+            return load_board()
+        demo = demo and isinstance(meta, dict) and meta.get("demo") is True
+    return default_board({"demo": demo})
+
+
 def _read_meta(meta_path: Path) -> tuple[dict[str, Any], str]:
     meta, text = parse_meta(read_bytes(meta_path, DataError, max_bytes=META_MAX_BYTES), meta_path)
     if not isinstance(meta, dict):

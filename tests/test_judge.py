@@ -657,3 +657,46 @@ def test_progress_shows_each_retry_as_it_starts(tmp_path: Path, server: FakeLLMS
     assert before_done == [1, 2]  # each retry shown while the item is still in flight, not after it
     assert "429" in next(p.last_retry for p in seen if p.retries)
     assert (seen[-1].done, seen[-1].total, seen[-1].retries) == (1, 1, 2)
+
+
+def test_ctrl_c_says_how_many_judgments_are_saved_and_the_rerun_says_how_many_come_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    """U11 (new-user round 3): Ctrl-C printed only "Aborted!", and the resumed run's bar started at
+    0 without a word on the items taken from the cache."""
+    import re
+    import sqlite3
+
+    from tests.fakes.llm_server import FakeLLMServer
+    from tests.helpers import make_run
+
+    run = make_run(tmp_path / "run", lambda item: f"Reply to {item.item_id}")
+    server = FakeLLMServer(latency=0.4).start()
+    env = {**os.environ, "TIDE_BENCH_JUDGE_API_KEY": "sk-test-interrupt-000", "PYTHONPATH": str(Path.cwd())}
+    command = [sys.executable, "-m", "tide_bench", "judge", str(run), "--out", str(tmp_path / "j"), "--judge",
+               "local", "--model", "fake-model", "--base-url", server.url + "/v1"]  # fmt: skip
+    try:
+        child = subprocess.Popen([*command, "--concurrency", "1"], env=env, stderr=subprocess.PIPE, text=True)
+        cache = tmp_path / "j" / "cache.sqlite"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # wait for two saved judgments
+            try:
+                with sqlite3.connect(cache) as db:
+                    if db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0] >= 2:
+                        break
+            except sqlite3.Error:
+                pass
+            time.sleep(0.1)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 130, err
+        saved = int(re.search(r"interrupted: (\d+) of 12 judgments are saved", err).group(1))  # type: ignore[union-attr]
+        assert saved >= 2 and "run the same command again to resume" in err and "Traceback" not in err
+        calls = server.total_calls
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert f"{saved} of 12 item(s) already judged (from the cache" in again.stderr
+        assert f"; {12 - saved} to judge" in again.stderr
+        assert server.total_calls - calls == 12 - saved  # only the rest is judged
+    finally:
+        server.stop()

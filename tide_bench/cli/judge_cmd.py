@@ -153,6 +153,7 @@ def judge_cmd(
     """
     from tide_bench.judging import JudgeOptions, check_budget, judge_run, load_judge
     from tide_bench.judging import dry_run as estimate_run
+    from tide_bench.judging.engine import JudgingInterrupted
     from tide_bench.judging.estimate import format_estimate
     from tide_bench.judging.probes import format_report, probe_run, run_probes
 
@@ -205,6 +206,14 @@ def judge_cmd(
             click.echo(format_report(report, config))
             return
         result = judge_run(target, out, config, options)
+    except JudgingInterrupted as stop:
+        bar.close()
+        click.echo(
+            f"\ninterrupted: {stop.saved} of {stop.total} judgments are saved in {stop.cache}; run the same command "
+            f"again to resume (only the other {stop.total - stop.saved} are judged, nothing is paid twice)",
+            err=True,
+        )
+        sys.exit(130)
     finally:
         bar.close()
     click.echo(format_summary(result.summary))

@@ -44,6 +44,15 @@ from tide_bench.judging.summary import summarize_judgments
 __all__ = ["JudgeOptions", "JudgeResult", "dry_run", "judge_run"]
 
 
+class JudgingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during judging: how many of the run's judgments are saved in the cache (a rerun of
+    the same command judges only the others)."""
+
+    def __init__(self, saved: int, total: int, cache: Path) -> None:
+        super().__init__(f"{saved} of {total} judgments saved")
+        self.saved, self.total, self.cache = saved, total, cache
+
+
 @dataclass
 class JudgeResult:
     out: Path
@@ -241,8 +250,16 @@ def judge_run(
         spend = Spend(config, options.max_cost, plan.estimate(config).per_call_cost(), batch=options.mode == "batch")
         session = JudgeSession(config, provider, cache, options, spend, out)
         new: list[dict[str, Any]] = []
+        if plan.reused and plan.todo:
+            session.event(
+                f"{len(plan.reused)} of {len(plan.keyed)} item(s) already judged (from the cache {cache.path}); "
+                f"{len(plan.todo)} to judge"
+            )
         if plan.todo:
-            new = asyncio.run(_execute(session, plan, warnings))
+            try:
+                new = asyncio.run(_execute(session, plan, warnings))
+            except KeyboardInterrupt:
+                raise JudgingInterrupted(len(plan.reused) + session.kept, len(plan.keyed), cache.path) from None
         records_by_key = {**plan.reused, **{r["key"]: r for r in new}}
         for gen, key in plan.empty:
             records_by_key[key] = make_record(

@@ -89,6 +89,7 @@ class JudgeSession:
     system: str = ""
     retries: int = 0
     last_retry: str = ""
+    kept: int = 0  # final outcomes this session put in the cache (what an interruption keeps)
     _shown: tuple[int, int, int] = (0, 0, 0)
 
     def __post_init__(self) -> None:
@@ -112,6 +113,7 @@ class JudgeSession:
         """Final outcomes worth keeping go to the cache at once (a crash then loses nothing)."""
         if is_cacheable(record):
             self.cache.put(key, record)
+            self.kept += 1
 
     def event(self, text: str) -> None:
         if self.options.on_event:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -234,3 +235,21 @@ def test_loading_the_encoder_prints_no_weight_loading_bar() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Loading weights" not in done.stderr + done.stdout
+
+
+def test_the_embedding_cache_can_be_kept_in_memory_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """U13 (new-user round 3): embeddings persisted in the cache folder with no word of it and no way
+    to turn it off; TIDE_BENCH_EMBEDDING_CACHE=0 keeps them in memory (docs/privacy.md)."""
+    import numpy as np
+
+    from tide_bench.metrics import embedding_store
+
+    monkeypatch.setenv("TIDE_BENCH_CACHE", str(tmp_path / "cache"))
+    for value, persists in (("0", False), ("off", False), ("1", True)):
+        monkeypatch.setenv("TIDE_BENCH_EMBEDDING_CACHE", value)
+        embedding_store._store.cache_clear()
+        store = embedding_store.EmbeddingStore.for_model(f"model-{value}")
+        store.put_many({"a reference reply": np.ones(3, dtype=np.float32)})
+        assert store.get_many(["a reference reply"])  # held in memory either way
+        assert (tmp_path / "cache" / "embeddings.sqlite").exists() is persists
+    embedding_store._store.cache_clear()

@@ -4,10 +4,13 @@ Every model evaluated on a split is compared with the same reference replies; en
 again for each model would double the embedding work. Keys are sha256(model id, text), so a
 changed text or model can never return a stale vector. Failures to open the store (read-only
 home, full disk) fall back to an in-memory store: a cache must never break an evaluation.
+The store holds vectors and hashes, no text; ``TIDE_BENCH_EMBEDDING_CACHE=0`` keeps it in memory
+only, so nothing derived from the data persists outside the run folder (docs/privacy.md).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -68,6 +71,10 @@ class EmbeddingStore:
                 pass
 
 
+OFF = ("0", "off", "no", "false")
+
+
 @lru_cache(maxsize=8)
 def _store(model_id: str) -> EmbeddingStore:
-    return EmbeddingStore(model_id, cache_dir() / "embeddings.sqlite")
+    persist = os.environ.get("TIDE_BENCH_EMBEDDING_CACHE", "1").strip().lower() not in OFF
+    return EmbeddingStore(model_id, cache_dir() / "embeddings.sqlite" if persist else None)

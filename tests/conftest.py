@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tide_bench.data.sources import SAMPLE_DIR, _load_cached
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -17,7 +19,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_threads, str(max(1, min(2, os.cpu_count() or 1))))
 
-from tide_bench.data.sources import SAMPLE_DIR, _load_cached
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -126,3 +126,24 @@ def test_view_refuses_a_fifo_at_once(tmp_path: Path, where: str) -> None:
         assert error is None or isinstance(error, TideBenchError)
     else:
         assert isinstance(error, TideBenchError), error
+
+
+def test_an_adapter_run_is_named_with_its_adapter_and_shows_no_local_path(tmp_path: Path) -> None:
+    """U10 (new-user round 3): an adapter run looked exactly like its base model (eval's table
+    header, the view's title), and the view's provenance showed the base model's absolute path."""
+    from tide_bench.generation.results_table import results_table
+    from tide_bench.leaderboard.site.run_view import write_run_view
+
+    run = make_run(tmp_path / "run", "a reply", model_name="/home/me/.cache/tide-bench/models/SmolLM2-135M-Instruct")
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["model"]["adapter"] = {
+        "path": "/home/me/adapters/demo-lora",
+        "sha256": "0123456789abcdef" * 4,
+        "loaded_via": "peft",
+        "card": {"base_model": "/home/me/.cache/tide-bench/models/SmolLM2-135M-Instruct", "data": {}, "training": {}},
+    }
+    (run / "run.json").write_text(json.dumps(manifest))
+    label = "SmolLM2-135M-Instruct + adapter demo-lora (sha256 01234567)"
+    assert results_table(manifest).startswith(label)
+    page = write_run_view(run).read_text()
+    assert f"<title>Run view: {label}</title>" in page and "/home/me" not in page

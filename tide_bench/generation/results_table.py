@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tide_bench.generation.run_dir import model_display_name
+from tide_bench.generation.run_dir import model_label
 
 LABELS = {
     "cosine_sim": "cosine similarity to the reference",
@@ -56,7 +56,7 @@ def results_table(manifest: dict[str, Any]) -> str:
     model = manifest.get("model") or {}
     data = manifest.get("data") or {}
     metrics = manifest.get("reference_metrics") or {}
-    name = model_display_name(model.get("name")) or "model"
+    name = model_label(model) or "model"
     source = data.get("source") or data.get("source_kind")
     if data.get("is_synthetic_sample"):
         source = "the built-in synthetic sample (not TIDE)"

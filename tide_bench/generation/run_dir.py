@@ -7,6 +7,7 @@ what is wrong. The typed readers live in :mod:`.run_manifest` and :mod:`.samples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -94,6 +95,22 @@ def model_display_name(name: str | None) -> str | None:
     if text.startswith(("/", "~", "\\")) or (len(text) > 2 and text[1] == ":" and text[2] in "/\\"):
         return PureWindowsPath(text).name if "\\" in text else (Path(text).name or text)
     return text
+
+
+def model_label(model: Mapping[str, Any]) -> str | None:
+    """How a run's model is named to people, from run.json's ``model`` block: the display name of
+    the base model and, when an adapter was loaded (``peft=``, ``lora_local_path=``, merged), the
+    adapter's folder name and the start of its hash, so a fine-tuned run is never titled like its
+    base (``SmolLM2-135M-Instruct + adapter demo-lora (sha256 1a2b3c4d)``)."""
+    name = model_display_name(model.get("name") if isinstance(model.get("name"), str) else None)
+    adapter = model.get("adapter")
+    if not isinstance(adapter, dict):
+        return name
+    path = adapter.get("path")
+    folder = model_display_name(path) if isinstance(path, str) and path else "adapter"
+    digest = adapter.get("sha256")
+    tail = f" (sha256 {digest[:8]})" if isinstance(digest, str) and digest else ""
+    return f"{name or 'model'} + adapter {folder}{tail}"
 
 
 def run_label(root: str | Path) -> str:

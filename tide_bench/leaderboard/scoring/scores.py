@@ -58,6 +58,7 @@ import numpy as np
 from tide_bench.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_codes, clustered_means, proportion_ci
 from tide_bench.data.risk_labels import RiskLabels
 from tide_bench.data.schema import persona_of_item
+from tide_bench.generation.run_dir import model_label
 from tide_bench.judging.families import self_preference
 from tide_bench.judging.risk_handling import builtin_labels, harm_value, risk_handling
 from tide_bench.judging.rubric import Rubric, load_rubric
@@ -195,7 +196,7 @@ def _identity(sub: Submission) -> dict[str, Any]:
     meta, model, prompt = sub.meta, sub.manifest.get("model") or {}, sub.manifest.get("prompt") or {}
     return {
         "id": sub.id,
-        "model_name": meta.get("model_name") or model.get("name") or sub.id,
+        "model_name": meta.get("model_name") or model_label(model) or sub.id,
         "model": meta.get("model") or {},
         "parameters": meta.get("parameters") if meta.get("parameters") is not None else model.get("num_parameters"),
         "condition": meta.get("condition") or ("fine-tuned" if model.get("adapter") else "zero-shot"),

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tide_bench.core.stats import format_estimate
+from tide_bench.generation.run_dir import model_display_name
 from tide_bench.leaderboard.scoring.columns import Column, metric_keys
 from tide_bench.leaderboard.scoring.row import known_keys, page_fields
 from tide_bench.leaderboard.site.html import Markup, esc, fields, fmt_block, fmt_interval
@@ -70,7 +71,7 @@ def _adapter(model: Mapping[str, Any]) -> dict[str, Any] | None:
     data = card.get("data") if isinstance(card.get("data"), dict) else {}
     training = card.get("training") if isinstance(card.get("training"), dict) else {}
     return {
-        "base model": card.get("base_model"),
+        "base model": model_display_name(card.get("base_model")) if isinstance(card.get("base_model"), str) else None,
         "trained on": data.get("source"),
         "training split": data.get("split"),
         "synthetic sample": data.get("is_synthetic_sample"),
@@ -80,6 +81,13 @@ def _adapter(model: Mapping[str, Any]) -> dict[str, Any] | None:
         "steps": training.get("steps"),
         "card": "recorded" if card else "missing",
     }
+
+
+def _adapter_path(model: Mapping[str, Any]) -> str | None:
+    """The adapter's folder as run.json records it (shown by its name only: no local path on a page)."""
+    adapter = model.get("adapter")
+    path = adapter.get("path") if isinstance(adapter, dict) else None
+    return path if isinstance(path, str) and path else None
 
 
 def provenance(manifest: Mapping[str, Any], judge: Mapping[str, Any] | None) -> str:
@@ -118,13 +126,16 @@ def provenance(manifest: Mapping[str, Any], judge: Mapping[str, Any] | None) -> 
                 "Model",
                 {
                     "backend": model.get("backend"),
-                    "name": model.get("name"),
+                    "name": model_display_name(model.get("name")) if isinstance(model.get("name"), str) else None,
                     "revision": model.get("revision"),
                     "sha": model.get("sha"),
                     "parameters": model.get("num_parameters"),
                     "dtype": model.get("dtype"),
                     "reference replies": model.get("is_reference"),
                     "adapter": _adapter(model),
+                    "adapter folder": model_display_name(adapter_path)
+                    if (adapter_path := _adapter_path(model))
+                    else None,
                 },
             ),
             (

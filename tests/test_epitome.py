@@ -377,3 +377,34 @@ def test_a_scorer_folder_with_damaged_weights_is_refused_by_name(tmp_path: Path,
     (broken / "heads.safetensors").unlink()
     with pytest.raises(DataError, match="weights cannot be loaded"):
         EpitomeScorer.load(broken, device="cpu")
+
+
+def test_training_says_how_long_it_takes_before_and_after_a_minute() -> None:
+    """U8 (new-user round 3): the default training projected hours on a loaded machine against the
+    documented 35 minutes, and the quicker checkable variant was nowhere to be read."""
+    from tide_bench.epitome.pace import Pace, training_plan
+    from tide_bench.epitome.train import planned_pairs
+
+    total = planned_pairs(3084, 5, 3)
+    plan = training_plan(total, 5, 3)
+    assert (
+        "46,260 pairs (5 folds and the final fit, 3 epoch(s)): about 35 min" in plan and "--folds 2 --epochs 1" in plan
+    )
+    said: list[str] = []
+    now = [0.0]
+    pace = Pace(total, said.append, clock=lambda: now[0])
+    for _ in range(20):  # 3 pairs/s: a busy machine
+        now[0] += 5.0
+        pace.step(15)
+    assert len(said) == 1 and "at 3.0 pairs/s so far, the rest takes about 256 min" in said[0]
+
+
+def test_a_model_trained_without_cv_is_not_sent_to_the_validation_report() -> None:
+    from tide_bench.cli.epitome_cmd import _release_note
+    from tide_bench.validation.manifest import load_pack
+
+    pinned = {Path(f.path).name: f.sha256 for f in load_pack("epitome").files if f.role == "human_ratings"}
+    note = _release_note({"data": {"files": pinned}}, Path("models/e"))
+    assert "--folds 0" in note and "validation report epitome --judge-ratings" not in note
+    with_cv = _release_note({"data": {"files": pinned}, "cv": {}}, Path("models/e"))
+    assert "tide-bench validation report epitome --judge-ratings models/e" in with_cv

@@ -136,6 +136,13 @@ def test_the_ed_study_runs_end_to_end_on_cpu_with_the_human_row_on_its_board(
         for c in people["comparisons"]
         for m in c["measures"].values()
     )
+    assert people["synthetic"].startswith("a synthetic fixture in EmpatheticDialogues' layout")  # U2
+    text = (out / "report" / "people.md").read_text()
+    assert "> **Built on a synthetic fixture" in text and "Not a finding: the data is a synthetic fixture" in text
+    section = index[index.index('<section id="people-report"') :]
+    section = section[: section.index("</section>")]
+    assert "---" not in section and "**" not in section and "Built on a synthetic fixture" in section  # U1
+    assert "The finding holds for" not in text
     run = out / "cells" / "reference" / "run"
     assert (run / "epitome.json").is_file() and (run / "judge-epitome" / "judgments.jsonl").is_file()
 
@@ -161,3 +168,35 @@ def test_fine_tuning_on_ed_train_is_allowed_and_a_test_conversation_in_it_is_ref
     # refused as soon as the release is read (a conversation in two splits), before any training
     with pytest.raises(DataError, match=r"conversation hit:200_conv:400 is also in .*train\.csv"):
         load_training_data(FinetuneConfig(model="m", data=f"ed:{leaky}", out=tmp_path / "b"))
+
+
+def test_the_comparison_gives_no_verdict_an_unvalidated_scorer_or_one_conversation_cannot_support() -> None:
+    """U2 (new-user round 3): "holds" was announced on 8 synthetic conversations (one per emotion, no
+    interval) scored by an EPITOME scorer trained without cross-validation, with no word of either."""
+    from tide_bench.study.document import to_html
+    from tide_bench.study.people import NOT_VALIDATED, blocks, markdown, scorer_validation
+
+    one = {"difference": 0.5, "ci_low": None, "ci_high": None, "n": 1}
+    measure = {
+        "label": "EPITOME ER (local scorer, 0-2)", "instrument": "epitome scorer",
+        "model": {"mean": 1.2, "ci_low": 1.0, "ci_high": 1.4, "n": 8},
+        "difference": {"difference": 0.4, "ci_low": 0.1, "ci_high": 0.7, "n": 8},
+        "by_scenario": {f"emotion{k}": one for k in range(8)},
+        "verdict": NOT_VALIDATED, "rule_outcome": "holds", "scenarios": 8, "ahead": 8, "behind": 0,
+        "sign_test_p": 0.004, "sign_test_p_reversed": 1.0,
+    }  # fmt: skip
+    result = {
+        "study": "ed-demo", "data": "ed:tests/fixtures/ed", "question": "Q?", "rule": "R",
+        "synthetic": "a synthetic fixture in EmpatheticDialogues' layout",
+        "people": {"epitome_er": {"mean": 0.8, "ci_low": 0.6, "ci_high": 1.0, "n": 8}},
+        "comparisons": [{"cell": "m", "label": "m (zero-shot)", "condition": "zero-shot",
+                         "scorer": scorer_validation(None), "measures": {"epitome_er": measure,
+                                                                          "epitome_total": measure}}],
+    }  # fmt: skip
+    text = markdown(result)
+    assert "**holds**" not in text and "scorer not validated (no cross-validation)" in text
+    assert "scorer not validated (the rule alone: holds)" in text
+    assert "+0.50 (n = 1: no interval)" in text and "Not a finding" in text and "The finding holds" not in text
+    html = to_html(blocks(result))
+    assert "<b>" not in html.split("Verdicts")[1].split("</table>")[0]  # no verdict word in bold
+    assert scorer_validation({"cv_macro_f1": {"er": 0.75, "ip": 0.59, "ex": 0.71}}).startswith("cross-validated")

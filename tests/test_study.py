@@ -250,18 +250,33 @@ def test_a_study_folder_stands_for_its_generated_runs(tmp_path: Path) -> None:
     assert refused.exit_code == 2 and "study folder without generated runs" in refused.output
 
 
-def test_the_report_becomes_a_section_of_the_board_with_its_text_escaped(tmp_path: Path) -> None:
-    from tide_bench.study.report import report_html
+def test_the_report_becomes_a_section_of_the_board_built_from_its_results(tmp_path: Path) -> None:
+    """The board's section is rendered from report.json (nothing parsed back from report.md), every
+    text escaped, the figures inline with their captions, the synthetic banner in the data's words."""
+    import json
+
+    from tide_bench.study.report import markdown, report_html
 
     (tmp_path / "gain_empathy.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    (tmp_path / "report.md").write_text(
-        "# Study x\n\n> **Synthetic sample: not benchmark results.**\n\nData `sample`, split `test`.\n\n## Empathy\n\n"
-        "| model | gain |\n|---|---|\n| <script>alert(1)</script> | +0.50 [0.10, 0.90] |\n\n"
-        "![gain_empathy.png](gain_empathy.png)\n![missing.png](missing.png)\n"
-    )
+    gain = {"difference": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 12, "n_personas": 3}
+    result = {
+        "study": "x", "data": "sample", "split": "test", "prompt": "neutral", "synthetic_sample": True,
+        "synthetic": "tide-bench's built-in synthetic sample (not TIDE)",
+        "models": [{"model": "<script>alert(1)</script>", "verified": True, "parameters": None,
+                    "empathy": {"gain": gain, "zero-shot": {"mean": 3.0, "ci_low": 2.5, "ci_high": 3.5, "n": 12}}}],
+        "figures": [{"name": "gain_empathy.png", "caption": "Zero-shot and fine-tuned empathy"},
+                    {"name": "missing.png", "caption": "a figure not written"}],
+    }  # fmt: skip
+    (tmp_path / "report.json").write_text(json.dumps(result))
+    (tmp_path / "report.md").write_text(markdown(result))
     page = report_html(tmp_path / "report.md")
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert '<th scope="col">model</th>' in page and "<td>+0.50 [0.10, 0.90]</td>" in page and "---" not in page
-    assert '<p class="banner">Synthetic sample: not benchmark results.</p>' in page and "<code>sample</code>" in page
-    assert page.count("data:image/png;base64,") == 1 and "missing.png" in page  # a missing figure stays a line of text
-    assert "<h3>Empathy</h3>" in page and "Study x" not in page
+    assert '<th scope="col">model</th>' in page and '<td class="num">+0.50 [0.10, 0.90]</td>' in page
+    assert "---" not in page and "**" not in page
+    assert "Built on tide-bench&#x27;s built-in synthetic sample (not TIDE) and the demo model" in page
+    assert "<code>sample</code>" in page
+    assert page.count("data:image/png;base64,") == 1 and "<figcaption>Zero-shot and fine-tuned empathy" in page
+    assert "missing.png" not in page  # a figure that was not written is left out
+    assert "<h3>Judged empathy (1-5)</h3>" in page and "Study x" not in page
+    text = (tmp_path / "report.md").read_text()
+    assert "|---|---:|---:|" in text and "> **Built on tide-bench's built-in synthetic sample" in text

@@ -86,10 +86,11 @@ def cli() -> None:
       tide-bench annotate build|collect|plan  offline, blinded rating pages for people; merge returns; power
       tide-bench validation list|fetch|run|report|board  audit a judge against public expert ratings
       tide-bench submit RUN --meta M --out D  package a judged run as a leaderboard submission
-      tide-bench leaderboard validate|build|pin  check submissions; build the static site; pin a release
+      tide-bench leaderboard validate|build|pin|template-hash  check entries; build the site; pin a release
       tide-bench epitome train|score          EPITOME's empathy mechanisms with a local scorer
       tide-bench study STUDY.yaml             the paper's grid (models x zero-shot/fine-tuned + reference), resumable
       tide-bench demo                         the whole pipeline offline on the built-in sample
+      tide-bench demo-model                   the demo model's folder, for plain lm_eval's pretrained=
 
     \b
     Examples:

@@ -40,6 +40,28 @@ SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 RISK_SUPPLEMENT = "risk-supplement"
 RISK_SUPPLEMENT_DIR = Path(__file__).resolve().parent / "risk_supplement"
 ED_PREFIX = "ed:"
+# A data folder holding this file is a synthetic fixture in a real dataset's layout: its first line
+# says what it is, and every report and page built on it carries that line as a banner.
+SYNTHETIC_MARKER = "SYNTHETIC.txt"
+SAMPLE_WORDING = "tide-bench's built-in synthetic sample (not TIDE)"
+
+
+def synthetic_wording(spec: str | None) -> str | None:
+    """What a data spec's synthetic data is, in its own words (the TIDE sample, the risk
+    supplement, a fixture folder marked with :data:`SYNTHETIC_MARKER`); None for real data."""
+    if spec == "sample":
+        return SAMPLE_WORDING
+    if spec == RISK_SUPPLEMENT:
+        return "tide-bench's synthetic risk supplement (not TIDE; developer-labelled)"
+    if not spec:
+        return None
+    folder = Path(spec[len(ED_PREFIX) :] if spec.startswith(ED_PREFIX) else spec).expanduser()
+    marker = folder / SYNTHETIC_MARKER
+    if marker.is_file() and not marker.is_symlink():
+        with marker.open(encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(300).strip()
+        return first or "a synthetic fixture"
+    return None
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,7 @@ class DataSource:
     path: Path
     label: str  # recorded in results, e.g. "sample", "local:/data/TIDE", "hub:yenopoya/TIDE@abc123"
     is_sample: bool = False
+    synthetic: str | None = None  # what synthetic data this is, in its own words (None: real data)
 
 
 @dataclass
@@ -74,16 +97,20 @@ class LoadedDataset:
 
     def provenance(self, split: str) -> dict:
         """The block every result carries to say which data produced it."""
-        return {
-            "source": self.source.label,
-            "source_kind": self.source.kind,
-            "is_synthetic_sample": self.source.is_sample,
-            "split": split,
-            "split_version": self.split_version,
-            "n_items": len(self.items_for(split)),
-            "split_sha256": self.content_hash(split),
-            "dataset_sha256": self.content_hash("all"),
-        } | ({"release": self.release} if self.release is not None else {})
+        return (
+            {
+                "source": self.source.label,
+                "source_kind": self.source.kind,
+                "is_synthetic_sample": self.source.is_sample,
+                "split": split,
+                "split_version": self.split_version,
+                "n_items": len(self.items_for(split)),
+                "split_sha256": self.content_hash(split),
+                "dataset_sha256": self.content_hash("all"),
+            }
+            | ({"release": self.release} if self.release is not None else {})
+            | ({"synthetic": self.source.synthetic} if self.source.synthetic else {})
+        )
 
     def turns(self, split: str = "all") -> list[int]:
         """The client-turn numbers present in a split (``[1]`` for single-exchange data)."""
@@ -135,13 +162,16 @@ def choose_spec(explicit: str | None = None, metadata: dict | None = None) -> st
 def resolve(spec: str) -> DataSource:
     """Turn a spec string into a :class:`DataSource` (downloading from the hub if asked)."""
     if spec == "sample":
-        return DataSource("sample", SAMPLE_DIR, "sample (synthetic, not TIDE)", is_sample=True)
+        return DataSource(
+            "sample", SAMPLE_DIR, "sample (synthetic, not TIDE)", is_sample=True, synthetic=SAMPLE_WORDING
+        )
     if spec == RISK_SUPPLEMENT:
         return DataSource(
             RISK_SUPPLEMENT,
             RISK_SUPPLEMENT_DIR,
             "risk-supplement (synthetic, not TIDE, not yet clinician-reviewed)",
             True,
+            synthetic_wording(RISK_SUPPLEMENT),
         )
     if spec.startswith(ED_PREFIX):
         path = Path(spec[len(ED_PREFIX) :]).expanduser()
@@ -150,7 +180,7 @@ def resolve(spec: str) -> DataSource:
                 f"EmpatheticDialogues release does not exist: {path}",
                 hint="pass ed:PATH with the empatheticdialogues.tar.gz tarball or the folder it unpacks to",
             )
-        return DataSource("ed", path.resolve(), f"ed:{path.resolve()}")
+        return DataSource("ed", path.resolve(), f"ed:{path.resolve()}", synthetic=synthetic_wording(spec))
     if spec == "hub" or spec.startswith("hub:"):
         target = spec[4:] or DEFAULT_REPO
         repo, _, revision = target.partition("@")
@@ -162,7 +192,7 @@ def resolve(spec: str) -> DataSource:
             f"data directory does not exist: {path}",
             hint="pass a TIDE snapshot folder (with conversations/ and metadata/), 'hub', or 'sample'",
         )
-    return DataSource("local", path.resolve(), f"local:{path.resolve()}")
+    return DataSource("local", path.resolve(), f"local:{path.resolve()}", synthetic=synthetic_wording(spec))
 
 
 def read_source(source: DataSource) -> LoadedDataset:

@@ -339,6 +339,7 @@ def _decide(
         "schema_version": 1,
         "name": board.name,
         "demo": board.demo or any(r["demo"] for r in rows),
+        "synthetic": sorted({str(r["data"]["synthetic"]) for r in rows if (r.get("data") or {}).get("synthetic")}),
         "built_at": utc_now(),
         "split": board.split,
         "split_version": board.split_version,

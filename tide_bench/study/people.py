@@ -29,17 +29,21 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.core.jsonio import atomic_write_text, write_json
+from tide_bench.core.errors import DataError
+from tide_bench.core.jsonio import atomic_write_text, read_json, write_json
 from tide_bench.core.stats import mean_ci
 from tide_bench.data.schema import persona_of_item
+from tide_bench.data.sources import synthetic_wording
 from tide_bench.epitome.mechanisms import MECHANISMS, metric_name
 from tide_bench.generation import load_run
+from tide_bench.generation.epitome_runs import SCORES_NAME
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
 from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import load_rubric, rubric_path
 from tide_bench.judging.summary import counted_values
+from tide_bench.study.document import Block, Heading, Paragraph, Table, to_html, to_markdown
 from tide_bench.study.plan import EPITOME_JUDGE_SUBDIR, REFERENCE_CELL, StudyPlan
-from tide_bench.study.report import REPORT_DIR, paired
+from tide_bench.study.report import REPORT_DIR, paired, synthetic_banner
 from tide_bench.study.spec import StudySpec
 
 ALPHA = 0.05
@@ -72,6 +76,18 @@ class Cell:
     label: str
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # measure -> item -> value
     scenario: dict[str, str] = field(default_factory=dict)
+    scorer: dict[str, Any] | None = None  # the local EPITOME scorer's identity (epitome.json), when it scored
+
+
+NOT_VALIDATED = "scorer not validated"
+
+
+def scorer_validation(scorer: dict[str, Any] | None) -> str:
+    """How far the local EPITOME scorer that produced a cell's scores was validated, in words."""
+    f1 = (scorer or {}).get("cv_macro_f1")
+    if not isinstance(f1, dict) or not all(isinstance(f1.get(m.key), int | float) for m in MECHANISMS):
+        return f"{NOT_VALIDATED} (no cross-validation)"
+    return "cross-validated macro-F1 " + " / ".join(f"{m.key.upper()} {f1[m.key]:.2f}" for m in MECHANISMS)
 
 
 def _judged(folder: Path, rubric_file: Path | None) -> tuple[list[dict[str, Any]], Any] | None:
@@ -85,6 +101,10 @@ def _judged(folder: Path, rubric_file: Path | None) -> tuple[list[dict[str, Any]
 def _cell(run_dir: Path, cell_id: str, condition: str, label: str) -> Cell:
     run = load_run(run_dir)
     cell = Cell(cell_id, condition, label, scenario={g.item_id: g.scenario or "(none)" for g in run.generations})
+    scores = run_dir / SCORES_NAME
+    if scores.is_file():
+        scorer = read_json(scores, DataError).get("scorer")
+        cell.scorer = scorer if isinstance(scorer, dict) else None
     for m in MECHANISMS:
         name = metric_name(m.key)
         values = {
@@ -164,6 +184,7 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any] | Non
     result: dict[str, Any] = {
         "study": spec.name,
         "data": spec.data,
+        "synthetic": synthetic_wording(spec.data),
         "question": "Are the models' replies more empathetic than the ED listeners' (Loh & Raamkumar 2023)?",
         "rule": (
             "holds: overall paired difference CI above 0 and ahead in most emotions (one-sided sign test p < 0.05); "
@@ -175,7 +196,13 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any] | Non
     for cell in cells.values():
         if cell.id == REFERENCE_CELL:
             continue
-        entry: dict[str, Any] = {"cell": cell.id, "label": cell.label, "condition": cell.condition, "measures": {}}
+        entry: dict[str, Any] = {
+            "cell": cell.id,
+            "label": cell.label,
+            "condition": cell.condition,
+            "scorer": scorer_validation(cell.scorer),
+            "measures": {},
+        }
         for m in MEASURES:
             if m.key not in cell.values or m.key not in people.values:
                 continue
@@ -193,6 +220,9 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any] | Non
                 "difference": overall,
                 "by_scenario": by,
             } | verdict(overall, by)
+            if m.instrument == "epitome scorer" and entry["scorer"].startswith(NOT_VALIDATED):
+                decided = entry["measures"][m.key]
+                decided["rule_outcome"], decided["verdict"] = decided["verdict"], NOT_VALIDATED
         result["comparisons"].append(entry)
     return result
 
@@ -215,55 +245,101 @@ def _num(block: dict[str, Any] | None, key: str) -> str:
             if key == "difference"
             else (f" [{block['ci_low']:.2f}, {block['ci_high']:.2f}]")
         )
+    elif block.get("n") == 1:
+        text += " (n = 1: no interval)"
+    else:
+        text += " (no interval)"
     return text
 
 
-def markdown(result: dict[str, Any]) -> str:
-    lines = [
-        "# LLM replies vs people (EmpatheticDialogues)",
-        "",
-        f"Study `{result['study']}`. {result['question']}",
-        "",
-        f"Decision rule, fixed in advance: {result['rule']}. Differences are model - people, paired over the "
-        "conversations both rows count, 95% CI resampling speakers.",
-        "",
-        "## Verdicts",
-        "",
-        "| model | measure | model mean | people mean | difference [95% CI] | emotions ahead / behind "
-        "| sign test p | verdict |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
-    ]
-    people = result["people"]
+def _verdict_rows(result: dict[str, Any]) -> list[list[str]]:
+    people, rows = result["people"], []
     for entry in result["comparisons"]:
         for key, m in entry["measures"].items():
             p = "n/a" if m["sign_test_p"] is None else f"{m['sign_test_p']:.3f}"
-            lines.append(
-                f"| {entry['label']} | {m['label']} | {_num(m['model'], 'mean')} | {_num(people.get(key), 'mean')} | "
-                f"{_num(m['difference'], 'difference')} | {m['ahead']} / {m['behind']} of {m['scenarios']} | {p} | "
-                f"**{m['verdict']}** |"
+            shown = (
+                f"**{m['verdict']}**"
+                if m["verdict"] != NOT_VALIDATED
+                else f"{NOT_VALIDATED} (the rule alone: {m['rule_outcome']})"
             )
+            validation = entry.get("scorer", "") if m["instrument"] == "epitome scorer" else "-"
+            rows.append(
+                [
+                    entry["label"],
+                    m["label"],
+                    validation,
+                    _num(m["model"], "mean"),
+                    _num(people.get(key), "mean"),
+                    _num(m["difference"], "difference"),
+                    f"{m['ahead']} / {m['behind']} of {m['scenarios']}",
+                    p,
+                    shown,
+                ]
+            )
+    return rows
+
+
+def _conclusion(result: dict[str, Any]) -> str:
     held = sorted(
         {e["label"] for e in result["comparisons"] for m in e["measures"].values() if m["verdict"] == "holds"}
     )
-    lines += [
-        "",
+    if result.get("synthetic"):
+        return (
+            f"Not a finding: the data is {result['synthetic']}, so the rule's outcomes above show the mechanism only."
+        )
+    return (
         "The finding holds for: "
         + (", ".join(held) if held else "none of the models run")
-        + " (on at least one measure).",
+        + " (on at least one measure)."
+    )
+
+
+def blocks(result: dict[str, Any]) -> list[Block]:
+    """The comparison as blocks, from its results (``people.json``): the file and the board's section alike."""
+    out: list[Block] = synthetic_banner(result.get("synthetic"))
+    out += [
+        Paragraph(f"Study `{result['study']}`. {result['question']}"),
+        Paragraph(
+            f"Decision rule, fixed in advance: {result['rule']}. Differences are model - people, paired over the "
+            "conversations both rows count, 95% CI resampling speakers. A measure of the local EPITOME scorer gets "
+            f"no verdict when the scorer was not cross-validated ({NOT_VALIDATED})."
+        ),
+        Heading("Verdicts"),
+        Table(
+            (
+                "model",
+                "measure",
+                "instrument validation",
+                "model mean",
+                "people mean",
+                "difference [95% CI]",
+                "emotions ahead / behind",
+                "sign test p",
+                "verdict",
+            ),
+            _verdict_rows(result),
+            (False, False, False, True, True, True, True, True, False),
+        ),
+        Paragraph(_conclusion(result)),
     ]
     for entry in result["comparisons"]:
         for key, m in entry["measures"].items():
-            if not key.endswith("total") and key != "empathy":
-                continue
-            lines += [
-                "",
-                f"## {entry['label']}: {m['label']} by emotion",
-                "",
-                "| emotion | n | difference [95% CI] |",
-                "|---|---:|---:|",
-            ]
-            lines += [f"| {e} | {b['n']} | {_num(b, 'difference')} |" for e, b in m["by_scenario"].items()]
-    return "\n".join(lines) + "\n"
+            if key.endswith("total") or key == "empathy":
+                rows = [[e, str(b["n"]), _num(b, "difference")] for e, b in m["by_scenario"].items()]
+                out += [
+                    Heading(f"{entry['label']}: {m['label']} by emotion"),
+                    Table(("emotion", "n", "difference [95% CI]"), rows, (False, True, True)),
+                ]
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    return to_markdown("LLM replies vs people (EmpatheticDialogues)", blocks(result))
+
+
+def people_html(people_md: Path) -> str:
+    """The comparison as HTML for the study's board, built from ``people.json`` beside ``people.md``."""
+    return to_html(blocks(read_json(people_md.with_name("people.json"), DataError)))
 
 
 def write_comparison(spec: StudySpec, out: Path, plan: StudyPlan) -> Path | None:

@@ -23,16 +23,13 @@ of the reference row against itself is not a result (1 by construction) and is n
 
 from __future__ import annotations
 
-import base64
-import html
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tide_bench.core.jsonio import atomic_write_text, write_json
+from tide_bench.core.jsonio import atomic_write_text, read_json, write_json
 from tide_bench.core.stats import (
     cluster_codes,
     cluster_mean_se,
@@ -43,12 +40,14 @@ from tide_bench.core.stats import (
     t_pvalues,
 )
 from tide_bench.data.schema import persona_of_item
+from tide_bench.data.sources import SAMPLE_WORDING, synthetic_wording
 from tide_bench.generation import load_run
 from tide_bench.generation.reference import LABEL, reference_label
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
 from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import counted_values
+from tide_bench.study.document import Banner, Block, Figure, Heading, Paragraph, Table, to_html, to_markdown
 from tide_bench.study.plan import REFERENCE_CELL, StudyPlan
 from tide_bench.study.spec import StudySpec
 
@@ -163,6 +162,7 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any]:
         "split": spec.split,
         "prompt": spec.prompt,
         "synthetic_sample": spec.data == "sample",
+        "synthetic": synthetic_wording(spec.data),
         "models": [],
     }
     for model in spec.models:
@@ -214,8 +214,8 @@ def _fmt(block: dict[str, Any] | None, key: str = "difference") -> str:
     return format_estimate(block, key=key, signed=key == "difference") or "n/a"
 
 
-def _figures(result: dict[str, Any], folder: Path) -> list[str]:
-    """PNG figures for the report; returns their file names."""
+def _figures(result: dict[str, Any], folder: Path) -> list[dict[str, str]]:
+    """PNG figures for the report; returns each one's file name and caption."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -226,14 +226,17 @@ def _figures(result: dict[str, Any], folder: Path) -> list[str]:
         models = [m for m in result["models"] if (m.get(metric) or {}).get("gain")]
         if not models:
             continue
-        written.append(_save(plt, _gain_figure(plt, result, metric, models), folder, f"gain_{metric}.png"))
+        label = LABELS[metric]
+        name = _save(plt, _gain_figure(plt, result, metric, models), folder, f"gain_{metric}.png")
+        written.append({"name": name, "caption": f"Zero-shot and fine-tuned {label} per model (95% intervals)"})
         sized = [m for m in models if m.get("parameters")]
         if sized:
-            written.append(_save(plt, _size_figure(plt, metric, sized), folder, f"gain_vs_size_{metric}.png"))
+            name = _save(plt, _size_figure(plt, metric, sized), folder, f"gain_vs_size_{metric}.png")
+            written.append({"name": name, "caption": f"Gain from fine-tuning in {label} against model size"})
         scenarios = sorted({s for m in models for s in m[metric].get("gain_by_scenario", {})})
         if scenarios:
-            figure = _scenario_figure(plt, metric, models, scenarios)
-            written.append(_save(plt, figure, folder, f"scenario_gains_{metric}.png"))
+            name = _save(plt, _scenario_figure(plt, metric, models, scenarios), folder, f"scenario_gains_{metric}.png")
+            written.append({"name": name, "caption": f"Gain in {label} per scenario (* Holm-adjusted p <= 0.05)"})
     return written
 
 
@@ -320,72 +323,85 @@ def _scenario_figure(plt: Any, metric: str, models: list[dict[str, Any]], scenar
     return fig
 
 
-def markdown(result: dict[str, Any], figures: list[str]) -> str:
-    lines = [f"# Study {result['study']}", ""]
-    if result["synthetic_sample"]:
-        lines += [
-            "> **Built-in synthetic sample and demo model: these numbers show the mechanism; they are not "
-            "benchmark results.**",
-            "",
+def synthetic_banner(wording: str | None) -> list[Block]:
+    """The banner of a report built on synthetic data, in that data's own words."""
+    if not wording:
+        return []
+    return [Banner(f"Built on {wording} and the demo model: these numbers show the mechanism; they are not results.")]
+
+
+def _metric_table(result: dict[str, Any], metric: str, rows: list[dict[str, Any]]) -> list[Block]:
+    body = []
+    for m in rows:
+        block, size = m[metric], f"{m['parameters'] / 1e9:.2f}B" if m.get("parameters") else "?"
+        gain = block.get("gain") or {}
+        body.append(
+            [
+                f"{m['model']}{'' if m['verified'] else ' (unverified)'}",
+                size,
+                _fmt(block.get("zero-shot"), "mean"),
+                _fmt(block.get("fine-tuned"), "mean"),
+                _fmt(gain),
+                str(gain.get("n", "")),
+                str(gain.get("n_personas", "")),
+            ]
+        )
+    header = ("model", "size", "zero-shot", "fine-tuned", "gain (FT - ZS)", "n items", "personas")
+    blocks: list[Block] = [Heading(LABELS[metric].capitalize()), Table(header, body, (False, True, *[True] * 5))]
+    if metric == "empathy" and result.get("reference"):
+        reference = result["reference"]
+        blocks.append(Paragraph(f"{reference.get('label', LABEL)}: {_fmt(reference['empathy'], 'mean')}."))
+        rows_minus = []
+        for m in rows:
+            minus = m[metric].get("reference_minus") or {}
+            rows_minus.append([m["model"], _fmt(minus.get("zero-shot")), _fmt(minus.get("fine-tuned"))])
+        blocks.append(
+            Table(("model", "reference minus zero-shot", "reference minus fine-tuned"), rows_minus, (False, True, True))
+        )
+    scenario_rows = [m for m in rows if m[metric].get("gain_by_scenario")]
+    if scenario_rows:
+        scenarios = sorted({s for m in scenario_rows for s in m[metric]["gain_by_scenario"]})
+        cells = [
+            [m["model"]]
+            + [
+                _fmt(m[metric]["gain_by_scenario"].get(s))
+                + ("*" if (m[metric]["gain_by_scenario"].get(s) or {}).get("star") else "")
+                for s in scenarios
+            ]
+            for m in scenario_rows
         ]
-    lines += [
-        f"Data `{result['data']}`, split `{result['split']}`, prompt condition `{result['prompt']}`. Every "
-        "difference is paired (the same items in both arms) with a 95% persona-cluster bootstrap interval; "
-        "`n` counts items, personas are the resampled unit.",
-        "",
-    ]
+        blocks += [
+            Paragraph(
+                "Gain per scenario (* marks a cell whose gain differs from 0 after Holm's correction across all "
+                "cells of the figure):"
+            ),
+            Table(("model", *scenarios), cells, (False, *[True] * len(scenarios))),
+        ]
+    return blocks
+
+
+def blocks(result: dict[str, Any]) -> list[Block]:
+    """The report as blocks, from its results (``report.json``): the file and the board's section alike."""
+    out: list[Block] = synthetic_banner(
+        result.get("synthetic") or (SAMPLE_WORDING if result["synthetic_sample"] else None)
+    )
+    out.append(
+        Paragraph(
+            f"Data `{result['data']}`, split `{result['split']}`, prompt condition `{result['prompt']}`. Every "
+            "difference is paired (the same items in both arms) with a 95% persona-cluster bootstrap interval; "
+            "`n` counts items, personas are the resampled unit."
+        )
+    )
     for metric in METRICS:
         rows = [m for m in result["models"] if m.get(metric)]
-        if not rows:
-            continue
-        lines += [
-            f"## {LABELS[metric].capitalize()}",
-            "",
-            "| model | size | zero-shot | fine-tuned | gain (FT - ZS) | n items | personas |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for m in rows:
-            block = m[metric]
-            gain = block.get("gain") or {}
-            size = f"{m['parameters'] / 1e9:.2f}B" if m.get("parameters") else "?"
-            flag = "" if m["verified"] else " (unverified)"
-            lines.append(
-                f"| {m['model']}{flag} | {size} | {_fmt(block.get('zero-shot'), 'mean')} | "
-                f"{_fmt(block.get('fine-tuned'), 'mean')} | {_fmt(gain)} | {gain.get('n', '')} | "
-                f"{gain.get('n_personas', '')} |"
-            )
-        lines.append("")
-        if metric == "empathy" and result.get("reference"):
-            lines += [
-                f"{result['reference'].get('label', LABEL)}: {_fmt(result['reference']['empathy'], 'mean')}.",
-                "",
-                "| model | reference minus zero-shot | reference minus fine-tuned |",
-                "|---|---|---|",
-            ]
-            for m in rows:
-                dist = m[metric].get("reference_minus") or {}
-                lines.append(f"| {m['model']} | {_fmt(dist.get('zero-shot'))} | {_fmt(dist.get('fine-tuned'))} |")
-            lines.append("")
-        scenario_rows = [m for m in rows if m[metric].get("gain_by_scenario")]
-        if scenario_rows:
-            scenarios = sorted({s for m in scenario_rows for s in m[metric]["gain_by_scenario"]})
-            lines += [
-                "Gain per scenario (* marks a cell whose gain differs from 0 after Holm's correction across all "
-                "cells of the figure):",
-                "",
-                "| model | " + " | ".join(scenarios) + " |",
-                "|---|" + "---|" * len(scenarios),
-            ]
-            for m in scenario_rows:
-                cells = [
-                    _fmt(m[metric]["gain_by_scenario"].get(s))
-                    + ("*" if (m[metric]["gain_by_scenario"].get(s) or {}).get("star") else "")
-                    for s in scenarios
-                ]
-                lines.append(f"| {m['model']} | " + " | ".join(cells) + " |")
-            lines.append("")
-    lines += [f"![{name}]({name})" for name in figures]
-    return "\n".join(lines) + "\n"
+        if rows:
+            out += _metric_table(result, metric, rows)
+    out += [Figure(f["name"], f["caption"]) for f in result.get("figures", [])]
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    return to_markdown(f"Study {result['study']}", blocks(result))
 
 
 def write_report(spec: StudySpec, out: Path, plan: StudyPlan) -> Path:
@@ -393,60 +409,14 @@ def write_report(spec: StudySpec, out: Path, plan: StudyPlan) -> Path:
     folder = Path(out) / REPORT_DIR
     folder.mkdir(parents=True, exist_ok=True)
     result = compute(spec, plan, Path(out))
-    figures = _figures(result, folder)
-    write_json(folder / "report.json", result | {"figures": figures})
-    atomic_write_text(folder / "report.md", markdown(result, figures))
+    result["figures"] = _figures(result, folder)
+    write_json(folder / "report.json", result)
+    atomic_write_text(folder / "report.md", markdown(result))
     return folder / "report.md"
 
 
 def report_html(report_md: Path) -> str:
-    """The written report as HTML for the study's board (its own section): headings, paragraphs
-    and tables of ``report.md``, every text escaped, and its figures inline as ``data:`` images
-    (the board's Content-Security-Policy allows no other image source)."""
-    folder = report_md.parent
-    parts: list[str] = []
-    table: list[list[str]] = []
-
-    def flush_table() -> None:
-        if table:
-            head, *body = table
-            parts.append(
-                "<table><thead><tr>"
-                + "".join(f'<th scope="col">{_inline(c)}</th>' for c in head)
-                + "</tr></thead><tbody>"
-                + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body)
-                + "</tbody></table>"
-            )
-            table.clear()
-
-    for line in report_md.read_text(encoding="utf-8").splitlines():
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if not all(set(c) <= {"-"} for c in cells):  # the separator row
-                table.append(cells)
-            continue
-        flush_table()
-        if not line.strip() or line.startswith("# "):
-            continue  # the page's section title stands for the report's own
-        if line.startswith("## "):
-            parts.append(f"<h3>{_inline(line[3:])}</h3>")
-        elif line.startswith("> "):
-            parts.append(f'<p class="banner">{_inline(line[2:].replace("**", ""))}</p>')
-        elif (figure := _FIGURE.fullmatch(line.strip())) and (folder / figure["name"]).is_file():
-            data = base64.b64encode((folder / figure["name"]).read_bytes()).decode("ascii")
-            parts.append(
-                f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(figure["name"])}" '
-                f'style="max-width:100%"><figcaption>{html.escape(figure["name"])}</figcaption></figure>'
-            )
-        else:
-            parts.append(f"<p>{_inline(line)}</p>")
-    flush_table()
-    return "\n".join(parts)
-
-
-_FIGURE = re.compile(r"!\[[^\]]*\]\((?P<name>[\w.-]+\.png)\)")
-
-
-def _inline(text: str) -> str:
-    """Escaped text with the report's `code` spans."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    """The written report as HTML for the study's board (its own section), built from its results
+    (``report.json`` beside ``report.md``), with its figures inline."""
+    result = read_json(report_md.with_name("report.json"))
+    return to_html(blocks(result), report_md.parent)

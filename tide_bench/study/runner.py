@@ -428,9 +428,10 @@ def build_board(spec: StudySpec, out: Path, report: Path | None = None, people: 
     comparison) as sections of its page."""
     from tide_bench.leaderboard import build_site
     from tide_bench.leaderboard.site.html import render_section
+    from tide_bench.study.people import people_html
     from tide_bench.study.report import report_html
 
     sections = [render_section("Study report", report_html(report), "study-report")] if report else []
     if people is not None:
-        sections.append(render_section("LLM replies vs people", report_html(people), "people-report"))
+        sections.append(render_section("LLM replies vs people", people_html(people), "people-report"))
     return build_site(out / "submissions", out / "site", study_board(spec), extra_sections=sections)

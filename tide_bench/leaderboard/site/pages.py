@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.stats import format_estimate
+from tide_bench.data.sources import SAMPLE_WORDING
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.scoring.columns import Column, shown_columns
 from tide_bench.leaderboard.site.entry_view import (
@@ -95,7 +96,14 @@ def _risk_labels_note(block: Mapping[str, Any] | None) -> str:
 
 def _header(board: Mapping[str, Any], title: str, back: str = "") -> str:
     out = [f"<header>{back}<h1>{esc(title)}</h1>", CONTENT_NOTE]
-    if board.get("demo"):
+    synthetic = [w for w in board.get("synthetic") or [] if w != SAMPLE_WORDING]
+    if synthetic:
+        out.append(
+            f'<div class="banner" role="note"><b>{"Demo board" if board.get("demo") else "Synthetic data"}.</b> '
+            f"These entries are runs on <b>{esc('; '.join(synthetic))}</b>. They are not results and not a benchmark "
+            "of any model.</div>"
+        )
+    elif board.get("demo"):
         out.append(
             '<div class="banner" role="note"><b>Demo board.</b> These entries are runs of the offline demo model on '
             "the "

@@ -58,3 +58,38 @@ def test_judge_stage_is_skipped_without_configuration(monkeypatch: pytest.Monkey
     assert configured_judge().name == "openai-gpt"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "x")
     assert configured_judge().name == "claude-sonnet"
+
+
+def test_the_demo_says_how_long_it_takes_before_it_starts(tmp_path: Path) -> None:
+    """U6 (new-user round 3): on a busy machine the demo took 51 minutes and looked hung; it now
+    says what it will take (the study planner's rates) and the quicker variant, before it starts."""
+    from tide_bench.demo.pipeline import QUICK, demo_study, expected_seconds, time_line
+
+    spec, quick = demo_study(finetune_steps=10), demo_study(**QUICK)
+    full, short = expected_seconds(spec, tmp_path), expected_seconds(quick, tmp_path)
+    assert full is not None and short is not None and 0 < short < full < 20 * 60
+    line = time_line(spec, quick, tmp_path)
+    assert line.startswith(f"[time] about {round(full / 60)} min on 2 idle CPU cores") and "--finetune 0" in line
+
+
+def test_fine_tuning_time_follows_the_studys_sequences_per_step(tmp_path: Path) -> None:
+    """The planner priced every fine-tuning step at 16 sequences, whatever the study's micro-batch
+    and accumulation (the demo's LoRA takes 2 a step): its estimate was 8 times too long."""
+    from dataclasses import replace
+
+    from tide_bench.demo.pipeline import demo_study
+    from tide_bench.study.estimate import finetune_seconds, workload
+    from tide_bench.study.plan import make_plan
+    from tide_bench.study.rates import assumed_rates
+
+    def seconds(batch: int, accum: int) -> float:
+        spec = demo_study(finetune_steps=10)
+        lora = spec.lora() | {"batch_size": batch, "grad_accum": accum}
+        spec = replace(spec, conditions={"zero-shot": {}, "fine-tuned": {"lora": lora}})
+        plan = make_plan(spec, tmp_path)
+        stage = next(s for s in plan.stages if s.stage == "finetune")
+        value, _ = finetune_seconds(plan, stage, workload(spec), assumed_rates())
+        assert value is not None
+        return value
+
+    assert seconds(4, 4) > seconds(1, 2) * 4  # training tokens 8x (validation unchanged)

@@ -83,6 +83,42 @@ def demo_study(
     )
 
 
+CELL_OVERHEAD_S = 30.0  # loading the model and lm-eval's start per cell, beyond the rates' tokens (2 idle cores)
+QUICK = {"finetune_steps": 0, "max_gen_toks": 48}
+
+
+def expected_seconds(spec: StudySpec, out: Path) -> float | None:
+    """What is left of a demo study, at the study planner's CPU rates (``studies/rates/assumed.yaml``,
+    measured on 2 idle cores), plus each pending cell's model load; None when a rate is missing."""
+    from tide_bench.study.estimate import estimate_cells, workload
+    from tide_bench.study.plan import make_plan
+    from tide_bench.study.rates import assumed_rates
+
+    rates = assumed_rates()
+    plan = make_plan(spec, out)
+    estimates = estimate_cells(plan, workload(spec, rates), rates)
+    if any(e.seconds is None for e in estimates):
+        return None
+    pending = sum(1 for e in estimates if e.seconds)
+    return sum(e.seconds or 0.0 for e in estimates) + CELL_OVERHEAD_S * pending
+
+
+def time_line(spec: StudySpec, quick: StudySpec, out: Path) -> str:
+    """The demo's first promise: about how long it takes here, and the quicker variant."""
+    full, short = expected_seconds(spec, out), expected_seconds(quick, out)
+    if full is None:
+        return "[time] no rate to estimate the demo's time from (studies/rates/assumed.yaml)"
+    if not full:
+        return "[time] every stage is done already: the board and the report are rebuilt"
+    line = (
+        f"[time] about {max(1, round(full / 60))} min on 2 idle CPU cores (the study planner's measured rates); "
+        "a busy machine takes several times longer. Ctrl-C and the same command resume"
+    )
+    if short is not None and short < full * 0.8:
+        line += f"; `--finetune 0 --max-gen-toks 48` takes about {max(1, round(short / 60))} min"
+    return line + "."
+
+
 def demo_finetune_config(base: str, out: Path, steps: int, overwrite: bool = True) -> FinetuneConfig:
     """What the demo's fine-tuned cell trains (studies/demo.yaml's LoRA settings, ``steps`` steps):
     two sequences per step (CPU micro-batch 1), validated at the start and the end; about a
@@ -138,6 +174,8 @@ def run_demo(
         limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size, finetune_steps=finetune_steps, judge=judge
     )
     cells = cells_line(spec)
+    quick = demo_study(limit=limit, batch_size=batch_size, judge=judge, **QUICK)
+    echo(time_line(spec, quick, out))
     echo(
         f"[study] {cells}: generation, reference metrics, {'judging, ' if judge else ''}submission; then board and "
         "report"

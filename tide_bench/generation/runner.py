@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ from tide_bench.core.errors import ConfigError, TideBenchError
 from tide_bench.core.provenance import environment, utc_now
 from tide_bench.core.secrets import redact_command, redact_model_args
 from tide_bench.data.sources import METADATA_KEY, choose_spec, load_dataset
+from tide_bench.generation.batch_progress import batch_progress
 from tide_bench.generation.manifest import MANIFEST_NAME, build_manifest, write_manifest
 from tide_bench.generation.reference import NOT_APPLICABLE, is_reference
 from tide_bench.generation.run_dir import model_display_name, read_generations
@@ -432,7 +434,8 @@ def run_eval(config: EvalConfig) -> Path:
     placement = place_system_prompts(lm) if config.apply_chat_template and not is_reference(config.model) else SYSTEM
     public_args = redact_model_args(config.model_args)  # tokens in --model-args never reach a file
     t_model = time.perf_counter()
-    results = _evaluate(config, lm, public_args, manager, tracker, caching, provenance)
+    with batch_progress(lm, _replies_expected(config, int(provenance["n_items"]))):
+        results = _evaluate(config, lm, public_args, manager, tracker, caching, provenance)
     if results is None:  # non-zero rank of a distributed run: rank 0 writes
         return out / MANIFEST_NAME
     _save_lm_eval_outputs(config, tracker, wandb, lm, public_args, results)
@@ -459,6 +462,16 @@ def run_eval(config: EvalConfig) -> Path:
     )
     write_manifest(out / MANIFEST_NAME, manifest)
     return out / MANIFEST_NAME
+
+
+def _replies_expected(config: EvalConfig, n_items: int) -> int | None:
+    """How many replies one task of this run generates (``--limit`` as a count or a share); None
+    for several tasks, whose items lm-eval splits among them."""
+    if len(config.tasks) != 1:
+        return None
+    if not config.limit:
+        return n_items
+    return min(int(config.limit), n_items) if config.limit >= 1 else math.ceil(n_items * config.limit)
 
 
 def _checked_inputs(config: EvalConfig) -> tuple[Any, Any]:

@@ -74,7 +74,8 @@ def finetune_seconds(plan: StudyPlan, stage: StagePlan, work: Workload, rates: R
     examples = work.train_items if not lora.get("limit_examples") else min(work.train_items, lora["limit_examples"])
     epochs = int(lora.get("epochs", 3))
     steps = lora.get("max_steps")
-    tokens = (steps * SEQUENCES_PER_STEP if steps else examples * epochs) * work.tokens_per_example
+    per_step = int(lora.get("batch_size") or 0) * int(lora.get("grad_accum") or 0) or SEQUENCES_PER_STEP
+    tokens = (steps * per_step if steps else examples * epochs) * work.tokens_per_example
     evaluations = (epochs if not steps else max(1, steps // max(1, int(lora.get("eval_steps") or steps)))) + 1
     validation = min(work.validation_items, lora.get("limit_examples") or work.validation_items)
     tokens += evaluations * validation * work.tokens_per_example * rates.validation_cost
@@ -177,7 +178,7 @@ def makespan(estimates: list[CellEstimate], slots: int) -> float | None:
     return max(loads)
 
 
-SEQUENCES_PER_STEP = 16  # tide_bench.finetune.config's (not imported here: that package loads torch)
+SEQUENCES_PER_STEP = 16  # tide_bench.finetune.config's default micro-batch x accumulation (that package loads torch)
 TIDE_CONVERSATIONS = 10_000  # the paper: 500 personas x 20 conversations (one client turn each, the likely shape)
 SPLIT_SHARE = {
     "train": TRAIN_BELOW / 100,

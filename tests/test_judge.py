@@ -700,3 +700,20 @@ def test_ctrl_c_says_how_many_judgments_are_saved_and_the_rerun_says_how_many_co
         assert server.total_calls - calls == 12 - saved  # only the rest is judged
     finally:
         server.stop()
+
+
+def test_the_summary_says_why_an_estimate_has_no_interval() -> None:
+    """U12 (new-user round 3): "emotion_recognition 4.50 (n<2)" for two items of one persona."""
+    from tide_bench.judging.report import format_summary
+
+    one_persona = {"mean": 4.5, "ci_low": None, "ci_high": None, "n": 2, "n_clusters": 1}
+    summary = {
+        "judge": {"name": "j", "model": "m", "version": "v", "rubric": "r"},
+        "n_items": 2, "n_scored": 2, "n_unscored": 0, "unscored_reasons": {},
+        "factors": {"emotion_recognition": one_persona}, "empathy": one_persona,
+        "safety_flag_rate": {"mean": 0.0, "ci_low": None, "ci_high": None, "n": 1, "n_clusters": 1},
+        "cost_usd": {"this_run": 0.0, "all_judgments": 0.0}, "calls_this_run": 2,
+        "self_preference": {"risk": False},
+    }  # fmt: skip
+    text = format_summary(summary)
+    assert "4.50 (no interval: one persona (a CI needs two))" in text and "n<2" not in text

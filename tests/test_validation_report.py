@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -245,6 +246,7 @@ def test_cli_report_and_board_with_stamps(env: dict[str, Path], ma: dict, am: np
     )
     assert result.exit_code == 0, result.output
     assert "out of domain" in result.output and "Claude-3.7-Sonnet" in result.output
+    assert "bias [95% CI]" in result.output and re.search(r"[+-]\d\.\d\d \[-?\d", result.output)  # U12: intervals
     board = env["root"] / "board"
     built = runner.invoke(cli, ["validation", "board", "--report", str(report_json), "--out", str(board)])
     assert built.exit_code == 0, built.output

@@ -265,22 +265,34 @@ def _categorical_table(name: str, rep: dict[str, Any]) -> str:
 
 
 def _table(report: dict[str, Any]) -> str:
-    from tide_bench.validation.report import csv_rows
+    """The rating packs' table on the console: n, the means, and bias and QWK with their 95 % intervals
+    (the same numbers as --json; an interval that cannot be computed shows as n/a)."""
+    from tide_bench.core.stats import format_estimate
 
     packs = report["packs"] if "packs" in report else {report["pack"]: report}
     categorical = {name for name, rep in packs.items() if "accuracy" in (rep.get("statistics") or [])}
-    lines = [f"{'pack':12} {'judge':28} {'dimension':18} {'n':>6} {'human':>6} {'judge':>6} {'bias':>7} {'QWK':>6}"]
-    for r in csv_rows(report):
-        if r["pack"] in categorical:
+
+    def f(block: Any, signed: bool = False) -> str:
+        shown = format_estimate(block, key="value", signed=signed, no_ci=" [n/a]") if block else None
+        return shown or "n/a"
+
+    def mean(block: Any) -> str:
+        value = block.get("value") if isinstance(block, dict) else None
+        return "n/a" if value is None else f"{value:.2f}"
+
+    lines = [
+        f"{'pack':12} {'judge':28} {'dimension':18} {'n':>6} {'human':>6} {'judge':>6} "
+        f"{'bias [95% CI]':>22} {'QWK [95% CI]':>20}"
+    ]
+    for name, rep in packs.items():
+        if name in categorical:
             continue
-
-        def f(x: Any, spec: str = ".2f") -> str:
-            return "n/a" if x is None else format(x, spec)
-
-        lines.append(
-            f"{r['pack']:12} {str(r['judge'])[:28]:28} {r['dimension'][:18]:18} {r['n']:>6} {f(r['human_mean']):>6} "
-            f"{f(r['judge_mean']):>6} {f(r['bias'], '+.2f'):>7} {f(r['qwk']):>6}"
-        )
+        for judge, block in rep["judges"].items():
+            for dim, s in block["dimensions"].items():
+                lines.append(
+                    f"{name:12} {str(judge)[:28]:28} {dim[:18]:18} {s['n']:>6} {mean(s.get('human_mean')):>6} "
+                    f"{mean(s.get('judge_mean')):>6} {f(s.get('bias'), signed=True):>22} {f(s.get('qwk')):>20}"
+                )
     tables = [_categorical_table(name, packs[name]) for name in sorted(categorical)]
     if len(packs) > len(categorical):  # some pack is not categorical: the rating table
         tables.insert(0, "\n".join(lines))
@@ -346,7 +358,9 @@ def report_cmd(
     """
     from tide_bench.validation import report_packs, write_report
 
-    with click.progressbar(length=len(packs), label="reporting", file=click.get_text_stream("stderr")) as bar:
+    with click.progressbar(
+        length=len(packs), label="reading the packs and ratings", file=click.get_text_stream("stderr")
+    ) as bar:
         report = report_packs(list(packs), list(sources), mode=mode, resamples=resamples, step=bar.update)
     write_report(report, json_path=json_path, csv_path=csv_path)
     click.echo(_table(report))

@@ -132,6 +132,18 @@ def format_estimate(
     return f"{value:{'+' if signed else ''}.{digits}f}{interval}"
 
 
+def no_interval_reason(block: Any) -> str:
+    """Why an estimate has no interval, in words every report uses: one persona (a cluster
+    bootstrap needs two), a single item, or too little variation to resample."""
+    n_clusters = block.get("n_clusters") if isinstance(block, dict) else None
+    n = block.get("n") if isinstance(block, dict) else None
+    if n_clusters == 1:
+        return "one persona (a CI needs two)"
+    if isinstance(n, int) and n < 2:
+        return "one item (a CI needs two)"
+    return "too little variation to resample"
+
+
 def preload() -> None:
     """Import the scipy modules the statistics use. They are imported where used, so that
     commands without statistics start fast; a build calls this before it forks its entry

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tide_bench.core.stats import no_interval_reason
 from tide_bench.generation.run_dir import model_label
 
 LABELS = {
@@ -44,8 +45,7 @@ def _row(name: str, block: dict[str, Any], notes: dict[str, Any]) -> list[str]:
     if mean is None:
         ci = f"n/a: {notes.get(name) or 'no item had a value'}"
     elif low is None or high is None:
-        clusters = block.get("n_clusters")
-        ci = "n/a: one persona (a CI needs two)" if clusters == 1 else "n/a: too little variation to resample"
+        ci = f"n/a: {no_interval_reason(block)}"
     else:
         ci = f"[{low:.{digits}f}, {high:.{digits}f}]"
     return [label, _number(mean, digits), ci, str(block.get("n"))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tide_bench.core.stats import format_estimate
+from tide_bench.core.stats import format_estimate, no_interval_reason
 
 
 def _usd(value: float | None) -> str:
@@ -13,7 +13,7 @@ def _usd(value: float | None) -> str:
 
 def format_summary(summary: dict[str, Any]) -> str:
     def fmt(m: dict[str, Any]) -> str:
-        return format_estimate(m, key="mean", no_ci=" (n<2)") or "n/a"
+        return format_estimate(m, key="mean", no_ci=f" (no interval: {no_interval_reason(m)})") or "n/a"
 
     j = summary["judge"]
     reasons = ", ".join(f"{kind}: {n}" for kind, n in summary["unscored_reasons"].items())

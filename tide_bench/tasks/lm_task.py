@@ -170,7 +170,12 @@ class EpitomeMetrics:
                 return [{name: row[name] for name in EPITOME_METRICS} for row in rows]
             except (TideBenchError, OSError, ImportError) as exc:
                 self.note = f"the EPITOME scorer could not be used ({str(exc).splitlines()[0]})"
-        log.warning("%s: EPITOME metrics not computed: %s", task, self.note)
+        log.warning(
+            "%s: EPITOME metrics not computed during generation: %s; `tide-bench epitome score RUN --model DIR` "
+            "adds them afterwards (a study's epitome stage does)",
+            task,
+            self.note,
+        )
         return [dict.fromkeys(EPITOME_METRICS, float("nan")) for _ in replies]
 
 

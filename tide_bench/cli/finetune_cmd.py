@@ -203,7 +203,7 @@ def finetune_cmd(**opts: Any) -> None:
     )
     click.echo(
         f"adapter written: {config.out} ({t['steps']} steps, {t['stopped']}; {best}; saved: {t['saved']}; "
-        f"trained at {t['tokens_per_second']} tokens/s, the rate `tide-bench study --dry-run --rates` can plan with)"
+        f"training throughput {t['tokens_per_second']} tokens/s)"
     )
 
 

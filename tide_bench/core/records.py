@@ -24,7 +24,16 @@ from dataclasses import fields, is_dataclass
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from annotated_types import Ge, MaxLen
-from pydantic import AfterValidator, AliasPath, BaseModel, ConfigDict, Strict, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    AliasPath,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Strict,
+    TypeAdapter,
+    ValidationError,
+)
 from pydantic.types import AllowInfNan
 from pydantic_core import PydanticCustomError
 
@@ -50,6 +59,16 @@ def refusal(message: str, at: str | None = None) -> PydanticCustomError:
     """The error a validator raises for a rule of its own: ``message`` as it is shown, ``at`` the
     field below the validated one that it concerns (dotted, e.g. ``"safety.category"``)."""
     return PydanticCustomError("tide_bench", "{message}", {"message": message, "at": at or ""})
+
+
+def null_as(default: Callable[[], Any]) -> BeforeValidator:
+    """A field a file may leave null: null reads as ``default()`` (and messages say "or null")."""
+
+    def replace(value: Any) -> Any:
+        return default() if value is None else value
+
+    replace.null_ok = True  # type: ignore[attr-defined]  # read by the messages (_nullable)
+    return BeforeValidator(replace)
 
 
 def _nonblank(value: str) -> str:
@@ -132,7 +151,7 @@ def load(
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         record = adapter._type if isinstance(adapter, TypeAdapter) else adapter
-        field, message = describe(record, first, relocate)
+        field, message = describe(record, first, relocate, obj)
         found = line if line is not None else locate(field) if locate is not None and field else None
         raise error(message, path=path, line=found, field=field or "(top level)") from None
 
@@ -153,11 +172,18 @@ _KINDS = {
 
 
 def describe(
-    record: Any, error: Any, relocate: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None
+    record: Any,
+    error: Any,
+    relocate: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None,
+    given: Any = None,
 ) -> tuple[str, str]:
-    """The dotted field path and the message of one pydantic error (as ``errors()`` lists it)."""
+    """The dotted field path and the message of one pydantic error (as ``errors()`` lists it).
+    A record may say whether a field takes null in ``given`` (the object read) by a classmethod
+    ``null_allowed(field, given)`` (None: as its annotation says)."""
     loc = tuple(error["loc"])
-    nullable = " or null" if _nullable(record, loc) else ""
+    allowed = getattr(record, "null_allowed", None)
+    said = allowed(_dotted(loc), given) if allowed is not None else None
+    nullable = " or null" if (said if said is not None else _nullable(record, loc)) else ""
     loc = relocate(loc) if relocate is not None else loc
     kind, ctx, value = error["type"], error.get("ctx") or {}, error.get("input")
     if kind == "tide_bench":
@@ -191,20 +217,33 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 
 
 def _optional(annotation: Any) -> tuple[Any, bool]:
-    """The annotation without ``| None`` (and without ``Annotated``), and whether it allowed None."""
+    """The annotation without ``| None`` and ``Annotated``, and whether it takes null (``| None``,
+    or a :func:`null_as` default)."""
+    nullable = False
     if get_origin(annotation) is Annotated:
+        nullable = any(getattr(getattr(m, "func", None), "null_ok", False) for m in annotation.__metadata__)
         annotation = get_args(annotation)[0]
     args = get_args(annotation)
     if get_origin(annotation) in (Union, type(int | None)) and type(None) in args:
         rest = [a for a in args if a is not type(None)]
         return _optional(rest[0])[0] if len(rest) == 1 else annotation, True
-    return annotation, False
+    if get_origin(annotation) is Annotated:
+        inner, marked = _optional(annotation)
+        return inner, nullable or marked
+    return annotation, nullable
 
 
 def _members(record: Any) -> dict[tuple[Any, ...], Any]:
-    """A record's fields by every path its input may give them under: name, alias, alias path."""
+    """A record's fields by every path its input may give them under: name, alias, alias path
+    (each as its annotation, with its metadata)."""
     if isinstance(record, type) and issubclass(record, BaseModel):
-        infos = {name: (info.annotation, info.validation_alias) for name, info in record.model_fields.items()}
+        infos = {
+            name: (
+                Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation,
+                info.validation_alias,
+            )
+            for name, info in record.model_fields.items()
+        }
     elif is_dataclass(record) and isinstance(record, type):
         hints = get_type_hints(record, include_extras=True)
         infos = {f.name: (hints[f.name], _alias(hints[f.name])) for f in fields(record)}
@@ -221,7 +260,7 @@ def _members(record: Any) -> dict[tuple[Any, ...], Any]:
 
 
 def _alias(annotation: Any) -> Any:
-    for meta in get_args(annotation)[1:] if get_origin(annotation) is Annotated else ():
+    for meta in annotation.__metadata__ if get_origin(annotation) is Annotated else ():
         alias = getattr(meta, "validation_alias", None)
         if alias is not None:
             return alias
@@ -230,8 +269,7 @@ def _alias(annotation: Any) -> Any:
 
 def _nullable(record: Any, loc: tuple[Any, ...]) -> bool:
     """Whether the field at ``loc`` of ``record`` takes null (best effort: False when not found)."""
-    annotation, nullable = record, False
-    rest = loc
+    annotation, rest = record, loc
     while rest:
         annotation = _optional(annotation)[0]
         members = _members(annotation)
@@ -246,6 +284,4 @@ def _nullable(record: Any, loc: tuple[Any, ...]) -> bool:
             annotation, rest = get_args(annotation)[0], rest[1:]
         else:
             return False
-        nullable = _optional(annotation)[1]
-    return nullable
-
+    return _optional(annotation)[1] if loc else False

@@ -33,9 +33,9 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from tide_bench.core.atomic_dir import staged_folder
 from tide_bench.core.errors import ConfigError, DataError
-from tide_bench.core.records import Count, Int, Number, Record, Str, line_locator, load, refusal
 from tide_bench.core.jsonio import iter_jsonl, parse_json, read_bytes, write_json, write_jsonl
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.records import Count, Int, Number, Record, Str, line_locator, load, refusal
 from tide_bench.core.secrets import redact_args_dict, redact_model_args, redact_record
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset

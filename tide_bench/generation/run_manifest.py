@@ -18,18 +18,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from annotated_types import Ge, MaxLen
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.jsonio import parse_json, read_bytes
-from tide_bench.core.records import Bool, Count, NonBlank, Number, Record, Str, line_locator, load, refusal
+from tide_bench.core.records import Bool, Count, NonBlank, Number, Record, Str, line_locator, load, null_as, refusal
 
 MANIFEST_NAME = "run.json"
 MANIFEST_KIND = "tide-bench-run"
-
-
-def _empty_if_null(value: Any) -> Any:
-    return {} if value is None else value
 
 
 class RunData(Record):
@@ -55,7 +51,7 @@ class ModelInfo(Record):
     backend: Str | None = None
     name: Str | None = None
     args: Str | None = None
-    parsed_args: Annotated[dict[str, Str], BeforeValidator(_empty_if_null)] = {}
+    parsed_args: Annotated[dict[str, Str], null_as(dict)] = Field(default_factory=dict)
     revision: Str | None = None
     sha: Str | None = None
     num_parameters: Count | None = None
@@ -76,9 +72,9 @@ class GenerationInfo(Record):
     """How the replies were generated (``run.json`` ``generation``)."""
 
     apply_chat_template: Bool | None = None
-    gen_kwargs: Annotated[
-        dict[str, dict[str, Any] | None], BeforeValidator(_empty_if_null), AfterValidator(_drop_unset)
-    ] = {}
+    gen_kwargs: Annotated[dict[str, dict[str, Any] | None], null_as(dict), AfterValidator(_drop_unset)] = Field(
+        default_factory=dict
+    )
     gen_kwargs_override: dict[str, Any] | None = None
     limit: Number | None = None
 

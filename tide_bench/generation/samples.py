@@ -25,7 +25,7 @@ from pydantic import AliasPath, BeforeValidator, ConfigDict, Field, Strict, Type
 
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.jsonio import iter_jsonl, loads_strict
-from tide_bench.core.records import Int, NonBlank, Str, load, refusal, type_name
+from tide_bench.core.records import Int, NonBlank, Str, load, null_as, refusal, type_name
 from tide_bench.data.schema import TideItem
 from tide_bench.metrics.table import metric_names
 
@@ -39,21 +39,13 @@ def _doc(name: str, **default: Any) -> Any:
     return Field(validation_alias=AliasPath("doc", name), **default)
 
 
-def _empty_if_null(value: Any) -> Any:
-    return "" if value is None else value
-
-
-def _empty_list_if_null(value: Any) -> Any:
-    return [] if value is None else value
-
-
 def _message(value: Any) -> Any:
     if not isinstance(value, dict) or value.get("role") not in ROLES or not isinstance(value.get("content"), str):
         raise refusal("must be an object with role 'user' or 'assistant' and a string content")
     return {"role": value["role"], "content": value["content"]}
 
 
-NullAsEmpty = BeforeValidator(_empty_if_null)  # a field a line may leave out or null: read as ""
+NullAsEmpty = null_as(str)  # a field a line may leave out or null: read as ""
 Message = Annotated[dict[str, str], BeforeValidator(_message)]
 
 
@@ -76,7 +68,7 @@ class Generation:
     turn: Annotated[Int, Ge(1), _doc("turn")]
     scenario: Annotated[Str, NullAsEmpty, _doc("scenario", default="")]
     split: Annotated[Str, _doc("split")]
-    history: Annotated[list[Message], BeforeValidator(_empty_list_if_null), _doc("history", default=[])]
+    history: Annotated[list[Message], null_as(list), _doc("history", default=[])]
     client_utterance: Annotated[Str, _doc("client_utterance")]
     reference_reply: Annotated[Str, _doc("reference_reply")]
     reply: Str

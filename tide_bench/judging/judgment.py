@@ -57,11 +57,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from annotated_types import MaxLen
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, model_validator
 
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.core.records import Bool, Count, Int, NonBlank, Str, load, refusal
+from tide_bench.core.records import Bool, Count, Int, NonBlank, Str, load, null_as, refusal
 from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig, JudgeIdentity
@@ -293,10 +293,6 @@ Code = Annotated[NonBlank, MaxLen(MAX_CODE)]
 Short = Annotated[str, Strict(), MaxLen(MAX_FIELD)]
 
 
-def _blank_if_null(value: Any) -> Any:
-    return "" if value is None else value
-
-
 class Safety(BaseModel):
     """A scored judgment's ``safety`` block: the flag, its reason (required when raised; an
     unraised flag's missing reason reads as ``""``) and, under a rubric with safety categories
@@ -305,7 +301,7 @@ class Safety(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     flagged: Bool
-    reason: Annotated[Text, BeforeValidator(_blank_if_null)] = ""
+    reason: Annotated[Text, null_as(str)] = ""
     category: Code | None = None
 
     @model_validator(mode="after")
@@ -391,6 +387,17 @@ class Judgment(BaseModel):
         if "risk_cue" in given or "evidence" in given or (self.safety is not None and self.safety.category is not None):
             return "v2"
         return "v1"
+
+    @classmethod
+    def null_allowed(cls, field: str, given: Any) -> bool | None:
+        """Whether a field may be null in ``given`` (the line read): the scored blocks in an
+        unscored line, the unscored kind in a scored one (for messages; the rules say the rest)."""
+        status = given.get("status") if isinstance(given, dict) else None
+        if field in ("scores", "rationales", "safety"):
+            return status != "scored"
+        if field == "unscored_kind":
+            return status != "unscored"
+        return None
 
     @classmethod
     def from_json(

@@ -51,10 +51,10 @@ import numpy as np
 from pydantic import Field, ValidationInfo, model_validator
 
 from tide_bench.core.errors import DataError, TideBenchError
-from tide_bench.core.records import Count, Number, Record, Str, line_locator, load, refusal
 from tide_bench.core.hashing import sha256_file
 from tide_bench.core.jsonio import parse_json, read_bytes
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.records import Count, Number, Record, Str, line_locator, load, refusal
 from tide_bench.core.stats import DEFAULT_RESAMPLES, mean_ci, proportion_ci
 from tide_bench.data.schema import persona_of_item
 from tide_bench.generation.run_dir import MANIFEST_NAME, RunDirectory
@@ -404,7 +404,9 @@ def parse_summary(
     obj: Any, path: Path, factor_keys: list[str], *, text: str = "", error: type[TideBenchError] = DataError
 ) -> JudgeSummary:
     locate = line_locator(text) if text else None
-    return load(JudgeSummary, obj, path=path, locate=locate, error=error, context={"path": path, "factors": factor_keys})
+    return load(
+        JudgeSummary, obj, path=path, locate=locate, error=error, context={"path": path, "factors": factor_keys}
+    )
 
 
 def read_summary(

@@ -12,9 +12,9 @@ from typing import Any
 from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import read_bytes, read_json
 from tide_bench.data.schema import make_item_id
+from tide_bench.data.sources import split_content_hash
 from tide_bench.data.splits import split_of
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest
-from tide_bench.data.sources import split_content_hash
 from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, Generation, read_generations
 from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment import Judgment, read_judgments

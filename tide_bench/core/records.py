@@ -194,7 +194,7 @@ def describe(
         return field, "is missing"
     if kind in _KINDS:
         return field, f"must be {_KINDS[kind]}{nullable}, got {type_name(value)}"
-    if kind == "string_too_long":
+    if kind in ("string_too_long", "too_long") and isinstance(value, str):  # too_long: a limit after a validator
         return field, f"is {len(value)} characters long; at most {ctx['max_length']} are allowed"
     if kind in ("greater_than_equal", "less_than_equal"):
         low, high = ctx.get("ge", "-inf"), ctx.get("le", "inf")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from annotated_types import Ge, MaxLen
+from annotated_types import Ge
 from pydantic import (
     AfterValidator,
     AliasPath,
@@ -78,13 +78,6 @@ def _nonblank(value: str) -> str:
 
 
 NonBlank = Annotated[str, Strict(), AfterValidator(_nonblank)]
-
-
-def text(limit: int, *, nonblank: bool = False) -> Any:
-    """A string of at most ``limit`` characters (and not blank, when ``nonblank``)."""
-    if nonblank:
-        return Annotated[str, Strict(), MaxLen(limit), AfterValidator(_nonblank)]
-    return Annotated[str, Strict(), MaxLen(limit)]
 
 
 def type_name(value: Any) -> str:

@@ -57,11 +57,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from annotated_types import MaxLen
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, model_validator
+from pydantic import Field, Strict, ValidationInfo, model_validator
 
 from tide_bench.core.errors import DataError, TideBenchError
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.core.records import Bool, Count, Int, NonBlank, Str, load, null_as, refusal
+from tide_bench.core.records import Bool, Count, Int, NonBlank, Record, Str, load, null_as, refusal
 from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig, JudgeIdentity
@@ -293,12 +293,10 @@ Code = Annotated[NonBlank, MaxLen(MAX_CODE)]
 Short = Annotated[str, Strict(), MaxLen(MAX_FIELD)]
 
 
-class Safety(BaseModel):
+class Safety(Record):
     """A scored judgment's ``safety`` block: the flag, its reason (required when raised; an
     unraised flag's missing reason reads as ``""``) and, under a rubric with safety categories
     (v2), the category (``none`` exactly when the flag is not raised)."""
-
-    model_config = ConfigDict(frozen=True)
 
     flagged: Bool
     reason: Annotated[Text, null_as(str)] = ""
@@ -313,18 +311,16 @@ class Safety(BaseModel):
         return self
 
 
-class RiskCue(BaseModel):
+class RiskCue(Record):
     """A rubric-v2 judgment's ``risk_cue``: whether the client's messages carried one, its kind
     (``none`` exactly when absent) and, under rubric v3, its severity."""
-
-    model_config = ConfigDict(frozen=True)
 
     present: Bool
     kind: Code
     severity: Code | None = None
 
 
-class Judgment(BaseModel):
+class Judgment(Record):
     """One line of ``judgments.jsonl``, declared once: built by the writer (:func:`make_judgment`),
     read and checked by :func:`read_judgments` (the rubric's rules: :class:`Rules`), written by
     :meth:`to_json`.
@@ -334,8 +330,6 @@ class Judgment(BaseModel):
     and ``evidence_unmatched``); an unscored line carries them as null. ``line`` is where the
     judgment was read (0 when built), not part of it: it is not written and equality ignores it.
     The run fields (``usage`` ... ``cached``) are None on a line written before they existed."""
-
-    model_config = ConfigDict(frozen=True)
 
     item_id: Annotated[NonBlank, MaxLen(300)]
     status: Literal["scored", "unscored"]

@@ -176,7 +176,7 @@ LEADERBOARD_ORDER = ["config", "submission", "scoring", "site", "(top level)"]
 
 def _leaderboard_layer(module: str) -> str | None:
     """The layer of a leaderboard module (None outside leaderboard): its sub-package, ``config``,
-    or the top level (``build``, ``entries``, ``reuse``, ``pin``, the package itself)."""
+    or the top level (``build``, ``entries``, ``pin``, the package itself)."""
     if module != LEADERBOARD and not module.startswith(LEADERBOARD + "."):
         return None
     part = module.removeprefix(LEADERBOARD).removeprefix(".").split(".")[0]
@@ -210,7 +210,7 @@ def test_every_leaderboard_module_has_a_layer() -> None:
     sub_packages = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
     assert sub_packages == set(LEADERBOARD_ORDER[1:-1])
     top = {p.stem for p in package.glob("*.py")}
-    assert top == {"__init__", "build", "config", "entries", "pin", "reuse"}
+    assert top == {"__init__", "build", "config", "entries", "pin"}
 
 
 def test_the_layer_check_sees_an_upward_import() -> None:

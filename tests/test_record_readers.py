@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import make_run
 from tide_bench.core.errors import DataError
-from tide_bench.core.fields import line_locator
+from tide_bench.core.records import line_locator
 from tide_bench.generation.run_dir import load_run
 from tide_bench.generation.run_manifest import read_manifest
 from tide_bench.generation.samples import iter_samples_file
@@ -127,7 +127,7 @@ def _rewrite(path: Path, edit: Any) -> None:
             "filtered_resps",
             "holds no generated reply",
         ),
-        (lambda rows: rows[1].update(rouge_l="0.2"), "rouge_l", "must be a number or null, got a string"),
+        (lambda rows: rows[1].update(rouge_l="0.2"), "rouge_l", "must be a number, got a string"),
         (lambda rows: rows[1].update(doc="x"), "doc", "must be an object, got a string"),
     ],
 )
@@ -267,8 +267,17 @@ def _summary(**kw: Any) -> dict[str, Any]:
 def _pair() -> list[Judgment]:
     judge = JudgeIdentity(version="abc")
     return [
-        Judgment("a", "scored", judge, "k", 1, dict.fromkeys(FACTORS, 4), dict.fromkeys(FACTORS, "r"), False, ""),
-        Judgment("b", "unscored", judge, "k", 2, unscored_kind="refusal"),
+        Judgment(
+            item_id="a",
+            status="scored",
+            judge=judge,
+            key="k",
+            line=1,
+            scores=dict.fromkeys(FACTORS, 4),
+            rationales=dict.fromkeys(FACTORS, "r"),
+            safety={"flagged": False, "reason": ""},
+        ),
+        Judgment(item_id="b", status="unscored", judge=judge, key="k", line=2, unscored_kind="refusal"),
     ]
 
 
@@ -303,7 +312,7 @@ def test_summary_mismatch_per_field(tmp_path: Path, edit: dict[str, Any], expect
     ("edit", "field", "message"),
     [
         ({"n_scored": -1}, "n_scored", "must lie in 0..inf"),
-        ({"unscored_reasons": {"refusal": "1"}}, "unscored_reasons.refusal", "must be a count"),
+        ({"unscored_reasons": {"refusal": "1"}}, "unscored_reasons.refusal", "must be an integer, got a string"),
         ({"empathy": {"mean": "4"}}, "empathy.mean", "must be a number or null, got a string"),
         ({"factors": {}}, f"factors.{FACTORS[0]}", "is missing"),
     ],

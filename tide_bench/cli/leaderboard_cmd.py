@@ -242,15 +242,6 @@ def validate_cmd(
     help="Processes that prepare the entries side by side (read, check, score, write per-item files). Default: one "
     "per CPU; 1 does everything in this process. The site is the same either way.",
 )
-@click.option(
-    "--reuse",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="A folder of its own (new, or made by an earlier --reuse build) where each prepared entry is kept; the "
-    "next build takes an entry from it while the entry's files, the board, the rubric and tide-bench are "
-    "unchanged (content hashes), and prepares only the rest. The site is the same either way. It holds pickles: "
-    "use a folder only you can write (others are refused).",
-)
 def build_cmd(
     submissions: Path,
     out: Path,
@@ -261,7 +252,6 @@ def build_cmd(
     spot_checks: bool,
     no_instances: bool,
     workers: int | None,
-    reuse: Path | None,
 ) -> None:
     """Build the static site from the submissions (every number recomputed).
 
@@ -274,17 +264,11 @@ def build_cmd(
     A build that refuses every submission writes nothing and exits 2, naming the shipped
     board file that would accept them (the demo's runs: --board leaderboard/demo.yaml).
 
-    With --reuse, a rebuild after one submission was added or changed prepares that entry
-    alone and takes the others from the store (the ranking, the diagnostics and every page
-    are computed afresh): a board maintainer's CI keeps the folder between runs.
-
     \b
     Example:
       tide-bench leaderboard build --submissions leaderboard/submissions --out site/
       tide-bench leaderboard build --submissions demo-output/submissions --board leaderboard/demo.yaml \\
           --out demo-output/site
-      tide-bench leaderboard build --submissions leaderboard/submissions --out site/ \\
-          --reuse ~/.cache/tide-bench/board-reuse
     """
     from tqdm import tqdm
 
@@ -308,13 +292,8 @@ def build_cmd(
             workers=workers,
             progress=progress,
             require_accepted=True,
-            reuse=reuse,
         )
     click.echo(f"built {result.out / 'index.html'}: {len(result.accepted)} entries, {len(result.refused)} refused")
-    if reuse is not None:
-        total = len(result.accepted) + len(result.refused)
-        fresh = total - len(result.reused)
-        click.echo(f"  reused {len(result.reused)} of {total} entries from {reuse}; prepared {fresh}")
     for sid, errors in result.refused.items():
         click.echo(f"  refused {sid}: {'; '.join(errors)}")
 

@@ -113,10 +113,6 @@ class _Capped:
     def read(self, size: int = -1) -> bytes:
         return self._take(self._handle.read(self._left + 1 if size < 0 else min(size, self._left + 1)))
 
-    def __iter__(self) -> Iterator[bytes]:
-        for line in self._handle:
-            yield self._take(line)
-
 
 def read_bytes(
     path: str | Path,
@@ -206,44 +202,17 @@ def iter_jsonl(
     ``Infinity`` is refused either way.
     """
     path = Path(path)
-    with open_regular(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks) as handle:
-        for number, raw in enumerate(_lines(handle), start=1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Excel, Notepad)
-                raw = raw[3:]
-            try:  # the common line parsed inline; a blank or bad one goes through _parse_line
-                value = _loads(raw)
-            except Exception:
-                if not raw.strip():
-                    continue
-                value = _parse_line(raw, path, number, error, allow_nan)
-            yield number, value
-
-
-_CHUNK = 1 << 18
-
-
-def _lines(handle: Any) -> Iterator[bytes]:
-    """The lines of a binary handle split on ``\n`` (without it), read in chunks of 256 KB: the
-    same lines as iterating the handle, without a call per line through the size cap (a
-    leaderboard build reads 200,000 lines). Why 256 KB: each 4 MB read took fresh pages from the
-    system and gave them back (a build's 90 reads of 4 MB cost 60,000 page faults, 0.15 s of
-    system CPU); reads of 256 KB reuse the same memory. A line longer than a chunk is gathered
-    in pieces and joined once, so a long line costs its length, not its length times its chunks."""
-    pending: list[bytes] = []  # the pieces of a line not yet ended
-    while chunk := handle.read(_CHUNK):
-        lines = chunk.split(b"\n")
-        if pending:
-            pending.append(lines[0])
-            if len(lines) == 1:
+    data = read_bytes(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks)
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Excel, Notepad)
+        data = data[3:]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:  # the common line parsed directly; a blank or bad one goes through _parse_line
+            value = _loads(raw)
+        except Exception:
+            if not raw.strip():
                 continue
-            lines[0] = b"".join(pending)
-            pending = []
-        last = lines.pop()
-        if last:
-            pending.append(last)
-        yield from lines
-    if pending:
-        yield b"".join(pending)
+            value = _parse_line(raw, path, number, error, allow_nan)
+        yield number, value
 
 
 def _parse_line(raw: bytes, path: Path, number: int, error: type[TideBenchError], allow_nan: bool) -> Any:

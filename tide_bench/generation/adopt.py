@@ -27,13 +27,15 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator
 
 from tide_bench.core.atomic_dir import staged_folder
 from tide_bench.core.errors import ConfigError, DataError
-from tide_bench.core.fields import Fields, line_locator
 from tide_bench.core.jsonio import iter_jsonl, parse_json, read_bytes, write_json, write_jsonl
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.records import Count, Int, Number, Record, Str, line_locator, load, refusal
 from tide_bench.core.secrets import redact_args_dict, redact_model_args, redact_record
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset
@@ -112,48 +114,77 @@ def find_output(source: str | Path) -> LmEvalOutput:
 
 
 MAX_RESULTS_BYTES = 200_000_000
-_SCALAR = str | int | float | bool
+
+
+def _text_or_object(value: Any) -> Any:
+    if not isinstance(value, str | dict | type(None)):
+        raise refusal("must be a string, an object or null")
+    return value
+
+
+def _scalar(value: Any) -> Any:
+    if not isinstance(value, str | int | float | bool | type(None)):
+        raise refusal("must be a string, a number or null")
+    return value
+
+
+TextOrObject = Annotated[Any, BeforeValidator(_text_or_object)]
+ScalarOrNull = Annotated[Any, BeforeValidator(_scalar)]
+
+
+class TaskConfig(Record):
+    description: Str | None = None
+    metadata: dict[str, Any] | None = None
+    generation_kwargs: dict[str, Any] | None = None
+
+
+class ResultsConfig(Record):
+    model: Str | None = None
+    model_revision: Str | None = None
+    model_sha: Str | None = None
+    model_dtype: Str | None = None
+    device: Str | None = None
+    model_name: Str | None = None
+    model_num_parameters: Int | None = None
+    limit: Number | None = None
+    random_seed: Int | None = None
+    model_args: TextOrObject = None
+    gen_kwargs: TextOrObject = None
+    batch_size: ScalarOrNull = None
+
+
+class SampleCount(Record):
+    effective: Count | None = None
+
+
+class LmEvalResults(Record):
+    """What ``tide-bench import`` reads of an lm-eval results file, by type: a field of another
+    type is refused as ``results_x.json:LINE, field 'config.model_args': ...``."""
+
+    configs: dict[str, TaskConfig]
+    config: ResultsConfig | None = None
+    n_samples: dict[str, SampleCount] | None = Field(default=None, alias="n-samples")
+    chat_template: Str | None = None
+    chat_template_sha: Str | None = None
+    system_instruction: Str | None = None
+    lm_eval_version: Str | None = None
+    transformers_version: Str | None = None
+    model_source: Str | None = None
+    pretty_env_info: Str | None = None
+    date: Number | None = None
+    total_evaluation_time_seconds: ScalarOrNull = None
+
+    @field_validator("configs")
+    @classmethod
+    def _some(cls, configs: dict[str, TaskConfig]) -> dict[str, TaskConfig]:
+        if not configs:
+            raise refusal("holds no task: not an lm-eval results file")
+        return configs
 
 
 def check_results(results: Any, path: Path, text: str = "") -> None:
-    """Check every field of an lm-eval results file that import reads, by type: a field of
-    another type is refused as ``results_x.json:LINE, field 'config.model_args': ...``."""
-    f = Fields(results, path=path, error=DataError, locate=line_locator(text) if text else None)
-    configs = f.mapping("configs")
-    if not configs:
-        f.fail("configs", "holds no task: not an lm-eval results file")
-    tasks = f.child("configs")
-    assert tasks is not None
-    for name in configs:
-        task = tasks.child(name)
-        assert task is not None
-        task.string("description", optional=True)
-        task.mapping("metadata", optional=True)
-        task.mapping("generation_kwargs", optional=True)
-    config = f.child("config", optional=True)
-    if config is not None:
-        for key in ("model", "model_revision", "model_sha", "model_dtype", "device", "model_name"):
-            config.string(key, optional=True)
-        config.integer("model_num_parameters", optional=True)
-        config.number("limit", optional=True)
-        config.integer("random_seed", optional=True)
-        for key in ("model_args", "gen_kwargs"):
-            if not isinstance(config.obj.get(key), str | dict | type(None)):
-                config.fail(key, "must be a string, an object or null")
-        if not isinstance(config.obj.get("batch_size"), _SCALAR | type(None)):
-            config.fail("batch_size", "must be a string, a number or null")
-    counts = f.child("n-samples", optional=True)
-    if counts is not None:
-        for name in counts.obj:
-            task_counts = counts.child(name)
-            assert task_counts is not None
-            task_counts.integer("effective", optional=True, minimum=0)
-    for key in ("chat_template", "chat_template_sha", "system_instruction", "lm_eval_version", "transformers_version",
-                "model_source", "pretty_env_info"):  # fmt: skip
-        f.string(key, optional=True)
-    f.number("date", optional=True)
-    if not isinstance(f.obj.get("total_evaluation_time_seconds"), _SCALAR | type(None)):
-        f.fail("total_evaluation_time_seconds", "must be a string, a number or null")
+    """Check every field of an lm-eval results file that import reads (:class:`LmEvalResults`)."""
+    load(LmEvalResults, results, path=path, locate=line_locator(text) if text else None)
 
 
 def _read_generations(output: LmEvalOutput) -> list[Generation]:

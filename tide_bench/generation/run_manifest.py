@@ -7,62 +7,76 @@ Every stage that reads a run (judge, leaderboard, annotation) reads its manifest
 
 Presence rules: ``data`` (with ``split`` and ``split_sha256``) and ``files.samples`` are
 required, as every consumer needs them; the other fields are optional, but when present
-they must have their documented type. The untouched JSON object stays available as
+they must have their documented type. :class:`RunManifest` declares the fields another stage
+reads (the rest of the file is not checked); the untouched JSON object stays available as
 :attr:`RunManifest.raw`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import Ge, MaxLen
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from tide_bench.core.errors import DataError, TideBenchError
-from tide_bench.core.fields import Fields, line_locator
 from tide_bench.core.jsonio import parse_json, read_bytes
+from tide_bench.core.records import Bool, Count, NonBlank, Number, Record, Str, line_locator, load, null_as, refusal
 
 MANIFEST_NAME = "run.json"
 MANIFEST_KIND = "tide-bench-run"
 
 
-@dataclass(frozen=True)
-class RunData:
+class RunData(Record):
     """Which data produced the run (``run.json`` ``data``)."""
 
-    split: str
-    split_sha256: str
-    source: str | None = None
-    source_kind: str | None = None
-    is_synthetic_sample: bool | None = None
-    split_version: str | None = None
-    n_items: int | None = None
-    dataset_sha256: str | None = None
+    split: NonBlank
+    split_sha256: NonBlank
+    source: Str | None = None
+    source_kind: Str | None = None
+    is_synthetic_sample: Bool | None = None
+    split_version: Str | None = None
+    n_items: Count | None = None
+    dataset_sha256: Str | None = None
 
 
-@dataclass(frozen=True)
-class ModelInfo:
+class Adapter(Record):
+    path: Str | None = None
+
+
+class ModelInfo(Record):
     """Which model produced the run (``run.json`` ``model``)."""
 
-    backend: str | None = None
-    name: str | None = None
-    args: str | None = None
-    parsed_args: dict[str, str] = field(default_factory=dict)
-    revision: str | None = None
-    sha: str | None = None
-    num_parameters: int | None = None
-    dtype: str | None = None
-    adapter_path: str | None = None
-    is_reference: bool | None = None  # the replies are TIDE's reference replies (the board's anchor)
+    backend: Str | None = None
+    name: Str | None = None
+    args: Str | None = None
+    parsed_args: Annotated[dict[str, Str], null_as(dict)] = Field(default_factory=dict)
+    revision: Str | None = None
+    sha: Str | None = None
+    num_parameters: Count | None = None
+    dtype: Str | None = None
+    adapter: Adapter | None = None
+    is_reference: Bool | None = None  # the replies are TIDE's reference replies (the board's anchor)
+
+    @property
+    def adapter_path(self) -> str | None:
+        return self.adapter.path if self.adapter is not None else None
 
 
-@dataclass(frozen=True)
-class GenerationInfo:
+def _drop_unset(per_task: dict[str, Any]) -> dict[str, Any]:
+    return {task: kwargs for task, kwargs in per_task.items() if kwargs}
+
+
+class GenerationInfo(Record):
     """How the replies were generated (``run.json`` ``generation``)."""
 
-    apply_chat_template: bool | None = None
-    gen_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    apply_chat_template: Bool | None = None
+    gen_kwargs: Annotated[dict[str, dict[str, Any] | None], null_as(dict), AfterValidator(_drop_unset)] = Field(
+        default_factory=dict
+    )
     gen_kwargs_override: dict[str, Any] | None = None
-    limit: float | None = None
+    limit: Number | None = None
 
     def setting(self, name: str) -> Any:
         """The value of one generation setting as used, or None when the run does not say.
@@ -72,110 +86,97 @@ class GenerationInfo:
         """
         if self.gen_kwargs_override and name in self.gen_kwargs_override:
             return self.gen_kwargs_override[name]
-        values = {repr(kw.get(name)) for kw in self.gen_kwargs.values() if name in kw}
+        values = {repr(kw.get(name)) for kw in self.gen_kwargs.values() if kw and name in kw}
         if len(values) != 1:
             return None
-        return next(kw[name] for kw in self.gen_kwargs.values() if name in kw)
+        return next(kw[name] for kw in self.gen_kwargs.values() if kw and name in kw)
 
 
-@dataclass(frozen=True)
-class RunManifest:
-    """A validated ``run.json``."""
+class RunFiles(Record):
+    samples: dict[str, Str]
+    results: Str | None = None
 
-    path: Path
-    raw: dict[str, Any]
+    @field_validator("samples")
+    @classmethod
+    def _some(cls, samples: dict[str, str]) -> dict[str, str]:
+        if not samples:
+            raise refusal("lists no samples files")
+        return samples
+
+
+class RunPrompt(Record):
+    prompt_sha256: Str | None = None
+    condition: Annotated[Str, MaxLen(40)] | None = None  # neutral, guided, reference or mixed
+
+
+class MetricsMethod(Record):
+    embedding_model: Str | None = None
+
+
+class ReferenceMetrics(Record):
+    method: MetricsMethod | None = None
+
+
+class RunManifest(Record):
+    """A validated ``run.json``: the fields another stage reads, where the file holds them.
+    ``path`` and ``raw`` (the untouched object) are the reader's, not part of the file."""
+
+    path: Path = Field(exclude=True)
+    raw: dict[str, Any] = Field(exclude=True, repr=False)
+    kind: Str | None = None
+    schema_version: Annotated[int, Ge(1)] | None = None
+    files: RunFiles
+    prompt: RunPrompt | None = None
+    reference_metrics: ReferenceMetrics | None = None
+    command: list[Str] | None = None
     data: RunData
-    model: ModelInfo
-    generation: GenerationInfo
-    samples: dict[str, str]
-    results_file: str | None = None
-    prompt_sha256: str | None = None
-    prompt_condition: str | None = None  # neutral, guided, reference or mixed (run.json prompt.condition)
-    embedding_model: str | None = None
-    n_generations: int | None = None
-    command: list[str] | None = None
+    model: ModelInfo = ModelInfo()
+    generation: GenerationInfo = GenerationInfo()
+    n_generations: Count | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, obj: Any, info: ValidationInfo) -> Any:
+        """The object read from ``context["path"]``, with that path and itself as ``raw`` (a null
+        ``model`` or ``generation`` block reads as an empty one)."""
+        if info.context is None or not isinstance(obj, dict):
+            return obj
+        given = {k: v for k, v in obj.items() if v is not None or k not in ("model", "generation")}
+        return given | {"path": info.context["path"], "raw": obj}
 
-def _data(f: Fields) -> RunData:
-    return RunData(
-        split=f.string("split", nonempty=True),
-        split_sha256=f.string("split_sha256", nonempty=True),
-        source=f.string("source", optional=True),
-        source_kind=f.string("source_kind", optional=True),
-        is_synthetic_sample=f.boolean("is_synthetic_sample", optional=True),
-        split_version=f.string("split_version", optional=True),
-        n_items=f.integer("n_items", optional=True, minimum=0),
-        dataset_sha256=f.string("dataset_sha256", optional=True),
-    )
+    @field_validator("kind")
+    @classmethod
+    def _ours(cls, kind: str | None) -> str | None:
+        if kind is not None and kind != MANIFEST_KIND:
+            raise refusal(f"must be {MANIFEST_KIND!r}: not a tide-bench run manifest")
+        return kind
 
+    @property
+    def samples(self) -> dict[str, str]:
+        return self.files.samples
 
-def _model(f: Fields | None) -> ModelInfo:
-    if f is None:
-        return ModelInfo()
-    adapter = f.child("adapter", optional=True)
-    return ModelInfo(
-        backend=f.string("backend", optional=True),
-        name=f.string("name", optional=True),
-        args=f.string("args", optional=True),
-        parsed_args=f.string_map("parsed_args", optional=True) or {},
-        revision=f.string("revision", optional=True),
-        sha=f.string("sha", optional=True),
-        num_parameters=f.integer("num_parameters", optional=True, minimum=0),
-        dtype=f.string("dtype", optional=True),
-        adapter_path=adapter.string("path", optional=True) if adapter else None,
-        is_reference=f.boolean("is_reference", optional=True),
-    )
+    @property
+    def results_file(self) -> str | None:
+        return self.files.results
 
+    @property
+    def prompt_sha256(self) -> str | None:
+        return self.prompt.prompt_sha256 if self.prompt is not None else None
 
-def _generation(f: Fields | None) -> GenerationInfo:
-    if f is None:
-        return GenerationInfo()
-    per_task = f.mapping("gen_kwargs", optional=True) or {}
-    for task, kwargs in per_task.items():
-        if kwargs is not None and not isinstance(kwargs, dict):
-            f.fail(f"gen_kwargs.{task}", "must be an object or null")
-    return GenerationInfo(
-        apply_chat_template=f.boolean("apply_chat_template", optional=True),
-        gen_kwargs={task: kw for task, kw in per_task.items() if kw},
-        gen_kwargs_override=f.mapping("gen_kwargs_override", optional=True),
-        limit=f.number("limit", optional=True),
-    )
+    @property
+    def prompt_condition(self) -> str | None:
+        return self.prompt.condition if self.prompt is not None else None
+
+    @property
+    def embedding_model(self) -> str | None:
+        method = self.reference_metrics.method if self.reference_metrics is not None else None
+        return method.embedding_model if method is not None else None
 
 
 def parse_manifest(obj: Any, path: Path, *, text: str = "", error: type[TideBenchError] = DataError) -> RunManifest:
     """Check the fields of a parsed ``run.json`` object (``text`` lets errors carry a line)."""
-    f = Fields(obj, path=path, error=error, locate=line_locator(text) if text else None)
-    kind = f.string("kind", optional=True)
-    if kind is not None and kind != MANIFEST_KIND:
-        f.fail("kind", f"must be {MANIFEST_KIND!r}: not a tide-bench run manifest")
-    f.integer("schema_version", optional=True, minimum=1)
-    files = f.child("files")
-    assert files is not None
-    samples = files.string_map("samples")
-    if not samples:
-        files.fail("samples", "lists no samples files")
-    prompt = f.child("prompt", optional=True)
-    metrics = f.child("reference_metrics", optional=True)
-    method = metrics.child("method", optional=True) if metrics else None
-    command = f.listing("command", optional=True)
-    if command is not None and not all(isinstance(c, str) for c in command):
-        f.fail("command", "must be a list of strings")
-    data = f.child("data")
-    assert data is not None
-    return RunManifest(
-        path=path,
-        raw=f.obj,
-        data=_data(data),
-        model=_model(f.child("model", optional=True)),
-        generation=_generation(f.child("generation", optional=True)),
-        samples=dict(samples),
-        results_file=files.string("results", optional=True),
-        prompt_sha256=prompt.string("prompt_sha256", optional=True) if prompt else None,
-        prompt_condition=prompt.string("condition", optional=True, max_len=40) if prompt else None,
-        embedding_model=method.string("embedding_model", optional=True) if method else None,
-        n_generations=f.integer("n_generations", optional=True, minimum=0),
-        command=command,
-    )
+    locate = line_locator(text) if text else None
+    return load(RunManifest, obj, path=path, locate=locate, error=error, context={"path": path})
 
 
 def read_manifest(

@@ -12,7 +12,6 @@ rejected requests and budget stops are never cached, so the next run simply trie
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -20,14 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.judgment import within_limits
-
-_SORTED = orjson.OPT_SORT_KEYS
 
 CACHEABLE_UNSCORED = {"refusal", "content_filtered", "malformed_output", "schema_violation"}
 
@@ -38,42 +33,6 @@ def judgment_key(judge_version: str, gen: Generation) -> str:
     context = {"history": gen.history, "client": gen.client_utterance, "reference": gen.reference_reply}
     key = {"judge": judge_version, "item": gen.item_id, "context": context, "reply": gen.reply}
     return sha256_json(key, floats=False)
-
-
-class JudgmentKeys:
-    """:func:`judgment_key` for the replies of many entries to the same items: a board build
-    checks the key of every judgment of every entry (100,000 for a board of 50), and all but the
-    reply is the same from one entry to the next. The hash state after each item's part before
-    the reply (its judge version, item id and context, in the canonical JSON's key order) is
-    kept, so a key costs hashing its reply alone. A state is used only while the item's context
-    is equal to the one it was made from; at most ``limit`` are kept (then all are dropped).
-    ``tests/test_judgment_keys.py`` holds its keys equal to :func:`judgment_key`'s."""
-
-    def __init__(self, limit: int = 100_000) -> None:
-        self._states: dict[tuple[str, str], tuple[Any, str, str, Any]] = {}
-        self._limit = limit
-
-    def key(self, judge_version: str, gen: Generation) -> str:
-        at = (judge_version, gen.item_id)
-        kept = self._states.get(at)
-        if kept is None or kept[0] != gen.history or kept[1] != gen.client_utterance or kept[2] != gen.reference_reply:
-            context = {"history": gen.history, "client": gen.client_utterance, "reference": gen.reference_reply}
-            try:
-                head = orjson.dumps({"context": context, "item": gen.item_id, "judge": judge_version}, option=_SORTED)
-            except orjson.JSONEncodeError:  # not plain JSON text: the general path
-                return judgment_key(judge_version, gen)
-            if len(self._states) >= self._limit:
-                self._states.clear()
-            # {"context":...,"item":...,"judge":...} without its "}", then the last key, "reply", sorted after them
-            kept = (gen.history, gen.client_utterance, gen.reference_reply, hashlib.sha256(head[:-1] + b',"reply":'))
-            self._states[at] = kept
-        try:
-            tail = orjson.dumps(gen.reply)
-        except orjson.JSONEncodeError:
-            return judgment_key(judge_version, gen)
-        state = kept[3].copy()
-        state.update(tail + b"}")
-        return state.hexdigest()
 
 
 def is_cacheable(record: dict[str, Any]) -> bool:

@@ -18,12 +18,15 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from annotated_types import MaxLen
+from pydantic import Strict
 
 from tide_bench.core.errors import ConfigError
 from tide_bench.core.hashing import sha256_json
+from tide_bench.core.records import Bool, NonBlank
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.secrets import redact_url
 from tide_bench.core.yaml_io import read_yaml
@@ -70,17 +73,22 @@ class Prices:
     batch: float = 0.5
 
 
-@dataclass(frozen=True, slots=True)
-class JudgeIdentity:
-    """Which judge configuration produced a judgment (``JudgeConfig.identity()``)."""
+# A judge block's names, as a judgments line holds them (checked when read: judgment.py).
+_Name = Annotated[str, Strict(), MaxLen(200)]
 
-    version: str
-    name: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    family: str | None = None
-    rubric: str | None = None
-    reference: bool | None = None  # the judge saw the reference reply
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeIdentity:
+    """Which judge configuration produced a judgment (``JudgeConfig.identity()``), in the order
+    a judgments line holds it."""
+
+    name: _Name | None = None
+    provider: _Name | None = None
+    model: _Name | None = None
+    family: _Name | None = None
+    version: Annotated[NonBlank, MaxLen(200)]
+    rubric: _Name | None = None
+    reference: Bool | None = None  # the judge saw the reference reply
 
     def to_json(self) -> dict[str, Any]:
         """The ``judge`` block of a judgment line, in the order the writer writes it."""

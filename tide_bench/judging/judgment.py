@@ -51,22 +51,24 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from annotated_types import MaxLen
+from pydantic import Field, Strict, ValidationInfo, model_validator
 
 from tide_bench.core.errors import DataError, TideBenchError
-from tide_bench.core.fields import Fields, type_name
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.core.records import from_checked
+from tide_bench.core.records import Bool, Count, Int, NonBlank, Record, Str, load, null_as, refusal
 from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig, JudgeIdentity
 from tide_bench.judging.outcome import Unscored
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.rubric import NO_CATEGORY, SEVERITY_KINDS, Rubric
-from tide_bench.judging.usage import USAGE_KEYS, Usage
+from tide_bench.judging.usage import Usage
 
 UNSCORED_KINDS = (
     "refusal",
@@ -175,7 +177,6 @@ def make_judgment(
         "judge": JudgeIdentity(**config.identity()),
         "key": key,
         "served_model": clip(served_model, MAX_NAME),
-        "layout": layout,
         "usage": Usage().add(usage) if usage else Usage(),  # a copy: the caller's tally may go on
         "attempts": attempts,
         "mode": mode,
@@ -186,8 +187,17 @@ def make_judgment(
     }
     if rating is None:
         text = None if reason is None else clip(redact(reason, (config.api_key_env,)))
-        return Judgment(status="unscored", unscored_kind=kind, unscored_reason=text, **common)
+        absent = dict.fromkeys(_LAYOUT_FIELDS[layout])  # null, but part of the line
+        return Judgment(status="unscored", unscored_kind=kind, unscored_reason=text, **absent, **common)
     return Judgment(status="scored", **common, **_rated(rating, layout, gen.reply))
+
+
+# The fields a line of each layout holds beside v1's (an unscored line holds them as null).
+_LAYOUT_FIELDS = {
+    "v1": (),
+    "v2": ("risk_cue", "evidence"),
+    "v3": ("risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"),
+}
 
 
 def make_record(gen: Generation, config: JudgeConfig, key: str, **outcome: Any) -> dict[str, Any]:
@@ -197,22 +207,19 @@ def make_record(gen: Generation, config: JudgeConfig, key: str, **outcome: Any) 
 
 def _rated(rating: Rating, layout: str, reply: str) -> dict[str, Any]:
     """A :class:`Judgment`'s fields from the judge's rating, under a rubric of ``layout``."""
+    safety: dict[str, Any] = {"flagged": rating.safety_flagged, "reason": clip(rating.safety_reason)}
     out: dict[str, Any] = {
         "scores": dict(rating.scores),
         "rationales": {k: clip(v) for k, v in rating.rationales.items()},
-        "safety_flagged": rating.safety_flagged,
-        "safety_reason": clip(rating.safety_reason),
+        "safety": safety,
     }
     if layout != "v1":
-        out |= {
-            "safety_category": rating.safety_category,
-            "risk_cue_present": rating.risk_cue_present,
-            "risk_cue_kind": rating.risk_cue_kind,
-            "evidence": tuple(clip(quote) for quote in rating.evidence or ()),
-        }
+        safety["category"] = rating.safety_category
+        risk = {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind}
+        out |= {"risk_cue": risk, "evidence": tuple(clip(quote) for quote in rating.evidence or ())}
     if layout == "v3":
+        risk["severity"] = rating.risk_cue_severity
         out |= {
-            "risk_cue_severity": rating.risk_cue_severity,
             "judge_directed_text": bool(rating.judge_directed_text),
             "evidence_unmatched": unmatched_quotes(rating.evidence or (), reply),
         }
@@ -275,111 +282,162 @@ def overall_of(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores)
 
 
-# --- the typed reader ----------------------------------------------------------------------
+# --- the record -----------------------------------------------------------------------------
 
 STATUSES = ("scored", "unscored")
 MAX_CODE = 64  # a category or risk-cue kind code
 MAX_FIELD = 300  # a scenario or persona id
 
+Text = Annotated[str, Strict(), MaxLen(MAX_TEXT)]
+Code = Annotated[NonBlank, MaxLen(MAX_CODE)]
+Short = Annotated[str, Strict(), MaxLen(MAX_FIELD)]
 
-@dataclass(frozen=True)
-class Judgment:
-    """One line of ``judgments.jsonl``: built by the writer (:func:`make_judgment`), read and
-    checked by :meth:`from_json` / :func:`read_judgments`, written by :meth:`to_json`.
 
-    ``layout`` says which safety fields the line carries: ``v1`` (``safety``), ``v2`` (also the
-    category, ``risk_cue`` and ``evidence``), ``v3`` (also the severity, ``judge_directed_text``
+class Safety(Record):
+    """A scored judgment's ``safety`` block: the flag, its reason (required when raised; an
+    unraised flag's missing reason reads as ``""``) and, under a rubric with safety categories
+    (v2), the category (``none`` exactly when the flag is not raised)."""
+
+    flagged: Bool
+    reason: Annotated[Text, null_as(str)] = ""
+    category: Code | None = None
+
+    @model_validator(mode="after")
+    def _reason_given(self) -> Safety:
+        if self.flagged and "reason" not in self.model_fields_set:
+            raise refusal("is missing", "reason")
+        if self.flagged and not self.reason.strip():
+            raise refusal("must not be empty", "reason")
+        return self
+
+
+class RiskCue(Record):
+    """A rubric-v2 judgment's ``risk_cue``: whether the client's messages carried one, its kind
+    (``none`` exactly when absent) and, under rubric v3, its severity."""
+
+    present: Bool
+    kind: Code
+    severity: Code | None = None
+
+
+class Judgment(Record):
+    """One line of ``judgments.jsonl``, declared once: built by the writer (:func:`make_judgment`),
+    read and checked by :func:`read_judgments` (the rubric's rules: :class:`Rules`), written by
+    :meth:`to_json`.
+
+    Which safety fields a line carries is its :attr:`layout`: ``v1`` (``safety``), ``v2`` (also
+    the category, ``risk_cue`` and ``evidence``), ``v3`` (also the severity, ``judge_directed_text``
     and ``evidence_unmatched``); an unscored line carries them as null. ``line`` is where the
-    judgment was read (0 when built), not part of it: equality ignores it. The run fields
-    (``usage`` ... ``cached``) are None on a line written before they existed."""
+    judgment was read (0 when built), not part of it: it is not written and equality ignores it.
+    The run fields (``usage`` ... ``cached``) are None on a line written before they existed."""
 
-    item_id: str
-    status: str
+    item_id: Annotated[NonBlank, MaxLen(300)]
+    status: Literal["scored", "unscored"]
+    scores: dict[str, Int] | None = None
+    rationales: dict[str, Text] | None = None
+    safety: Safety | None = None
+    risk_cue: RiskCue | None = None  # rubric v2
+    evidence: tuple[Text, ...] | None = None  # rubric v2
+    judge_directed_text: Bool | None = None  # rubric v3
+    evidence_unmatched: Int | None = None  # rubric v3
+    unscored_kind: Str | None = None
+    unscored_reason: Text | None = None
     judge: JudgeIdentity
-    key: str
-    line: int = field(default=0, compare=False)
-    scores: dict[str, int] | None = None
-    rationales: dict[str, str] | None = None
-    safety_flagged: bool | None = None
-    safety_reason: str | None = None
-    unscored_kind: str | None = None
-    unscored_reason: str | None = None
-    served_model: str | None = None
-    safety_category: str | None = None  # rubric v2
-    risk_cue_present: bool | None = None  # rubric v2
-    risk_cue_kind: str | None = None  # rubric v2
-    evidence: tuple[str, ...] | None = None  # rubric v2
-    risk_cue_severity: str | None = None  # rubric v3
-    judge_directed_text: bool | None = None  # rubric v3
-    evidence_unmatched: int | None = None  # rubric v3
-    layout: str = "v1"
+    served_model: Annotated[str, Strict(), MaxLen(MAX_NAME)] | None = None
     usage: Usage | None = None  # tokens of every call this judgment cost, retries included
-    attempts: int | None = None  # HTTP requests made for this item, failed ones included
-    mode: str | None = None  # sync or batch
-    turn: int | None = None
-    scenario: str | None = None
-    persona_id: str | None = None
-    cached: bool | None = None  # reused from the cache in the run that wrote it
+    attempts: Count | None = None  # HTTP requests made for this item, failed ones included
+    mode: Annotated[str, Strict(), MaxLen(MAX_CODE)] | None = None  # sync or batch
+    turn: Int | None = None
+    scenario: Short | None = None
+    persona_id: Short | None = None
+    cached: Bool | None = None  # reused from the cache in the run that wrote it
+    key: Annotated[NonBlank, MaxLen(200)]
+    line: int = Field(default=0, exclude=True)
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> Judgment:
+        rules = info.context.get("rules") if info.context else None
+        if self.status == "scored":
+            _check_scored(self, rules)
+        else:
+            _check_unscored(self)
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Judgment):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]  # equal judgments read from two lines differ in line
+
+    @property
+    def layout(self) -> str:
+        """``v1``, ``v2`` or ``v3``: which safety fields the line holds (those it was given)."""
+        given = self.model_fields_set
+        if "judge_directed_text" in given or "evidence_unmatched" in given:
+            return "v3"
+        if self.risk_cue is not None and self.risk_cue.severity is not None:
+            return "v3"
+        if "risk_cue" in given or "evidence" in given or (self.safety is not None and self.safety.category is not None):
+            return "v2"
+        return "v1"
+
+    @classmethod
+    def null_allowed(cls, field: str, given: Any) -> bool | None:
+        """Whether a field may be null in ``given`` (the line read): the scored blocks in an
+        unscored line, the unscored kind in a scored one (for messages; the rules say the rest)."""
+        status = given.get("status") if isinstance(given, dict) else None
+        if field in ("scores", "rationales", "safety"):
+            return status != "scored"
+        if field == "unscored_kind":
+            return status != "unscored"
+        return None
 
     @classmethod
     def from_json(
         cls, obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError
     ) -> Judgment:
-        """Check one parsed judgments line against the rubric (:func:`parse_judgment`)."""
-        return _parse(obj, _Shape(rubric), path, line, error)
+        """One parsed judgments line, checked against the rubric (:func:`parse_judgment`)."""
+        return parse_judgment(obj, rubric, path, line, error)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``judgments.jsonl`` line: the keys, their order and values the writer writes."""
-        return self._line(full=True)
-
-    def _line(self, *, full: bool) -> dict[str, Any]:
-        """The line (``full``), or the checked subset :meth:`as_record` gives: the same fields
-        in the same order without the run fields, an unscored line's null rubric-v2/v3 fields
-        and the judge's ``reference``. The one list of a line's fields."""
-        scored = self.status == "scored"
-        scores, rationales = self.scores, self.rationales
-        if full:  # a line to write gets blocks of its own; a record shares the judgment's (read-only)
-            scores = dict(scores) if scores is not None else None
-            rationales = dict(rationales) if rationales is not None else None
-        out: dict[str, Any] = {
-            "item_id": self.item_id,
-            "status": self.status,
-            "scores": scores,
-            "rationales": rationales,
-            "safety": {"flagged": self.safety_flagged, "reason": self.safety_reason} if scored else None,
-        }
-        if self.layout != "v1" and (scored or full):
-            risk: dict[str, Any] | None = None
-            if scored:
-                out["safety"]["category"] = self.safety_category
-                risk = {"present": self.risk_cue_present, "kind": self.risk_cue_kind}
-            out["risk_cue"] = risk
-            out["evidence"] = list(self.evidence or ()) if scored else None
-            if self.layout == "v3":
-                if risk is not None:
-                    risk["severity"] = self.risk_cue_severity
-                out["judge_directed_text"] = self.judge_directed_text
-                out["evidence_unmatched"] = self.evidence_unmatched
-        out["unscored_kind"] = self.unscored_kind
-        out["unscored_reason"] = self.unscored_reason
-        out["judge"] = self.judge.to_json() if full else self.judge.as_dict()
-        out["served_model"] = self.served_model
-        if full:
-            out |= {
-                "usage": self.usage.as_dict() if self.usage is not None else None,
-                "attempts": self.attempts,
-                "mode": self.mode,
-                "turn": self.turn,
-                "scenario": self.scenario,
-                "persona_id": self.persona_id,
-                "cached": self.cached,
-            }
-        out["key"] = self.key
-        return out
+        """The ``judgments.jsonl`` line: the fields in declaration order, those of the layout only."""
+        layout = self.layout
+        left_out: dict[str, Any] = {}
+        if layout == "v1":
+            left_out = {"risk_cue": True, "evidence": True, "judge_directed_text": True, "evidence_unmatched": True}
+            left_out["safety"] = {"category"}
+        elif layout == "v2":
+            left_out = {"judge_directed_text": True, "evidence_unmatched": True, "risk_cue": {"severity"}}
+        return self.model_dump(mode="json", exclude=left_out)
 
     @property
     def scored(self) -> bool:
         return self.status == "scored"
+
+    @property
+    def safety_flagged(self) -> bool | None:
+        return self.safety.flagged if self.safety is not None else None
+
+    @property
+    def safety_reason(self) -> str | None:
+        return self.safety.reason if self.safety is not None else None
+
+    @property
+    def safety_category(self) -> str | None:
+        return self.safety.category if self.safety is not None else None
+
+    @property
+    def risk_cue_present(self) -> bool | None:
+        return self.risk_cue.present if self.risk_cue is not None else None
+
+    @property
+    def risk_cue_kind(self) -> str | None:
+        return self.risk_cue.kind if self.risk_cue is not None else None
+
+    @property
+    def risk_cue_severity(self) -> str | None:
+        return self.risk_cue.severity if self.risk_cue is not None else None
 
     @property
     def overall(self) -> float:
@@ -389,320 +447,149 @@ class Judgment:
         return overall_of(tuple(self.scores.values()))
 
     def as_record(self) -> dict[str, Any]:
-        """The checked subset the leaderboard, the study and ``view`` use (:meth:`_line`). Its
-        ``scores`` and ``rationales`` are the judgment's own dicts, not copies (a build makes
-        100,000 records): read them, do not change them."""
-        return self._line(full=False)
+        """The checked subset the leaderboard, the study and ``view`` use: the line's fields in
+        its order without the run fields, an unscored line's null rubric-v2/v3 fields and the
+        judge's ``reference``. Its ``scores`` and ``rationales`` are the judgment's own dicts,
+        not copies (a build makes 100,000 records): read them, do not change them."""
+        scored, safety, risk = self.status == "scored", self.safety, self.risk_cue
+        out: dict[str, Any] = {
+            "item_id": self.item_id,
+            "status": self.status,
+            "scores": self.scores,
+            "rationales": self.rationales,
+            "safety": {"flagged": safety.flagged, "reason": safety.reason} if safety is not None else None,
+        }
+        layout = self.layout
+        if layout != "v1" and scored and safety is not None and risk is not None:
+            out["safety"]["category"] = safety.category
+            out["risk_cue"] = {"present": risk.present, "kind": risk.kind}
+            out["evidence"] = list(self.evidence or ())
+            if layout == "v3":
+                out["risk_cue"]["severity"] = risk.severity
+                out["judge_directed_text"] = self.judge_directed_text
+                out["evidence_unmatched"] = self.evidence_unmatched
+        out["unscored_kind"] = self.unscored_kind
+        out["unscored_reason"] = self.unscored_reason
+        out["judge"] = self.judge.as_dict()
+        out["served_model"] = self.served_model
+        out["key"] = self.key
+        return out
 
 
-class _Shape:
-    """What a judgment must look like under one rubric, computed once per file; it also
-    remembers the last judge block, which is the same on every line of a file."""
+@dataclass(frozen=True)
+class Rules:
+    """What a judgment must hold under one rubric (read once per file): its factors, the score
+    range and the codes of its categories, risk-cue kinds and severities (None: not checked)."""
 
-    def __init__(self, rubric: Rubric) -> None:
-        self.factors = list(rubric.factor_keys)
-        self.factor_set = frozenset(self.factors)
-        self.low, self.high = rubric.scale_min, rubric.scale_max
-        self.categories = frozenset(rubric.category_codes) if rubric.has_categories else None
-        self.kinds = frozenset(rubric.risk_cue_kinds) if rubric.has_categories else None
-        self.severities = frozenset(rubric.severity_codes) if rubric.has_severity else None
-        self.last_judge: tuple[dict[str, Any], JudgeIdentity] | None = None
+    factors: tuple[str, ...]
+    low: int
+    high: int
+    categories: frozenset[str] | None = None
+    kinds: frozenset[str] | None = None
+    severities: frozenset[str] | None = None
 
-
-def _judge(f: Fields, shape: _Shape) -> JudgeIdentity:
-    block = f.obj.get("judge")
-    if shape.last_judge is not None and block == shape.last_judge[0]:
-        return shape.last_judge[1]  # the same block as the previous line passed the same checks
-    judge = f.child("judge")
-    assert judge is not None
-    identity = JudgeIdentity(
-        version=judge.string("version", nonempty=True, max_len=200),
-        name=judge.string("name", optional=True, max_len=200),
-        provider=judge.string("provider", optional=True, max_len=200),
-        model=judge.string("model", optional=True, max_len=200),
-        family=judge.string("family", optional=True, max_len=200),
-        rubric=judge.string("rubric", optional=True, max_len=200),
-        reference=judge.boolean("reference", optional=True),
-    )
-    shape.last_judge = (dict(judge.obj), identity)
-    return identity
+    @classmethod
+    def of(cls, rubric: Rubric) -> Rules:
+        return cls(
+            tuple(rubric.factor_keys),
+            rubric.scale_min,
+            rubric.scale_max,
+            frozenset(rubric.category_codes) if rubric.has_categories else None,
+            frozenset(rubric.risk_cue_kinds) if rubric.has_categories else None,
+            frozenset(rubric.severity_codes) if rubric.has_severity else None,
+        )
 
 
-def _factor_block(f: Fields, key: str, shape: _Shape) -> dict[str, Any]:
-    block: dict[str, Any] = f.mapping(key)
-    if block.keys() != shape.factor_set:
-        f.fail(
-            key,
-            f"must hold exactly the rubric's factors ({', '.join(shape.factors)}); it holds {len(block)} other or "
+def _factor_block(block: dict[str, Any] | None, key: str, rules: Rules | None) -> dict[str, Any]:
+    if block is None:
+        raise refusal("must be an object, got null", key)
+    if rules is not None and block.keys() != set(rules.factors):
+        raise refusal(
+            f"must hold exactly the rubric's factors ({', '.join(rules.factors)}); it holds {len(block)} other or "
             "missing key(s)",
+            key,
         )
     return block
 
 
-def _scored(f: Fields, shape: _Shape) -> dict[str, Any]:
-    scores = _factor_block(f, "scores", shape)
-    for factor, value in scores.items():
-        if type(value) is not int:
-            f.fail(f"scores.{factor}", f"must be an integer, got {type_name(value)}")
-        if not shape.low <= value <= shape.high:
-            f.fail(f"scores.{factor}", f"must lie in {shape.low}..{shape.high}")
-    rationales = _factor_block(f, "rationales", shape)
-    for factor, text in rationales.items():
-        if type(text) is not str or not text.strip():
-            f.fail(f"rationales.{factor}", f"must be a non-empty string, got {type_name(text)}")
-        if len(text) > MAX_TEXT:
-            f.fail(f"rationales.{factor}", f"is {len(text)} characters long; at most {MAX_TEXT} are allowed")
-    safety = f.child("safety")
-    assert safety is not None
-    flagged = safety.boolean("flagged")
-    reason = safety.string("reason", optional=not flagged, nonempty=flagged, max_len=MAX_TEXT)
+def _check_scored(j: Judgment, rules: Rules | None) -> None:
+    scores = _factor_block(j.scores, "scores", rules)
+    if rules is not None:
+        for factor, value in scores.items():
+            if not rules.low <= value <= rules.high:
+                raise refusal(f"must lie in {rules.low}..{rules.high}", f"scores.{factor}")
+    for factor, text in _factor_block(j.rationales, "rationales", rules).items():
+        if not text.strip():
+            raise refusal("must be a non-empty string, got a blank one", f"rationales.{factor}")
+    if j.safety is None:
+        raise refusal("must be an object, got null", "safety")
     for key in ("unscored_kind", "unscored_reason"):
-        if f.obj.get(key) is not None:
-            f.fail(key, "must be null in a scored judgment")
-    return {
-        "scores": dict(scores),
-        "rationales": dict(rationales),
-        "safety_flagged": flagged,
-        "safety_reason": reason or "",
-        **_safety_v2(f, safety, flagged, shape),
-    }
+        if getattr(j, key) is not None:
+            raise refusal("must be null in a scored judgment", key)
+    _check_categories(j, j.safety, rules)
 
 
-def _code(f: Fields, key: str, allowed: frozenset[str] | None) -> str:
-    code = f.string(key, nonempty=True, max_len=MAX_CODE)
+def _code(code: str, allowed: frozenset[str] | None, at: str) -> None:
     if allowed is not None and code not in allowed:
-        f.fail(key, f"is not a code of the rubric (known: {', '.join(sorted(allowed))})")
-    return str(code)
+        raise refusal(f"is not a code of the rubric (known: {', '.join(sorted(allowed))})", at)
 
 
-def _safety_v2(f: Fields, safety: Fields, flagged: bool, shape: _Shape) -> dict[str, Any]:
-    """The category, risk cue and evidence of a rubric-v2 judgment (all or none of them)."""
-    present = [k for k in ("risk_cue", "evidence") if f.obj.get(k) is not None] + (
-        ["safety.category"] if "category" in safety.obj else []
-    )
+def _check_categories(j: Judgment, safety: Safety, rules: Rules | None) -> None:
+    """The category, risk cue and evidence of a rubric-v2 judgment (all or none of them), and
+    under rubric v3 the severity, the judge-directed text and the unmatched quotes."""
+    given = j.model_fields_set
+    present = [k for k in ("risk_cue", "evidence") if getattr(j, k) is not None]
+    present += ["safety.category"] if "category" in safety.model_fields_set else []
     if not present:
-        return {}
+        return
     if len(present) < 3:
-        f.fail(present[0], "a judgment with a safety category, risk_cue or evidence needs all three (rubric v2)")
-    category = _code(safety, "category", shape.categories)
-    if flagged != (category != NO_CATEGORY):
-        safety.fail("category", f"must be '{NO_CATEGORY}' exactly when the flag is not raised")
-    risk = f.child("risk_cue")
+        raise refusal("a judgment with a safety category, risk_cue or evidence needs all three (rubric v2)", present[0])
+    risk, category = j.risk_cue, safety.category
     assert risk is not None
-    risk_present = risk.boolean("present")
-    kind = _code(risk, "kind", shape.kinds)
-    if risk_present != (kind != NO_CATEGORY):
-        risk.fail("kind", f"must be '{NO_CATEGORY}' exactly when no risk cue is present")
-    evidence = f.listing("evidence")
-    for index, quote in enumerate(evidence):
-        if type(quote) is not str or len(quote) > MAX_TEXT:
-            f.fail(f"evidence[{index}]", f"must be a string of at most {MAX_TEXT} characters, got {type_name(quote)}")
-    out = {
-        "safety_category": category,
-        "risk_cue_present": risk_present,
-        "risk_cue_kind": kind,
-        "evidence": tuple(evidence),
-    }
-    if shape.severities is not None:
-        severity = _code(risk, "severity", shape.severities)
-        if (kind in SEVERITY_KINDS) == (severity == NO_CATEGORY):
-            risk.fail("severity", f"must be '{NO_CATEGORY}' exactly when the kind is not {' or '.join(SEVERITY_KINDS)}")
-        directed = f.boolean("judge_directed_text")
-        unmatched = f.obj.get("evidence_unmatched")
-        if type(unmatched) is not int or not 0 <= unmatched <= len(evidence):
-            f.fail("evidence_unmatched", f"must be an integer between 0 and the number of quotes ({len(evidence)})")
-        out |= {"risk_cue_severity": severity, "judge_directed_text": directed, "evidence_unmatched": unmatched}
-    return out
+    if category is None:
+        raise refusal("must be a string, got null", "safety.category")
+    _code(category, rules.categories if rules else None, "safety.category")
+    if safety.flagged != (category != NO_CATEGORY):
+        raise refusal(f"must be '{NO_CATEGORY}' exactly when the flag is not raised", "safety.category")
+    _code(risk.kind, rules.kinds if rules else None, "risk_cue.kind")
+    if risk.present != (risk.kind != NO_CATEGORY):
+        raise refusal(f"must be '{NO_CATEGORY}' exactly when no risk cue is present", "risk_cue.kind")
+    if rules is None or rules.severities is None:
+        return
+    if risk.severity is None:
+        raise refusal("is missing" if "severity" not in risk.model_fields_set else "must be a string, got null",
+                      "risk_cue.severity")  # fmt: skip
+    _code(risk.severity, rules.severities, "risk_cue.severity")
+    if (risk.kind in SEVERITY_KINDS) == (risk.severity == NO_CATEGORY):
+        raise refusal(f"must be '{NO_CATEGORY}' exactly when the kind is not {' or '.join(SEVERITY_KINDS)}",
+                      "risk_cue.severity")  # fmt: skip
+    if j.judge_directed_text is None:
+        raise refusal("is missing" if "judge_directed_text" not in given else "must be true or false, got null",
+                      "judge_directed_text")  # fmt: skip
+    n_quotes = len(j.evidence or ())
+    if j.evidence_unmatched is None or not 0 <= j.evidence_unmatched <= n_quotes:
+        raise refusal(f"must be an integer between 0 and the number of quotes ({n_quotes})", "evidence_unmatched")
 
 
-def _unscored(f: Fields) -> dict[str, Any]:
-    kind = f.string("unscored_kind")
-    if kind not in UNSCORED_KINDS:
-        f.fail("unscored_kind", f"is not a known kind (known: {', '.join(UNSCORED_KINDS)})")
+def _check_unscored(j: Judgment) -> None:
+    if j.unscored_kind is None:
+        raise refusal("is missing" if "unscored_kind" not in j.model_fields_set else "must be a string, got null",
+                      "unscored_kind")  # fmt: skip
+    if j.unscored_kind not in UNSCORED_KINDS:
+        raise refusal(f"is not a known kind (known: {', '.join(UNSCORED_KINDS)})", "unscored_kind")
     for key in ("scores", "rationales", "safety", "risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"):
-        if f.obj.get(key) is not None:
-            f.fail(key, "must be null in an unscored judgment")
-    return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=MAX_TEXT)}
-
-
-def _layout_of(obj: dict[str, Any], fields: dict[str, Any]) -> str:
-    """Which safety fields the line carries: those it holds (an unscored line holds them null)."""
-    if "risk_cue_severity" in fields or "judge_directed_text" in obj or "evidence_unmatched" in obj:
-        return "v3"
-    return "v2" if "safety_category" in fields or "risk_cue" in obj or "evidence" in obj else "v1"
-
-
-def _usage(f: Fields) -> Usage | None:
-    usage = f.child("usage", optional=True)
-    if usage is None:
-        return None
-    counts = {k: usage.integer(k, optional=True, minimum=0) for k in USAGE_KEYS}
-    return Usage(**{k: v or 0 for k, v in counts.items()})
-
-
-_USAGE_KEYSET = frozenset(USAGE_KEYS)
-
-
-_NO_RUN_FIELDS: dict[str, Any] = dict.fromkeys(
-    ("usage", "attempts", "mode", "turn", "scenario", "persona_id", "cached")
-)
-
-
-def _run_fields(obj: dict[str, Any], checked: Callable[[], Fields]) -> dict[str, Any]:
-    """The fields the run's own records keep (none is required: older lines lack them). The
-    line as the writer writes it passes one quick test; any other goes through the checks
-    (``checked`` gives the line's :class:`Fields`, built only then)."""
-    usage, attempts, mode, turn = obj.get("usage"), obj.get("attempts"), obj.get("mode"), obj.get("turn")
-    scenario, persona_id, cached = obj.get("scenario"), obj.get("persona_id"), obj.get("cached")
-    if usage is attempts is mode is turn is scenario is persona_id is cached is None:
-        return _NO_RUN_FIELDS  # a line without them (an older writer, a submission's own tool): all None
-    if (
-        type(usage) is dict
-        and usage.keys() == _USAGE_KEYSET
-        and set(map(type, usage.values())) == {int}
-        and min(usage.values()) >= 0
-        and type(attempts) is int
-        and attempts >= 0
-        and type(mode) is str
-        and len(mode) <= MAX_CODE
-        and type(turn) is int
-        and type(scenario) is str
-        and len(scenario) <= MAX_FIELD
-        and type(persona_id) is str
-        and len(persona_id) <= MAX_FIELD
-        and type(cached) is bool
-    ):
-        return {
-            "usage": Usage(**usage),
-            "attempts": attempts,
-            "mode": mode,
-            "turn": turn,
-            "scenario": scenario,
-            "persona_id": persona_id,
-            "cached": cached,
-        }
-    return checked_run_fields(checked())
-
-
-def checked_run_fields(f: Fields) -> dict[str, Any]:
-    """:func:`_run_fields` by the field checks alone (what its quick tests must agree with)."""
-    return {
-        "usage": _usage(f),
-        "attempts": f.integer("attempts", optional=True, minimum=0),
-        "mode": f.string("mode", optional=True, max_len=MAX_CODE),
-        "turn": f.integer("turn", optional=True),
-        "scenario": f.string("scenario", optional=True, max_len=MAX_FIELD),
-        "persona_id": f.string("persona_id", optional=True, max_len=MAX_FIELD),
-        "cached": f.boolean("cached", optional=True),
-    }
-
-
-def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment:
-    f = Fields(obj, path=path, line=line, error=error)
-    item_id = f.string("item_id", nonempty=True, max_len=300)
-    status = f.string("status")
-    if status not in STATUSES:
-        f.fail("status", "must be 'scored' or 'unscored'")
-    fields = _scored(f, shape) if status == "scored" else _unscored(f)
-    return from_checked(
-        Judgment,
-        {
-            "item_id": item_id,
-            "status": status,
-            "judge": _judge(f, shape),
-            "key": f.string("key", nonempty=True, max_len=200),
-            "line": line,
-            "served_model": f.string("served_model", optional=True, max_len=MAX_NAME),
-            "layout": _layout_of(f.obj, fields),
-            **fields,
-            **_run_fields(f.obj, lambda: f),
-        },
-    )
-
-
-def _fast(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchError]) -> Judgment | None:
-    """The common line, a well-formed scored judgment, read without :class:`Fields`; None for
-    anything else, which :func:`_parse` then reads (and refuses with its message). It returns a
-    judgment only where :func:`_parse` returns the same one: every test below is one of
-    :func:`_parse`'s checks, written inline (a build reads 100,000 judgments; the checked path
-    was a sixth of its CPU). Rubric-v2 fields and a new judge block go through the checked
-    helpers themselves. ``tests/test_reader_fast_paths.py`` holds the two paths equal on mutated lines."""
-    if type(obj) is not dict or obj.get("status") != "scored":
-        return None
-    get = obj.get
-    item_id, key, served = get("item_id"), get("key"), get("served_model")
-    if (
-        type(item_id) is not str
-        or not item_id.strip()
-        or len(item_id) > 300
-        or type(key) is not str
-        or not key.strip()
-        or len(key) > 200
-        or not (served is None or (type(served) is str and len(served) <= MAX_NAME))
-        or get("unscored_kind") is not None
-        or get("unscored_reason") is not None
-    ):
-        return None
-    scores, rationales, safety = get("scores"), get("rationales"), get("safety")
-    factors = shape.factor_set
-    if (
-        type(scores) is not dict
-        or scores.keys() != factors
-        or type(rationales) is not dict
-        or rationales.keys() != factors
-        or type(safety) is not dict
-    ):
-        return None
-    low, high = shape.low, shape.high
-    for value in scores.values():
-        if type(value) is not int or not low <= value <= high:
-            return None
-    for text in rationales.values():
-        if type(text) is not str or not text.strip() or len(text) > MAX_TEXT:
-            return None
-    flagged, reason = safety.get("flagged"), safety.get("reason")
-    if type(flagged) is not bool:
-        return None
-    if flagged:
-        if type(reason) is not str or not reason.strip() or len(reason) > MAX_TEXT:
-            return None
-    elif not (reason is None or (type(reason) is str and len(reason) <= MAX_TEXT)):
-        return None
-    extra: dict[str, Any] = {}
-    if get("risk_cue") is not None or get("evidence") is not None or "category" in safety:
-        f = Fields(obj, path=path, line=line, error=error)
-        extra = _safety_v2(f, Fields(safety, path=path, line=line, prefix="safety", error=error), flagged, shape)
-    last = shape.last_judge
-    judge = (
-        last[1]
-        if last is not None and get("judge") == last[0]
-        else _judge(Fields(obj, path=path, line=line, error=error), shape)
-    )
-    return from_checked(
-        Judgment,
-        {
-            "item_id": item_id,
-            "status": "scored",
-            "judge": judge,
-            "key": key,
-            "line": line,
-            "served_model": served,
-            "scores": dict(scores),
-            "rationales": dict(rationales),
-            "safety_flagged": flagged,
-            "safety_reason": reason or "",
-            "layout": _layout_of(obj, extra),
-            **extra,
-            **_run_fields(obj, lambda: Fields(obj, path=path, line=line, error=error)),
-        },
-    )
+        if getattr(j, key) is not None:
+            raise refusal("must be null in an unscored judgment", key)
 
 
 def parse_judgment(
-    obj: Any, rubric: Rubric, path: Path, line: int, error: type[TideBenchError] = DataError
+    obj: Any, rubric: Rubric | Rules, path: Path, line: int, error: type[TideBenchError] = DataError
 ) -> Judgment:
     """Check one parsed judgments line against the rubric and turn it into a :class:`Judgment`."""
-    return _parse(obj, _Shape(rubric), path, line, error)
+    rules = rubric if isinstance(rubric, Rules) else Rules.of(rubric)
+    if type(obj) is dict:
+        obj["line"] = line  # where it was read (the parsed line is the reader's own)
+    return load(Judgment, obj, path=path, line=line, error=error, context={"rules": rules})
 
 
 def read_judgments(
@@ -717,9 +604,9 @@ def read_judgments(
     path = Path(path)
     seen: dict[str, int] = {}
     out = []
-    shape = _Shape(rubric)
+    rules = Rules.of(rubric)
     for line, obj in iter_jsonl(path, error, max_bytes=max_bytes, follow_symlinks=follow_symlinks):
-        judgment = _fast(obj, shape, path, line, error) or _parse(obj, shape, path, line, error)
+        judgment = parse_judgment(obj, rules, path, line, error)
         if judgment.item_id in seen:
             raise error(
                 f"item judged twice (first on line {seen[judgment.item_id]})", path=path, line=line, field="item_id"

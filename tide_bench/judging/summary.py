@@ -43,18 +43,18 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field, ValidationInfo, model_validator
 
 from tide_bench.core.errors import DataError, TideBenchError
-from tide_bench.core.fields import Fields, line_locator, type_name
 from tide_bench.core.hashing import sha256_file
 from tide_bench.core.jsonio import parse_json, read_bytes
 from tide_bench.core.provenance import utc_now
+from tide_bench.core.records import Count, Number, Record, Str, line_locator, load, refusal
 from tide_bench.core.stats import DEFAULT_RESAMPLES, mean_ci, proportion_ci
 from tide_bench.data.schema import persona_of_item
 from tide_bench.generation.run_dir import MANIFEST_NAME, RunDirectory
@@ -348,51 +348,64 @@ def summarize_judgments(
 TOLERANCE = 1e-6
 
 
-@dataclass(frozen=True)
-class JudgeSummary:
-    """The checked numbers of one ``judge_summary.json``."""
-
-    path: Path
-    n_items: int
-    n_scored: int
-    n_unscored: int
-    unscored_reasons: dict[str, int]
-    factor_means: dict[str, float | None]
-    overall_mean: float | None
-    judge_version: str | None = None
-    n_safety_flagged: int | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
+class Mean(Record):
+    mean: Number | None = None
 
 
-def _mean(f: Fields, key: str) -> float | None:
-    block = f.child(key)
-    assert block is not None
-    mean: float | None = block.number("mean", optional=True)
-    return mean
+class SummaryJudge(Record):
+    version: Str | None = None
+
+
+class JudgeSummary(Record):
+    """The checked numbers of one ``judge_summary.json`` (the fields another stage compares or
+    shows; the rest of the file is not checked). ``path`` and ``raw`` (the untouched object) are
+    the reader's; ``factors`` must hold every factor of the rubric (``context["factors"]``)."""
+
+    path: Path = Field(exclude=True)
+    raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    n_items: Count
+    n_scored: Count
+    n_unscored: Count
+    unscored_reasons: dict[str, Count]
+    factors: dict[str, Mean]
+    empathy: Mean  # OVERALL
+    judge: SummaryJudge | None = None
+    n_safety_flagged: Count | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, obj: Any, info: ValidationInfo) -> Any:
+        """The object read from ``context["path"]``, with that path and itself as ``raw``."""
+        if info.context is None or not isinstance(obj, dict):
+            return obj
+        return obj | {"path": info.context["path"], "raw": obj}
+
+    @model_validator(mode="after")
+    def _every_factor(self, info: ValidationInfo) -> JudgeSummary:
+        for factor in (info.context or {}).get("factors", ()):
+            if factor not in self.factors:
+                raise refusal("is missing", f"factors.{factor}")
+        return self
+
+    @property
+    def factor_means(self) -> dict[str, float | None]:
+        return {k: block.mean for k, block in self.factors.items()}
+
+    @property
+    def overall_mean(self) -> float | None:
+        return self.empathy.mean
+
+    @property
+    def judge_version(self) -> str | None:
+        return self.judge.version if self.judge is not None else None
 
 
 def parse_summary(
     obj: Any, path: Path, factor_keys: list[str], *, text: str = "", error: type[TideBenchError] = DataError
 ) -> JudgeSummary:
-    f = Fields(obj, path=path, error=error, locate=line_locator(text) if text else None)
-    reasons = f.mapping("unscored_reasons")
-    for kind, count in reasons.items():
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            f.fail(f"unscored_reasons.{kind}", f"must be a count (an integer >= 0), got {type_name(count)}")
-    factors = f.child("factors")
-    assert factors is not None
-    judge = f.child("judge", optional=True)
-    return JudgeSummary(
-        path=path,
-        n_items=f.integer("n_items", minimum=0),
-        n_scored=f.integer("n_scored", minimum=0),
-        n_unscored=f.integer("n_unscored", minimum=0),
-        unscored_reasons=dict(reasons),
-        factor_means={k: _mean(factors, k) for k in factor_keys},
-        overall_mean=_mean(f, OVERALL),
-        judge_version=judge.string("version", optional=True) if judge else None,
-        n_safety_flagged=f.integer("n_safety_flagged", optional=True, minimum=0),
-        raw=f.obj,
+    locate = line_locator(text) if text else None
+    return load(
+        JudgeSummary, obj, path=path, locate=locate, error=error, context={"path": path, "factors": factor_keys}
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tide_bench.core.records import Count
 from tide_bench.judging.config import Prices
 
 USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "calls")
@@ -13,11 +14,11 @@ USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write
 class Usage:
     """Tokens of one or more calls. ``input_tokens`` excludes cached prompt tokens."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    calls: int = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cache_read_tokens: Count = 0
+    cache_write_tokens: Count = 0
+    calls: Count = 0
 
     def add(self, other: Usage) -> Usage:
         for key in USAGE_KEYS:

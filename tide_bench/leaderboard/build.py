@@ -11,7 +11,6 @@ for the board's judge.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -30,14 +29,7 @@ from tide_bench.core.stats import preload as preload_statistics
 from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.entries import (
-    EntryJob,
-    PreparedEntry,
-    Progress,
-    open_reuse_store,
-    prepare_entries,
-)
-from tide_bench.leaderboard.reuse import refuse_overlap
+from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries
 from tide_bench.leaderboard.scoring.bias import diagnose
 from tide_bench.leaderboard.scoring.columns import board_columns
 from tide_bench.leaderboard.scoring.groups import board_groupings, split_groups
@@ -63,7 +55,6 @@ class BuildResult:
     accepted: list[str] = field(default_factory=list)
     refused: dict[str, list[str]] = field(default_factory=dict)
     board: dict[str, Any] = field(default_factory=dict)
-    reused: list[str] = field(default_factory=list)  # entries taken from the reuse store, not prepared anew
 
 
 def _audited_judge(audit: dict[str, Any], version: str | None, path: Path) -> str:
@@ -171,10 +162,8 @@ def _check_paths(
     *,
     audit: str | Path | None,
     judges_board: str | Path | None,
-    reuse: str | Path | None,
 ) -> None:
-    """Refuse an output folder that would replace an input, and a reuse store that overlaps the
-    submissions, before anything is read."""
+    """Refuse an output folder that would replace an input, before anything is read."""
     check_out_dir(
         out,
         {
@@ -182,11 +171,8 @@ def _check_paths(
             "board file": Path(board.source) if board.source else None,
             "audit file": Path(audit) if audit else None,
             "judges board": Path(judges_board) if judges_board else None,
-            "reuse store": Path(reuse) if reuse else None,
         },
     )
-    if reuse is not None:
-        refuse_overlap(Path(reuse), submissions)
 
 
 def _entry_job(board: BoardConfig, rubric: Rubric, site: Path | None, *, spot_checks: bool, strict: bool) -> EntryJob:
@@ -215,7 +201,6 @@ def build_site(
     progress: Progress | None = None,
     judges_board: str | Path | None = None,
     require_accepted: bool = False,
-    reuse: str | Path | None = None,
 ) -> BuildResult:
     """Validate, score, rank and write the site into ``out``. ``extra_sections`` are appended to
     the index page (e.g. a study report, :func:`~tide_bench.leaderboard.site.html.render_section`);
@@ -226,11 +211,9 @@ def build_site(
     linked as judges.html; without it every entry reads "judge not validated". With
     ``require_accepted`` (the CLI), a build that refuses every submission raises
     :class:`NothingAccepted`, naming the shipped board file that would accept them, and
-    leaves ``out`` as it was. ``reuse`` (a folder of its own) keeps each prepared entry for the
-    next build, which takes it as it is while the entry's files, the board, the rubric and the
-    code are unchanged (:mod:`.reuse`); the site is the same either way."""
+    leaves ``out`` as it was."""
     out = Path(out)
-    _check_paths(out, Path(submissions), board, audit=audit, judges_board=judges_board, reuse=reuse)
+    _check_paths(out, Path(submissions), board, audit=audit, judges_board=judges_board)
     stamps = load_stamps(judges_board)
     folders = submission_folders(submissions)
     rubric = rubric or load_rubric()
@@ -245,8 +228,6 @@ def build_site(
 
     try:
         job = _entry_job(board, rubric, staging if instances else None, spot_checks=spot_checks, strict=strict)
-        if reuse is not None:
-            job = dataclasses.replace(job, reuse=open_reuse_store(reuse, job))
         # One BLAS thread: the bootstraps' matrix products are small, so more threads only spin (measured: twice
         # the CPU for the same time in one process, and workers' threads competing for the same cores).
         with threadpool_limits(limits=1, user_api="blas"):
@@ -281,14 +262,10 @@ def build_site(
         if judges_board:
             shutil.copyfile(Path(judges_board) / "index.html", staging / JUDGES_PAGE)
         replace_folder(staging, target)
-        if job.reuse is not None:  # what this build used stays for the next one
-            used = {e.reuse_key: e.check.submission for e in prepared if e.reuse_key}
-            job.reuse.prune(set(used), {sub.split_hash for sub in used.values() if sub})
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    reused = [e.check.id for e in prepared if e.reused]
-    return BuildResult(out, [r["id"] for r in result_board["rows"]], result_board["refused"], result_board, reused)
+    return BuildResult(out, [r["id"] for r in result_board["rows"]], result_board["refused"], result_board)
 
 
 def _decide(

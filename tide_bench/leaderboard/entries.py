@@ -17,7 +17,6 @@ every case, in the order of the folders: the parallel build is tested against th
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -31,11 +30,9 @@ from tide_bench.core.errors import TideBenchError
 from tide_bench.data.risk_labels import RiskLabels
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.config import BoardConfig
-from tide_bench.leaderboard.reuse import ReuseStore, open_store
 from tide_bench.leaderboard.scoring.bias import ItemTable, item_table
 from tide_bench.leaderboard.scoring.scores import ScoredEntry, judge_columns, score_entry
 from tide_bench.leaderboard.site.entry_files import write_entry_files
-from tide_bench.leaderboard.site.instances import FOLDER as INSTANCES
 from tide_bench.leaderboard.submission.result import CheckResult
 from tide_bench.leaderboard.submission.validate import validate_folder
 
@@ -57,7 +54,6 @@ class EntryJob:
     text_metrics: bool = False
     seed: int | None = None
     risk_labels: RiskLabels | None = None  # the board's item-level risk labels (default: those of the entry's data)
-    reuse: ReuseStore | None = None  # entries kept from earlier builds (:mod:`.reuse`)
 
 
 @dataclass
@@ -71,53 +67,9 @@ class PreparedEntry:
     scored: ScoredEntry | None = None
     table: ItemTable | None = None
     downloads: list[str] = field(default_factory=list)
-    reused: bool = False  # taken from the reuse store, not prepared in this build
-    reuse_key: str | None = None
-
-
-def open_reuse_store(folder: str | Path, job: EntryJob) -> ReuseStore:
-    """The reuse store for ``job``'s entries (:func:`.reuse.open_store`): keyed by the board and
-    everything else of the job an entry's preparation depends on."""
-    options = {
-        "rubric": job.rubric.content_hash(),
-        "risk_labels": job.risk_labels.sha256 if job.risk_labels is not None else None,
-        "site": job.site is not None,
-        "text_metrics": job.text_metrics,
-    }
-    return open_store(folder, job.board, options)
 
 
 def prepare_entry(folder: Path, job: EntryJob) -> PreparedEntry:
-    """:func:`prepare_fresh`, or the same entry from the reuse store when its folder, the board
-    and the code are unchanged (:mod:`.reuse`); a fresh one is stored for the next build."""
-    store = job.reuse
-    key = store.key_for(folder) if store is not None and not job.spot_checks else None
-    if store is None or key is None:
-        return prepare_fresh(folder, job)
-    kept = store.load(key, job.site)
-    if isinstance(kept, PreparedEntry):
-        return dataclasses.replace(kept, reused=True, reuse_key=key)
-    prepared = prepare_fresh(folder, job)
-    store.save(key, prepared, job.site, _site_files(prepared), _split_hash(prepared))
-    prepared.reuse_key = key
-    return prepared
-
-
-def _site_files(prepared: PreparedEntry) -> list[str]:
-    """The site-relative per-item files written for a prepared entry: its instance file and downloads."""
-    if prepared.scored is None:
-        return []
-    entry_id = prepared.scored.row["id"]
-    return [f"{INSTANCES}/{entry_id}.js", *prepared.downloads]
-
-
-def _split_hash(prepared: PreparedEntry) -> str:
-    """The item set whose conversations the entry's instance file needs ("" for none)."""
-    sub = prepared.check.submission
-    return sub.split_hash if sub is not None and prepared.scored is not None else ""
-
-
-def prepare_fresh(folder: Path, job: EntryJob) -> PreparedEntry:
     """Validate, score and tabulate one submission folder, and write its per-item files."""
     check = validate_folder(
         folder, job.board, spot_checks=job.spot_checks, seed=job.seed, text_metrics=job.text_metrics

@@ -6,17 +6,17 @@ ones could not run."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from operator import attrgetter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import read_bytes, read_json
 from tide_bench.data.schema import make_item_id
+from tide_bench.data.sources import split_content_hash
 from tide_bench.data.splits import split_of
 from tide_bench.generation.run_manifest import MANIFEST_NAME, RunManifest
-from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, DocMemo, Generation, read_generations
-from tide_bench.judging.cache import JudgmentKeys
+from tide_bench.generation.samples import TASK_PATTERN, TASK_PREFIX, Generation, read_generations
+from tide_bench.judging.cache import judgment_key
 from tide_bench.judging.judgment import Judgment, read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import is_model_failure, read_summary, summary_mismatches, unscored_reasons
@@ -43,12 +43,6 @@ from tide_bench.leaderboard.submission.result import CheckResult
 MANIFEST = f"{RUN}/{MANIFEST_NAME}"
 
 MAX_LISTED = 5
-
-# The checked items of the submission read last: the next one (a board's entries answer the same items) reuses
-# them where its doc blocks are equal (generation.samples.DocMemo). One per process: each build worker has its own.
-_DOCS = DocMemo()
-# The judgment keys' hash states of the items read last: each entry's keys then cost hashing its replies alone.
-_KEYS = JudgmentKeys()
 
 
 def _confined(rel: str, listing: FolderListing, base: str) -> str | None:
@@ -195,7 +189,7 @@ def read_samples(
                 field=f"files.samples.{task}",
             )
         confined[task] = path
-    gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False, memo=_DOCS)
+    gens = read_generations(folder, confined, max_bytes=board.max_bytes, follow_symlinks=False)
     if not gens:
         result.stop("the run holds no replies", MANIFEST, field="files.samples")
     return gens
@@ -261,33 +255,10 @@ def _whole(turns: list[int]) -> bool:
     return sorted(turns) == list(range(1, len(turns) + 1))
 
 
-def _conversations_sound(gens: list[Generation], board: BoardConfig) -> bool:
-    """Whether :func:`_conversation_checks` finds nothing, tested on sets: no (persona,
-    conversation, turn) twice, every turn after the first follows an answered one (turns are
-    integers from 1: the samples reader checks them), and every persona has the board's count of
-    conversations. False sends the items through the checks that name the problem."""
-    turns = list(map(_TURN, gens))
-    keys = set(zip(map(_PERSONA, gens), map(_CONVERSATION, gens), turns, strict=True))
-    if len(keys) != len(gens):
-        return False
-    if set(turns) != {1} and not {(p, c, t - 1) for p, c, t in keys if t > 1} <= keys:
-        return False
-    if board.conversations_per_persona is None:
-        return True
-    per_persona = Counter(p for p, _, t in keys if t == 1)
-    return set(per_persona.values()) <= {board.conversations_per_persona}
-
-
 def _conversation_checks(gens: list[Generation], board: BoardConfig, folder: Path, result: CheckResult) -> None:
     """Conversations are whole (every turn up to the last answered) and, where the board says how
     many, every persona has all of its conversations. Each problem is shown on the first item
     (in file order) of the first conversation or persona by name."""
-    if not _conversations_sound(gens, board):
-        _conversation_problems(gens, board, folder, result)
-
-
-def _conversation_problems(gens: list[Generation], board: BoardConfig, folder: Path, result: CheckResult) -> None:
-    """:func:`_conversation_checks` item by item, naming each problem."""
     groups: dict[tuple[str, str], list[Generation]] = defaultdict(list)  # in order of first appearance
     for g in gens:
         groups[(g.persona_id, g.conversation_id)].append(g)
@@ -326,7 +297,7 @@ def _split_hash_checks(gens: list[Generation], run: RunManifest, board: BoardCon
             MANIFEST,
             field="data.n_items",
         )
-    recomputed = _DOCS.split_hash(gens, run.data.split)  # split_content_hash, not again for the same items
+    recomputed = split_content_hash([g.item() for g in gens], run.data.split)
     if recomputed != run.data.split_sha256:
         result.refuse(
             f"the submitted items hash to {recomputed[:16]}..., not to the run's {run.data.split_sha256[:16]}...: "
@@ -353,33 +324,11 @@ def _split_hash_checks(gens: list[Generation], run: RunManifest, board: BoardCon
     return recomputed
 
 
-def _items_sound(gens: list[Generation], run: RunManifest, board: BoardConfig) -> bool:
-    """Whether :func:`_item_problems` finds nothing in any item, each kind of field tested a
-    column at a time (each persona's split once): a build checks 100,000 items, and a call per
-    item was most of this check's time. False sends the items through :func:`_item_problems`,
-    which names each problem."""
-    personas = set(map(_PERSONA, gens))
-    hashes = set(map(_SPLIT_HASH, gens))
-    hashes.discard("")
-    return (
-        set(map(_SPLIT, gens)) <= {board.split}
-        and (not board.split_version or all(split_of(p) == board.split for p in personas))
-        and hashes <= {run.data.split_sha256}
-        and list(map(_ITEM_ID, gens))
-        == list(map(make_item_id, map(_PERSONA, gens), map(_CONVERSATION, gens), map(_TURN, gens)))
-    )
-
-
-_PERSONA, _CONVERSATION, _TURN = attrgetter("persona_id"), attrgetter("conversation_id"), attrgetter("turn")
-_SPLIT, _SPLIT_HASH, _ITEM_ID = attrgetter("split"), attrgetter("split_sha256"), attrgetter("item_id")
-
-
 def check_items(gens: list[Generation], run: RunManifest, board: BoardConfig, folder: Path, result: CheckResult) -> str:
     """Check the items against the split definition and the pins; return the recomputed split hash."""
-    if not _items_sound(gens, run, board):
-        persona_split: dict[str, str] = {}
-        bad = [p for g in gens for p in _item_problems(g, run, board, folder, persona_split)]
-        refuse_listed(result, bad, "item problems")
+    persona_split: dict[str, str] = {}
+    bad = [p for g in gens for p in _item_problems(g, run, board, folder, persona_split)]
+    refuse_listed(result, bad, "item problems")
     _conversation_checks(gens, board, folder, result)
     return _split_hash_checks(gens, run, board, result)
 
@@ -457,8 +406,7 @@ def check_judgments(
         )
     _judge_identity_checks(judgments, board, result)
     matched = [j for j in judgments if j.item_id in gens_by_id]
-    key = _KEYS.key
-    stale = [j for j in matched if j.key != key(j.judge.version, gens_by_id[j.item_id])]
+    stale = [j for j in matched if j.key != judgment_key(j.judge.version, gens_by_id[j.item_id])]
     if stale and len(stale) == len(matched):
         result.refuse(
             "none of the judgments match the submitted replies: these judgments were made for other replies (another "

@@ -19,8 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tide_bench.core.fields import type_name
 from tide_bench.core.options import did_you_mean
+from tide_bench.core.records import type_name
 from tide_bench.core.resources import resource_dir
 from tide_bench.generation.run_manifest import RunManifest
 from tide_bench.leaderboard.submission.local_paths import REDACTED

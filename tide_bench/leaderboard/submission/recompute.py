@@ -21,8 +21,6 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from pathlib import Path
 
-import numpy as np
-
 from tide_bench.core.errors import ConfigError
 from tide_bench.generation.samples import Generation
 from tide_bench.leaderboard.submission.problems import Problem, relative
@@ -105,28 +103,8 @@ def has_cosine(gens: list[Generation]) -> bool:
     return any(not math.isnan(g.metrics.get(COSINE, math.nan)) for g in gens)
 
 
-def _cosines_sound(gens: list[Generation]) -> bool:
-    """Whether :func:`cosine_problems` finds nothing, tested on one array of the values."""
-    try:
-        values = np.array([m.get(COSINE, math.nan) for m in map(_METRICS, gens)], dtype=float)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    missing = np.isnan(values)
-    with np.errstate(invalid="ignore"):
-        out_of_range = np.abs(values) > 1 + 1e-6
-    return not out_of_range.any() and (missing.all() or not missing.any())
-
-
-_METRICS = attrgetter("metrics")
-
-
 def cosine_problems(gens: list[Generation], root: Path) -> list[Problem]:
     """Stored cosine values must be similarities, and present on every item or on none."""
-    return [] if _cosines_sound(gens) else _cosine_problems(gens, root)
-
-
-def _cosine_problems(gens: list[Generation], root: Path) -> list[Problem]:
-    """:func:`cosine_problems` item by item, naming each problem."""
     bad = [
         Problem("must lie in -1..1", relative(g.file, root), g.line, COSINE)
         for g in gens

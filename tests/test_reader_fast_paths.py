@@ -33,7 +33,7 @@ SETTINGS = settings(
     max_examples=150, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
 
-JUDGE = {"name": "j", "provider": "anthropic", "model": "m", "family": "claude", "version": "v1", "rubric": "r@v3"}
+JUDGE = {"name": "j", "provider": "anthropic", "model": "m", "family": "claude", "version": "v1", "rubric": "r@v4"}
 PLAIN = {
     "item_id": "101/conversation_1/turn1",
     "status": "scored",
@@ -45,15 +45,17 @@ PLAIN = {
     "key": "k" * 64,
     "judge": JUDGE,
 }
-V3 = PLAIN | {
+V4 = PLAIN | {
     "safety": {"flagged": True, "reason": "r", "category": "risk_mishandled"},
     "risk_cue": {"present": True, "kind": "suicide_self_harm", "severity": "passive"},
     "evidence": ["a quote"],
     "judge_directed_text": False,
     "evidence_unmatched": 0,
+    "over_escalation": False,  # rubric v4 (the default rubric)
+    "risk_label": {"kind": "suicide_self_harm", "severity": "passive", "sha256": "a" * 64},
     "served_model": "m-2025",
 }
-CALM = V3 | {
+CALM = V4 | {
     "safety": {"flagged": False, "reason": "", "category": "none"},
     "risk_cue": {"present": False, "kind": "none", "severity": "none"},
     "evidence": [],
@@ -177,7 +179,7 @@ def _judgment_sides(obj: Any, primed: bool) -> tuple[tuple, tuple]:
 
 
 def test_the_base_lines_are_valid_and_taken_by_the_fast_path() -> None:
-    for base in (PLAIN, V3, CALM, RUN):
+    for base in (PLAIN, V4, CALM, RUN):
         shape = judgment_record._Shape(RUBRIC)
         fast = judgment_record._fast(copy.deepcopy(base), shape, PATH, 1, DataError)
         assert fast is not None
@@ -206,7 +208,7 @@ _DELETE = object()
 
 
 def test_every_single_edit_of_a_judgment_reads_the_same_both_ways() -> None:
-    for base in (PLAIN, V3, CALM, RUN, UNSCORED):
+    for base in (PLAIN, V4, CALM, RUN, UNSCORED):
         for obj in _single_edits(base):
             for primed in (False, True):
                 fast, checked = _judgment_sides(obj, primed)
@@ -235,7 +237,7 @@ def test_the_run_fields_quick_tests_agree_with_the_field_checks() -> None:
 
 
 @SETTINGS
-@given(base=st.sampled_from([PLAIN, V3, CALM, RUN, UNSCORED]), data=st.data(), primed=st.booleans())
+@given(base=st.sampled_from([PLAIN, V4, CALM, RUN, UNSCORED]), data=st.data(), primed=st.booleans())
 def test_fuzz_a_mutated_judgment_reads_the_same_both_ways(base: dict, data: st.DataObject, primed: bool) -> None:
     obj = data.draw(mutated(base))
     fast, checked = _judgment_sides(obj, primed)

@@ -44,6 +44,11 @@ Judgments of a rubric with safety categories (v2) also carry ``safety.category``
 raised flag names a category, an unraised one ``none``). v1 judgments have none of them.
 Judgments of rubric v3 also carry ``risk_cue.severity`` (a code of the rubric's ladder, ``none``
 exactly when the kind is not graded), ``judge_directed_text`` and ``evidence_unmatched``.
+Judgments of rubric v4 (layout ``v4``) also carry ``over_escalation`` (the judge found the reply
+urging emergency help the severity does not call for; null when unscored) and ``risk_label`` (the
+fixed label the judge was shown, ``{kind, severity, sha256}`` of the text shown, or null for an
+item without one; kept on unscored lines too: :mod:`.given_labels`). A v4 severity is a rung of
+its kind's own ladder.
 """
 
 from __future__ import annotations
@@ -63,9 +68,10 @@ from tide_bench.core.records import from_checked
 from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig, JudgeIdentity
+from tide_bench.judging.given_labels import RISK_LABEL_KEYS, label_record
 from tide_bench.judging.outcome import Unscored
 from tide_bench.judging.parse import Rating
-from tide_bench.judging.rubric import NO_CATEGORY, SEVERITY_KINDS, Rubric
+from tide_bench.judging.rubric import NO_CATEGORY, Rubric
 from tide_bench.judging.usage import USAGE_KEYS, Usage
 
 UNSCORED_KINDS = (
@@ -169,7 +175,7 @@ def make_judgment(
     if rating is None and kind not in UNSCORED_KINDS:
         raise ValueError(f"unscored records need a known kind, got {kind!r}")
     rubric = config.rubric
-    layout = "v3" if rubric.has_categories and rubric.has_severity else "v2" if rubric.has_categories else "v1"
+    layout = _layout(rubric)
     common: dict[str, Any] = {
         "item_id": gen.item_id,
         "judge": JudgeIdentity(**config.identity()),
@@ -184,6 +190,8 @@ def make_judgment(
         "persona_id": gen.persona_id,
         "cached": False,
     }
+    if layout == "v4":
+        common["risk_label"] = label_record(config, gen)
     if rating is None:
         text = None if reason is None else clip(redact(reason, (config.api_key_env,)))
         return Judgment(status="unscored", unscored_kind=kind, unscored_reason=text, **common)
@@ -193,6 +201,13 @@ def make_judgment(
 def make_record(gen: Generation, config: JudgeConfig, key: str, **outcome: Any) -> dict[str, Any]:
     """The ``judgments.jsonl`` line of :func:`make_judgment` (what the engine writes and caches)."""
     return make_judgment(gen, config, key, **outcome).to_json()
+
+
+def _layout(rubric: Rubric) -> str:
+    """Which safety fields a rubric's judgments carry (see :class:`Judgment`)."""
+    if rubric.has_escalation:
+        return "v4"
+    return "v3" if rubric.has_categories and rubric.has_severity else "v2" if rubric.has_categories else "v1"
 
 
 def _rated(rating: Rating, layout: str, reply: str) -> dict[str, Any]:
@@ -210,12 +225,14 @@ def _rated(rating: Rating, layout: str, reply: str) -> dict[str, Any]:
             "risk_cue_kind": rating.risk_cue_kind,
             "evidence": tuple(clip(quote) for quote in rating.evidence or ()),
         }
-    if layout == "v3":
+    if layout in ("v3", "v4"):
         out |= {
             "risk_cue_severity": rating.risk_cue_severity,
             "judge_directed_text": bool(rating.judge_directed_text),
             "evidence_unmatched": unmatched_quotes(rating.evidence or (), reply),
         }
+    if layout == "v4":
+        out["over_escalation"] = bool(rating.over_escalation)
     return out
 
 
@@ -312,6 +329,8 @@ class Judgment:
     risk_cue_severity: str | None = None  # rubric v3
     judge_directed_text: bool | None = None  # rubric v3
     evidence_unmatched: int | None = None  # rubric v3
+    over_escalation: bool | None = None  # rubric v4
+    risk_label: dict[str, str] | None = None  # rubric v4: the fixed label shown to the judge (scored or not)
     layout: str = "v1"
     usage: Usage | None = None  # tokens of every call this judgment cost, retries included
     attempts: int | None = None  # HTTP requests made for this item, failed ones included
@@ -355,11 +374,14 @@ class Judgment:
                 risk = {"present": self.risk_cue_present, "kind": self.risk_cue_kind}
             out["risk_cue"] = risk
             out["evidence"] = list(self.evidence or ()) if scored else None
-            if self.layout == "v3":
+            if self.layout in ("v3", "v4"):
                 if risk is not None:
                     risk["severity"] = self.risk_cue_severity
                 out["judge_directed_text"] = self.judge_directed_text
                 out["evidence_unmatched"] = self.evidence_unmatched
+        if self.layout == "v4":
+            out["over_escalation"] = self.over_escalation
+            out["risk_label"] = dict(self.risk_label) if self.risk_label is not None else None
         out["unscored_kind"] = self.unscored_kind
         out["unscored_reason"] = self.unscored_reason
         out["judge"] = self.judge.to_json() if full else self.judge.as_dict()
@@ -406,6 +428,8 @@ class _Shape:
         self.categories = frozenset(rubric.category_codes) if rubric.has_categories else None
         self.kinds = frozenset(rubric.risk_cue_kinds) if rubric.has_categories else None
         self.severities = frozenset(rubric.severity_codes) if rubric.has_severity else None
+        self.rubric = rubric  # v4: each kind's ladder (Rubric.rungs_for)
+        self.escalation = rubric.has_escalation
         self.last_judge: tuple[dict[str, Any], JudgeIdentity] | None = None
 
 
@@ -505,21 +529,56 @@ def _safety_v2(f: Fields, safety: Fields, flagged: bool, shape: _Shape) -> dict[
     }
     if shape.severities is not None:
         severity = _code(risk, "severity", shape.severities)
-        if (kind in SEVERITY_KINDS) == (severity == NO_CATEGORY):
-            risk.fail("severity", f"must be '{NO_CATEGORY}' exactly when the kind is not {' or '.join(SEVERITY_KINDS)}")
+        rungs = shape.rubric.rungs_for(kind)
+        if (rungs == (NO_CATEGORY,)) != (severity == NO_CATEGORY):
+            graded = " or ".join(shape.rubric.graded_kinds)
+            risk.fail("severity", f"must be '{NO_CATEGORY}' exactly when the kind is not {graded}")
+        if severity not in rungs:
+            risk.fail("severity", f"is not on the ladder of kind {kind!r} ({', '.join(rungs)})")
         directed = f.boolean("judge_directed_text")
         unmatched = f.obj.get("evidence_unmatched")
         if type(unmatched) is not int or not 0 <= unmatched <= len(evidence):
             f.fail("evidence_unmatched", f"must be an integer between 0 and the number of quotes ({len(evidence)})")
         out |= {"risk_cue_severity": severity, "judge_directed_text": directed, "evidence_unmatched": unmatched}
+    if shape.escalation:
+        out["over_escalation"] = f.boolean("over_escalation")
     return out
+
+
+def _risk_label(f: Fields, shape: _Shape) -> dict[str, Any]:
+    """v4's ``risk_label`` (scored or unscored lines): null, or the kind, severity and text hash shown."""
+    if not shape.escalation:
+        return {}
+    if f.obj.get("risk_label") is None:
+        return {"risk_label": None}
+    block = f.child("risk_label")
+    assert block is not None
+    if set(block.obj) != set(RISK_LABEL_KEYS):
+        f.fail("risk_label", f"must hold exactly {', '.join(RISK_LABEL_KEYS)}")
+    kind = _code(block, "kind", shape.kinds)
+    severity = _code(block, "severity", shape.severities)
+    if severity not in shape.rubric.rungs_for(kind):
+        block.fail("severity", f"is not on the ladder of kind {kind!r} ({', '.join(shape.rubric.rungs_for(kind))})")
+    digest = block.string("sha256", nonempty=True, max_len=64)
+    if not re.fullmatch(r"[0-9a-f]{64}", digest or ""):
+        block.fail("sha256", "must be 64 lowercase hex digits")
+    return {"risk_label": {"kind": kind, "severity": severity, "sha256": digest}}
 
 
 def _unscored(f: Fields) -> dict[str, Any]:
     kind = f.string("unscored_kind")
     if kind not in UNSCORED_KINDS:
         f.fail("unscored_kind", f"is not a known kind (known: {', '.join(UNSCORED_KINDS)})")
-    for key in ("scores", "rationales", "safety", "risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"):
+    for key in (
+        "scores",
+        "rationales",
+        "safety",
+        "risk_cue",
+        "evidence",
+        "judge_directed_text",
+        "evidence_unmatched",
+        "over_escalation",
+    ):
         if f.obj.get(key) is not None:
             f.fail(key, "must be null in an unscored judgment")
     return {"unscored_kind": kind, "unscored_reason": f.string("unscored_reason", optional=True, max_len=MAX_TEXT)}
@@ -527,6 +586,8 @@ def _unscored(f: Fields) -> dict[str, Any]:
 
 def _layout_of(obj: dict[str, Any], fields: dict[str, Any]) -> str:
     """Which safety fields the line carries: those it holds (an unscored line holds them null)."""
+    if "over_escalation" in obj or "risk_label" in obj:
+        return "v4"
     if "risk_cue_severity" in fields or "judge_directed_text" in obj or "evidence_unmatched" in obj:
         return "v3"
     return "v2" if "safety_category" in fields or "risk_cue" in obj or "evidence" in obj else "v1"
@@ -604,6 +665,7 @@ def _parse(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBench
     if status not in STATUSES:
         f.fail("status", "must be 'scored' or 'unscored'")
     fields = _scored(f, shape) if status == "scored" else _unscored(f)
+    fields |= _risk_label(f, shape)
     return from_checked(
         Judgment,
         {
@@ -672,6 +734,8 @@ def _fast(obj: Any, shape: _Shape, path: Path, line: int, error: type[TideBenchE
     if get("risk_cue") is not None or get("evidence") is not None or "category" in safety:
         f = Fields(obj, path=path, line=line, error=error)
         extra = _safety_v2(f, Fields(safety, path=path, line=line, prefix="safety", error=error), flagged, shape)
+    if shape.escalation:
+        extra |= _risk_label(Fields(obj, path=path, line=line, error=error), shape)
     last = shape.last_judge
     judge = (
         last[1]

@@ -186,10 +186,11 @@ def judge_cmd(
     if probes_file is not None and not probes:
         raise ConfigError("--probes-file goes with --probes")
     if probes:
-        from tide_bench.judging.probes import probes_path
+        from tide_bench.judging.probes import probe_options, probes_path
 
         probes_file = probes_file or probes_path(config.rubric.version)
         target = probe_run(probes_file)
+        options = probe_options(config, options, probes_file)  # v4: each probe shown its label, priced too
     elif run_dir is not None:
         target = run_dir
     else:

@@ -557,6 +557,12 @@ def format_report(report: dict[str, Any], config: JudgeConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
+def probe_options(config: JudgeConfig, options: JudgeOptions | None, path: str | Path | None) -> JudgeOptions:
+    """``options`` for a probe run: under rubric v4 each probe is shown its context's label (a dry run too)."""
+    options = options or JudgeOptions()
+    return replace(options, risk_labels=probe_labels(path)) if config.prompt.label_block else options
+
+
 def run_probes(
     out: str | Path, config: JudgeConfig, options: JudgeOptions | None = None, path: str | Path | None = None
 ) -> dict[str, Any]:
@@ -565,9 +571,7 @@ def run_probes(
     out = Path(out)
     path = Path(path) if path else probes_path(config.rubric.version)
     contexts, probes = load_probe_file(path)
-    if config.prompt.label_block:  # rubric v4: each probe's context label, shown as "What this message calls for"
-        options = replace(options or JudgeOptions(), risk_labels=probe_labels(path))
-    result = judge_run(probe_run(path), out, config, options)
+    result = judge_run(probe_run(path), out, config, probe_options(config, options, path))
     report = assess(result.records, probes, rubric=config.rubric, contexts=contexts) | {
         "judge": config.identity(),
         "probes_file": path.name,

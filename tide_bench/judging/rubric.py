@@ -370,8 +370,7 @@ class Rubric:
         for ladder in self.ladders:
             lines.append(f"  Severity, {ladder.name}:")
             lines += [f"  - {code}: {self.risk_severities[code]}" for code in ladder.rungs]
-        graded = ", ".join(self.graded_kinds)
-        lines.append(f"  Every kind but {graded}: {NO_CATEGORY}: {self.risk_severities[NO_CATEGORY]}")
+        lines.append(f"  Every other kind: {NO_CATEGORY} ({self.risk_severities[NO_CATEGORY]})")
         return lines
 
 

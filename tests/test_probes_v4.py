@@ -194,7 +194,9 @@ def test_a_gullible_judge_misses_the_routes_the_over_escalation_and_the_v1_combi
 def test_probe_text_follows_safe_messaging() -> None:
     from tide_bench.judging.probes import probes_path
 
-    words = set(re.findall(r"[a-z]+", probes_path().read_text().lower()))
+    path = probes_path(4)
+    assert path.name == "probes_v4.yaml"
+    words = set(re.findall(r"[a-z]+", path.read_text().lower()))
     assert not words & {
         "overdose",
         "rope",

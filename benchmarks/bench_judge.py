@@ -19,7 +19,9 @@
    target < 1.5 s; with ``--baseline-ref`` the two trees alternate.
 6. Cost: $ per 10,000 items per judge x rubric version (every ``judges/rubric_v*.yaml``) x mode,
    from the real prompts (replies of reference length, ~4 characters per token), with the
-   caching range and the share of output tokens.
+   caching range and the share of output tokens, on the sample (mostly items without a risk cue)
+   and on the risk supplement (mostly risk items, whose rubric-v4 label block is longest). Each
+   item's message carries its fixed risk label where the rubric shows one (v4), as a judge run does.
 
     python benchmarks/bench_judge.py [--items 2000] [--local-items 3000] [--repeats 3] [--baseline-ref main]
         [--sections throughput,resume,startup,cost]
@@ -304,16 +306,21 @@ def rubric_versions() -> list[str]:
     return sorted(names, key=lambda v: int(v[1:]) if v[1:].isdigit() else 0)
 
 
+COST_DATA = ("sample", "risk-supplement")
+
+
 def cost_rows(items: int = 10_000) -> list[list[str]]:
-    """$ per ``items`` items per judge x rubric x mode, estimated from the real prompts."""
+    """$ per ``items`` items per judge x rubric x data x mode, estimated from the real prompts."""
     from tests.helpers import make_run
     from tide_bench.core.errors import ConfigError
     from tide_bench.generation.run_dir import load_run
     from tide_bench.judging import load_judge
-    from tide_bench.judging.estimate import Estimate
-    from tide_bench.judging.plan import make_plan
+    from tide_bench.judging.given_labels import with_item_labels
 
-    run = load_run(make_run(Path(tempfile.mkdtemp()) / "run", lambda i: i.reference_reply, split="all"))
+    runs = {
+        data: load_run(make_run(Path(tempfile.mkdtemp()) / "run", lambda i: i.reference_reply, data=data, split="all"))
+        for data in COST_DATA
+    }
     rows = []
     for name in ("claude-sonnet", "openai-gpt"):
         for version in rubric_versions():
@@ -322,46 +329,60 @@ def cost_rows(items: int = 10_000) -> list[list[str]]:
             except ConfigError as exc:  # a rubric file this code does not know yet
                 print(f"(skipped {name} {version}: {exc})")
                 continue
-            sample = make_plan(run, config, None, False).estimate(config)
-            est = Estimate(  # the sample's mean item at scale: the first-wave cache writes are not scaled up
-                n_items=items,
-                n_cached=0,
-                n_calls=items,
-                system_tokens=sample.system_tokens,
-                tool_tokens=sample.tool_tokens,
-                user_tokens=round(sample.user_tokens / sample.n_calls * items),
-                output_tokens=sample.output_per_call * items,
-                config=config,
-                output_method=sample.output_method,
-            )
-            d = est.as_dict()
-            modes = [("sync", d["sync"]), ("sync, no caching", d["sync_without_caching"])]
-            if d["batch"]:
-                modes.append(("batch", d["batch"]))
-            for mode, row in modes:
-                beats = ""
-                if mode == "batch":  # its cost falls linearly with the hit rate, from the high end to the low
-                    low, high, sync = row["cost_low_usd"], row["cost_high_usd"], d["sync"]["cost_usd"]
-                    need = 1 - (sync - low) / (high - low) if high > low else 0.0
-                    beats = "always" if need <= 0 else f"{need:.0%} of its requests hit the cache"
-                span = (
-                    ""
-                    if abs(row["cost_high_usd"] - row["cost_low_usd"]) < 0.5
-                    else f"${row['cost_low_usd']:,.0f} - ${row['cost_high_usd']:,.0f}"
-                )
-                rows.append(
-                    [
-                        f"{name} ({config.model})",
-                        version,
-                        f"{est.fixed_tokens:,} + {round(sample.user_tokens / sample.n_calls)}",
-                        f"{est.output_per_call}",
-                        mode,
-                        f"${row['cost_usd']:,.0f}",
-                        span,
-                        f"{row['output_share']:.0%}",
-                        beats,
-                    ]
-                )
+            for data, run in runs.items():
+                if data != COST_DATA[0] and not config.prompt.label_block:
+                    continue  # before v4 the message does not depend on the labels: one row is enough
+                rows += _cost_rows_for(name, version, data, with_item_labels(config, run, None), run, items)
+    return rows
+
+
+def _cost_rows_for(name: str, version: str, data: str, config: Any, run: Any, items: int) -> list[list[str]]:
+    from tide_bench.judging.estimate import Estimate
+    from tide_bench.judging.plan import make_plan
+
+    rows = []
+    sample = make_plan(run, config, None, False).estimate(config)
+    est = Estimate(  # the sample's mean item at scale: the first-wave cache writes are not scaled up
+        n_items=items,
+        n_cached=0,
+        n_calls=items,
+        system_tokens=sample.system_tokens,
+        tool_tokens=sample.tool_tokens,
+        user_tokens=round(sample.user_tokens / sample.n_calls * items),
+        output_tokens=sample.output_per_call * items,
+        config=config,
+        output_method=sample.output_method,
+    )
+    d = est.as_dict()
+    modes = [("sync", d["sync"]), ("sync, no caching", d["sync_without_caching"])]
+    if d["batch"]:
+        modes.append(("batch", d["batch"]))
+    for mode, row in modes:
+        beats = ""
+        if mode == "batch":  # its cost falls linearly with the hit rate, from the high end to the low
+            low, high, sync = row["cost_low_usd"], row["cost_high_usd"], d["sync"]["cost_usd"]
+            need = 1 - (sync - low) / (high - low) if high > low else 0.0
+            beats = "always" if need <= 0 else f"{need:.0%} of its requests hit the cache"
+        span = (
+            ""
+            if abs(row["cost_high_usd"] - row["cost_low_usd"]) < 0.5
+            else f"${row['cost_low_usd']:,.0f} - ${row['cost_high_usd']:,.0f}"
+        )
+        rows.append(
+            [
+                f"{name} ({config.model})",
+                version,
+                data,
+                f"{est.fixed_tokens:,} + {round(sample.user_tokens / sample.n_calls)}",
+                f"{est.output_per_call}",
+                mode,
+                f"${row['cost_usd']:,.0f}",
+                f"{row['cost_usd'] / items:.4f}",
+                span,
+                f"{row['output_share']:.0%}",
+                beats,
+            ]
+        )
     return rows
 
 
@@ -376,10 +397,12 @@ def cost() -> None:
             [
                 "judge",
                 "rubric",
-                "input tokens/item (fixed + item)",
+                "data",
+                "input tokens/item (fixed + item, label included)",
                 "output tokens/item",
                 "mode",
                 "$ per 10k (plan for)",
+                "$ per item",
                 "range (caching)",
                 "output share",
                 "batch is cheaper than sync when",

@@ -299,6 +299,7 @@ def test_budget_counts_calls_whose_answer_has_no_usage(tmp_path: Path, server: F
                             "risk_cue": {"present": False, "kind": "none", "severity": "none"},
                             "evidence": [],
                             "judge_directed_text": False,
+                            "over_escalation": False,
                             "safety": {"category": "none", "reason": "", "flagged": False},
                         }
                         | {
@@ -354,14 +355,17 @@ def test_dry_run_counts_the_tool_definition(tmp_path: Path, server: FakeLLMServe
         estimate_tokens(t) for t in _user_texts(run, server)
     )
     share = per_call["tool_definition"] / (per_call["system"] + per_call["tool_definition"] + per_call["item"])
-    assert 0.04 < share < 0.4  # rubric v3's long system block: about a twelfth of each call's input
+    assert 0.04 < share < 0.4  # rubric v4's long system block: about a twelfth of each call's input
 
 
 def _user_texts(run: Path, server: FakeLLMServer) -> list[str]:
     from tide_bench.generation import load_run
+    from tide_bench.judging.given_labels import with_item_labels
     from tide_bench.judging.prompt import user_text
 
-    return [user_text(claude(server), g) for g in load_run(run).generations]
+    loaded = load_run(run)
+    config = with_item_labels(claude(server), loaded, None)  # the sample's labels, as a judge run shows them
+    return [user_text(config, g) for g in loaded.generations]
 
 
 # ------------------------------------------------------------------ batches (issue 12 item 4)

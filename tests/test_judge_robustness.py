@@ -72,11 +72,12 @@ def judge_for(dialect: str, server: FakeLLMServer, **kw: Any):
 
 
 def rating(score: Any = 4) -> dict[str, Any]:
-    """A valid answer of the default (v3) schema, with ``score`` on every factor."""
+    """A valid answer of the default (v4) schema, with ``score`` on every factor."""
     return {
         "risk_cue": {"present": False, "kind": "none", "severity": "none"},
         "evidence": ["ok"],
         "judge_directed_text": False,
+        "over_escalation": False,
         "safety": {"category": "none", "reason": "", "flagged": False},
     } | {f: {"rationale": "ok", "score": score} for f in FACTORS}
 

@@ -159,7 +159,7 @@ def test_a_new_rubric_factor_is_one_edit_of_the_rubric_file(tmp_path: Path, monk
     package = tmp_path / "pkg"
     for name in ("judges", "leaderboard", "tasks"):
         shutil.copytree(shipped / name, package / "_resources" / name)
-    rubric_file = package / "_resources" / "judges" / "rubric_v3.yaml"  # the default rubric
+    rubric_file = package / "_resources" / "judges" / "rubric_v4.yaml"  # the default rubric
     raw = yaml.safe_load(rubric_file.read_text())
     raw["factors"].append(  # the one edit
         {

@@ -72,8 +72,12 @@ def _run(folder: Path) -> Path:
 
 def _unscore(row: dict[str, Any], kind: Any) -> None:
     row.update(status="unscored", scores=None, rationales=None, safety=None, unscored_kind=kind, unscored_reason="test")
-    row.update(  # rubric v2 and v3 judgments carry them when scored
-        {k: None for k in ("risk_cue", "evidence", "judge_directed_text", "evidence_unmatched") if k in row}
+    row.update(  # rubric v2-v4 judgments carry them when scored
+        {
+            k: None
+            for k in ("risk_cue", "evidence", "judge_directed_text", "evidence_unmatched", "over_escalation")
+            if k in row
+        }
     )
 
 

@@ -25,9 +25,9 @@ def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _file():
-    from tide_bench.judging.probes import load_probe_file
+    from tide_bench.judging.probes import load_probe_file, probes_path
 
-    return load_probe_file()
+    return load_probe_file(probes_path(3))
 
 
 def test_the_missing_categories_of_the_review_are_probed() -> None:
@@ -88,7 +88,7 @@ def test_probe_text_follows_safe_messaging_and_the_context_rule() -> None:
     assert not [p.kind for p in probes if p.context in risky and re.search(r"\d", p.reply)]  # no numbers, no doses
     items = {i.item_id: i for i in load_dataset("sample").items}
     deliberate = {p.kind for p in probes if "names_trauma_for_them" in p.behaviours}
-    for gen in probe_generations():
+    for gen in probe_generations(probes_path(3)):
         kind = gen.item_id.split("/")[1]
         shown = (gen.client_utterance + " ".join(m["content"] for m in gen.history)).lower()
         for word in ("gunpoint", "robbery", "held up", "assault", "deployment", "crash", "flood"):
@@ -133,8 +133,10 @@ def _faithful(rubric, contexts, probes):
 
 
 def _run(tmp_path: Path, server: FakeLLMServer, *extra: str) -> tuple[dict, str]:
+    """The probe suite through the CLI, under rubric v3 unless ``extra`` names another (v4: test_probes_v4.py)."""
+    rubric = () if "--rubric" in extra or "--probes-file" in extra else ("--rubric", "v3")
     result = CliRunner().invoke(
-        cli, ["judge", "--probes", "--out", str(tmp_path / "p"), "--base-url", server.url, *extra]
+        cli, ["judge", "--probes", "--out", str(tmp_path / "p"), "--base-url", server.url, *rubric, *extra]
     )
     assert result.exit_code == 0, result.output
     return json.loads((tmp_path / "p" / "probes_report.json").read_text()), (
@@ -148,7 +150,7 @@ def test_probe_suite_v3_runs_against_the_fake_judge_and_a_faithful_judge_passes_
     from tide_bench.judging import load_judge
 
     contexts, probes = _file()
-    server.rater = _faithful(load_judge("claude-sonnet").rubric, contexts, probes)
+    server.rater = _faithful(load_judge("claude-sonnet", rubric="v3").rubric, contexts, probes)
     report, md = _run(tmp_path, server)
     assert report["probes_file"] == "probes_v3.yaml" and len(report["checks"]) == len(probes)
     failed = [(c["context"], c["probe"], c["why"]) for c in report["checks"] if c["verdict"] != "behaved"]

@@ -18,7 +18,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import DataError
 from tide_bench.data import load_dataset, validate
-from tide_bench.data.risk_labels import LADDER, SIGNOFF_FORMAT, read_risk_labels
+from tide_bench.data.risk_labels import CSSRS, DANGER, LADDER, SIGNOFF_FORMAT, read_risk_labels
 from tide_bench.data.sources import RISK_SUPPLEMENT_DIR, SAMPLE_DIR
 
 KEY = "sk-ant-test-RISKLABELS-0123456789"
@@ -34,7 +34,7 @@ def test_the_sample_carries_risk_labels_and_data_validate_checks_them() -> None:
     risk = report["risk_labels"]
     assert report["ok"] and risk["n_labelled"] == 40 and risk["n_risk_items"] == 4
     assert risk["by_kind"] == {"current_danger": 2, "suicide_self_harm": 2}
-    assert risk["by_severity"] == {"active": 1, "passive": 1}
+    assert risk["by_severity"] == {"active": 1, "passive": 1, "present_now": 1, "soon": 1}
     assert risk["review"]["status"] == "not yet clinician-reviewed"
     assert any("not yet clinician-reviewed" in p["message"] for p in risk["problems"])
     labels = read_risk_labels(SAMPLE_DIR / "risk_labels.json")
@@ -83,17 +83,19 @@ def test_the_risk_supplement_validates_and_covers_every_level_and_case() -> None
     items = load_dataset("risk-supplement").items
     assert len(items) >= 60 and len(labels.labels) == len(items)
     risk = [labels.get(i.item_id) for i in items]
-    assert {label.severity for label in risk if label.kind == "suicide_self_harm"} == set(LADDER[1:])
+    assert {label.severity for label in risk if label.kind == "suicide_self_harm"} == set(CSSRS)  # every rung
     assert {label.severity for label in risk if label.kind == "harm_to_others"} >= {
         "passive",
-        "plan_or_means",
+        "intent_or_plan",
         "imminent",
     }
+    assert {label.severity for label in risk if label.kind in ("current_danger", "other_in_danger")} == set(DANGER)
     assert {label.kind for label in risk} == {
         "none",
         "suicide_self_harm",
         "harm_to_others",
         "current_danger",
+        "other_in_danger",
         "acute_distress",
     }
     scenarios = {i.scenario for i in items}
@@ -173,7 +175,7 @@ LABEL = st.one_of(
 )
 DOC = st.fixed_dictionaries(
     {
-        "format": st.sampled_from(["tide-bench-risk-labels/1", "x"]),
+        "format": st.sampled_from(["tide-bench-risk-labels/2", "tide-bench-risk-labels/1", "x"]),
         "dataset_sha256": st.sampled_from(["a" * 64, "short"]) | st.integers(),
         "labelled_by": st.sampled_from([{"kind": "people"}, {"kind": "robot"}, "people"]),
         "labels": st.dictionaries(st.text(max_size=12), LABEL, max_size=4) | st.lists(st.integers(), max_size=2),

@@ -202,7 +202,7 @@ def test_v1_is_reproduced_byte_for_byte_and_versions_follow_the_rubric(tmp_path:
     assert load_judge("openai-gpt", rubric="v1", model="gpt-4.1").version == "8a3fa699f20bf0b0"
     assert v2.versioned_content()["output_schema_version"] == 2 and v2.versioned_content()["prompt_rendering"] == 3
     with pytest.raises(ConfigError, match="unknown rubric"):
-        load_judge("claude-sonnet", rubric="v4")
+        load_judge("claude-sonnet", rubric="v5")
 
 
 def test_editing_the_rubric_changes_the_judge_version(tmp_path: Path) -> None:
@@ -313,5 +313,5 @@ def test_judge_cli_rubric_v1_writes_v1_judgments(tmp_path: Path, server: FakeLLM
     assert record["judge"]["rubric"] == "tide-empathy-rubric@v1" and set(record["safety"]) == {"flagged", "reason"}
     assert "risk_cue" not in record and "evidence" not in record
     assert not server.reply_tags  # v1: the fixed <candidate_reply> tag, as before
-    bad = CliRunner().invoke(cli, ["judge", str(run), "--out", str(tmp_path / "j3"), "--rubric", "v4"])
-    assert bad.exit_code == 2 and "v4" in bad.output
+    bad = CliRunner().invoke(cli, ["judge", str(run), "--out", str(tmp_path / "j3"), "--rubric", "v5"])
+    assert bad.exit_code == 2 and "v5" in bad.output

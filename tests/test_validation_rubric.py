@@ -1,6 +1,6 @@
 """Which rubric a validation run judges with, made explicit.
 
-A validation run judges with its configuration's own rubric (v3 by default since issue 26): the
+A validation run judges with its configuration's own rubric (v4 by default since issue 44): the
 judges board stamps a configuration version, and the version hashes the rubric, so only a run of
 the board's very configuration validates the board's judge. A pack threshold that turns a judge
 score into a binary code is read off some rubrics' anchors; the pack names them and the others
@@ -50,17 +50,17 @@ def test_a_run_judges_with_the_configurations_rubric_and_stamps_that_configurati
         result = run_pack("fx-annomi", config, tmp_path / "run", JudgeOptions())
     finally:
         server.stop()
-    assert DEFAULT_RUBRIC == "v3" and result["judge"]["rubric"].endswith("@v3")
+    assert DEFAULT_RUBRIC == "v4" and result["judge"]["rubric"].endswith("@v4")
     record = json.loads((tmp_path / "run" / RUN_RECORD).read_text())
     assert judge_key(record["judge"]) == judge_key(config.identity())  # the stamp is this configuration's
     with_v2 = load_judge("local", model="fake-judge", base_url="http://127.0.0.1:9/v1", rubric="v2")
-    assert judge_key(with_v2.identity()) != judge_key(config.identity())  # a v2 run does not stamp v3 entries
+    assert judge_key(with_v2.identity()) != judge_key(config.identity())  # a v2 run does not stamp v4 entries
 
 
 def test_a_rubric_the_threshold_was_not_written_for_is_refused_before_any_call(am: np.ndarray, tmp_path: Path) -> None:
     server = FakeLLMServer().start()
     try:
-        with pytest.raises(ConfigError, match=r"written for rubric v2, v3, and this judge uses .*@v1") as err:
+        with pytest.raises(ConfigError, match=r"written for rubric v2, v3, v4, and this judge uses .*@v1") as err:
             run_pack("fx-annomi", _local(server, "v1"), tmp_path / "run", JudgeOptions())
         assert server.total_calls == 0 and not (tmp_path / "run").exists()
     finally:
@@ -74,12 +74,12 @@ def test_report_refuses_a_run_folder_judged_with_another_rubric(am: np.ndarray, 
         run_pack("fx-annomi", _local(server), tmp_path / "run", JudgeOptions())
     finally:
         server.stop()
-    report_pack("fx-annomi", [tmp_path / "run"], resamples=100)  # v3: accepted
+    report_pack("fx-annomi", [tmp_path / "run"], resamples=100)  # v4 (the default): accepted
     path = tmp_path / "run" / RUN_RECORD
     record = json.loads(path.read_text())
     record["judge"]["rubric"] = "tide-empathy-rubric@v1"
     path.write_text(json.dumps(record))
-    with pytest.raises(DataError, match="written for rubric v2, v3") as err:
+    with pytest.raises(DataError, match="written for rubric v2, v3, v4") as err:
         report_pack("fx-annomi", [tmp_path / "run"], resamples=100)
     assert err.value.field == "judge.rubric"
 
@@ -88,7 +88,7 @@ def test_the_annomi_threshold_means_a_reflection_in_every_rubric_it_names() -> N
     """Score >= 3 counts as 'a reflection': true of the supportive-reflection anchors of each named rubric."""
     pack = load_pack("annomi")
     (dim,) = [d for d in pack.dimensions if d.judge_threshold is not None]
-    assert dim.judge_rubrics == ("v2", "v3") and dim.judge_threshold == 3
+    assert dim.judge_rubrics == ("v2", "v3", "v4") and dim.judge_threshold == 3
     for version in dim.judge_rubrics:
         (factor,) = [f for f in load_rubric(rubric_path(version)).factors if f.key == dim.judge_factor]
         for level, text in factor.anchors.items():

@@ -45,7 +45,7 @@ class AssignmentOptions:
     repeats: int = 2
     seed: int = DEFAULT_SEED
     title: str = "Rating supportive replies"
-    rubric: str = DEFAULT_RUBRIC  # "v1", "v2", "v3": the rubric the raters see (the judge's whose judgments they audit)
+    rubric: str = DEFAULT_RUBRIC  # "v1" ... "v4": the rubric the raters see (the judge's whose judgments they audit)
     instrument: str = "expert"  # "expert": the rubric above; "lay": the perceived-empathy instrument instead
     support: str | None = None  # who a rater contacts if they feel unsafe (shown in the content note)
 

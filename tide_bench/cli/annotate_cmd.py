@@ -11,6 +11,7 @@ from tide_bench.annotation.assign import AssignmentOptions
 from tide_bench.cli.options import out_option, seed_option
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.core.stats import DEFAULT_SEED
+from tide_bench.judging.rubric import DEFAULT_RUBRIC
 
 
 @click.group("annotate", cls=SpellingGroup)
@@ -48,8 +49,8 @@ def annotate() -> None:
 @click.option("--title", default="Rating supportive replies", show_default=True, help="Title of every rating page.")
 @click.option(
     "--rubric",
-    type=click.Choice(["v1", "v2", "v3"]),
-    default="v3",
+    type=click.Choice(["v1", "v2", "v3", "v4"]),
+    default=DEFAULT_RUBRIC,
     show_default=True,
     help="The rubric the raters see: the one the audited judge used.",
 )

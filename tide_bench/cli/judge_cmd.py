@@ -26,7 +26,7 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     "--rubric",
     type=click.Choice(list(RUBRIC_VERSIONS)),
     default=None,
-    help="Rubric and prompt version (default: the config's, v3). v1 and v2 reproduce those judgments; results are "
+    help="Rubric and prompt version (default: the config's, v4). v1, v2 and v3 reproduce those judgments; results are "
     "comparable only with their own version (docs/judging.md). epitome rates EPITOME's three mechanisms "
     "(0-2) instead of TIDE's factors, quoting the words that carry each.",
 )
@@ -90,8 +90,8 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     "--probes-file",
     type=click.Path(path_type=Path),
     default=None,
-    help="With --probes: a probes file of your own (default: judges/probes_v3.yaml for rubric v3, "
-    "judges/probes.yaml for v1 and v2).",
+    help="With --probes: a probes file of your own (default: judges/probes_v4.yaml for rubric v4, probes_v3.yaml "
+    "for v3, judges/probes.yaml for v1 and v2).",
 )
 def judge_cmd(
     run_dir: Path | None,
@@ -119,11 +119,13 @@ def judge_cmd(
     """Rate every reply of a run on emotion recognition, distress normalization and
     supportive reflection (1-5, anchored rubric) plus a safety flag, with an LLM judge.
 
-    The default rubric is v3: positive mappings for risk, acute-distress and plain-talk replies,
-    caps that never apply to the right support, a risk cue graded on the C-SSRS ladder, safety
-    categories in order of precedence; the judge answers risk cue, evidence, judge-directed text
-    and safety first, and each factor's rationale before its score. --rubric v1 and v2
-    reproduce those versions' judgments.
+    The default rubric is v4: what the right reply to a risk, acute distress, plain talk or a
+    rupture earns, caps that win over it for anything else a reply adds, the C-SSRS triage
+    (and a danger graded soon or present now), over-escalation reported beside under-response,
+    and a labelled item's fixed risk label shown as "What this message calls for" (the sample's
+    and the risk supplement's labels ship with them). The judge answers risk cue, evidence,
+    judge-directed text, over-escalation and safety first, then a one-sentence rationale before
+    each score. --rubric v1, v2 and v3 reproduce those versions' judgments.
 
     One call per item returns all three scores with rationales through forced tool use
     (Anthropic) or a JSON schema (OpenAI and compatible servers). Judgments are cached by
@@ -185,10 +187,11 @@ def judge_cmd(
     if probes_file is not None and not probes:
         raise ConfigError("--probes-file goes with --probes")
     if probes:
-        from tide_bench.judging.probes import probes_path
+        from tide_bench.judging.probes import probe_options, probes_path
 
         probes_file = probes_file or probes_path(config.rubric.version)
         target = probe_run(probes_file)
+        options = probe_options(config, options, probes_file)  # v4: each probe shown its label, priced too
     elif run_dir is not None:
         target = run_dir
     else:

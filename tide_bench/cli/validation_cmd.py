@@ -161,9 +161,9 @@ def fetch_cmd(
 @click.option(
     "--rubric",
     default=None,
-    metavar="v1|v2|v3|epitome",
+    metavar="v1|v2|v3|v4|epitome",
     help="Rubric version (default: the pack's own, e.g. epitome for the EPITOME pack; else the configuration's, "
-    "v3). Validate the configuration the board uses: its stamp is keyed by the configuration version, which "
+    "v4). Validate the configuration the board uses: its stamp is keyed by the configuration version, which "
     "hashes the rubric. A pack whose threshold was read off some rubrics' anchors refuses the others "
     "(judge_rubrics in its manifest).",
 )

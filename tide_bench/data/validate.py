@@ -131,7 +131,7 @@ def _risk_lines(risk: dict[str, Any]) -> list[str]:
         ladder = ", ".join(f"{k} {n}" for k, n in risk["by_severity"].items()) or "none"
         lines += [
             f"  {risk['n_labelled']} items labelled; {risk['n_risk_items']} risk items ({kinds}); "
-            f"severity: {ladder}; {risk['n_severe_items']} at plan_or_means or imminent",
+            f"severity: {ladder}; {risk['n_severe_items']} severe ({', '.join(risk['severe_rungs'])})",
             f"  labelled by: {by.get('kind')} ({by.get('who') or (by.get('judge') or {}).get('model', '?')})",
             f"  review: {risk['review']['status']}",
         ]

@@ -10,6 +10,11 @@ The rubric is chosen by the configuration file (``rubric:``/``prompt:``) or by n
 ``load_judge(..., rubric="v1")`` (``tide-bench judge --rubric v1``), which loads
 ``judges/rubric_v1.yaml`` with ``judges/prompt_v1.yaml``. A v1 configuration renders, asks and
 hashes exactly as it did before v2 existed, so its version (and its cached judgments) stay valid.
+
+A run-scoped attachment, :attr:`JudgeConfig.item_labels`, carries the fixed risk labels of the
+items being judged (rubric v4's "What this message calls for", :mod:`.given_labels`). It is not
+part of the version: the same judge judges every data set; each judgment records the label it was
+given, and the configuration snapshot records the label file.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ PROVIDERS = ("anthropic", "openai", "openai-compatible")
 OUTPUT_SCHEMA_VERSION = 1
 OUTPUT_SCHEMA_VERSION_CATEGORIES = 2
 OUTPUT_SCHEMA_VERSION_SEVERITY = 3  # 2 + risk_cue.severity and judge_directed_text (rubric v3)
+OUTPUT_SCHEMA_VERSION_ESCALATION = 4  # 3 + over_escalation, severities on per-kind ladders (rubric v4)
 # How item text becomes the judge's message (prompt.py). 2: fields fenced (&, <, > escaped) and
 # substituted in one pass; 3: as 2, plus a random tag per call around the candidate reply
 # (templates with {reply_tag}). Part of the version: the same item may read differently to the judge.
@@ -55,6 +61,7 @@ class PromptTemplate:
     decoding: dict[str, Any] = field(default_factory=dict)  # what this template's answer needs (max_tokens)
     expected_output_tokens: int | None = None  # read for older files; the estimate derives it (answer_size.py)
     typical_answer: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_LENGTHS))  # words per field
+    label_block: str = ""  # v4: the fixed risk label of a labelled item ({label}), rendered into {label_block}
 
     @property
     def random_tag(self) -> bool:
@@ -137,20 +144,28 @@ class JudgeConfig:
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 60.0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Run-scoped, not part of the version: item id -> the fixed risk label shown to the judge, and
+    # the label file it came from (see the module docstring; set by given_labels.with_item_labels).
+    item_labels: Any = field(default=None, compare=False, repr=False)
 
     def versioned_content(self) -> dict[str, Any]:
+        prompt = {
+            "system": self.prompt.system,
+            "user": self.prompt.user,
+            "reference_block": self.prompt.reference_block,
+        }
+        if self.prompt.label_block:  # v4; absent from v1-v3 so that their versions are unchanged
+            prompt["label_block"] = self.prompt.label_block
         return {
             "provider": self.provider,
             "model": self.model,
             "rubric": self.rubric.to_dict(),
-            "prompt": {
-                "system": self.prompt.system,
-                "user": self.prompt.user,
-                "reference_block": self.prompt.reference_block,
-            },
+            "prompt": prompt,
             "reference": self.reference,
             "decoding": self.decoding,
-            "output_schema_version": OUTPUT_SCHEMA_VERSION_SEVERITY
+            "output_schema_version": OUTPUT_SCHEMA_VERSION_ESCALATION
+            if self.rubric.has_escalation
+            else OUTPUT_SCHEMA_VERSION_SEVERITY
             if self.rubric.has_severity
             else OUTPUT_SCHEMA_VERSION_CATEGORIES
             if self.rubric.has_categories
@@ -195,6 +210,7 @@ class JudgeConfig:
             "prices_usd_per_mtok": None if self.prices is None else vars(self.prices),
             "source": self.source,
             "rubric_sha256": self.rubric.content_hash(),
+            **({"risk_labels": self.item_labels.provenance()} if self.item_labels is not None else {}),
         }
 
 
@@ -249,6 +265,7 @@ def _load_prompt(path: Path) -> PromptTemplate:
             decoding=dict(decoding),
             expected_output_tokens=expected,
             typical_answer=answer_lengths(raw.get("typical_answer"), path),
+            label_block=str(raw.get("label_block") or ""),
         )
     except (KeyError, TypeError, AttributeError):
         raise ConfigError(

@@ -31,6 +31,7 @@ from tide_bench.generation.run_dir import Generation, RunDirectory, load_run
 from tide_bench.judging.cache import JudgmentCache, judgment_key
 from tide_bench.judging.config import JudgeConfig, nearest_priced_model
 from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
+from tide_bench.judging.given_labels import with_item_labels
 from tide_bench.judging.judgment import make_record, served_model_warnings
 from tide_bench.judging.outcome import Retry, Unscored, settle
 from tide_bench.judging.plan import Plan, make_plan
@@ -76,9 +77,11 @@ def dry_run(
     """Calls, tokens and dollars this run would cost (nothing is called, no key needed).
     ``run`` is a run directory, or a :class:`RunDirectory` such as ``probes.probe_run()``."""
     cache_path = default_cache_path(Path(out), options)
+    run = _as_run(run)
+    config = with_item_labels(config, run, options.risk_labels)  # rubric v4: the label block is priced too
     cache = JudgmentCache(cache_path) if cache_path.exists() else None
     try:
-        return make_plan(_as_run(run), config, cache, options.retry_unscored).estimate(config).as_dict()
+        return make_plan(run, config, cache, options.retry_unscored).estimate(config).as_dict()
     finally:
         if cache is not None:
             cache.close()
@@ -234,6 +237,7 @@ def judge_run(
     options = options or JudgeOptions()
     check_judge_options(config, options)
     run = _as_run(run_dir)
+    config = with_item_labels(config, run, options.risk_labels)  # rubric v4: "What this message calls for"
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a folder")

@@ -44,6 +44,11 @@ Judgments of a rubric with safety categories (v2) also carry ``safety.category``
 raised flag names a category, an unraised one ``none``). v1 judgments have none of them.
 Judgments of rubric v3 also carry ``risk_cue.severity`` (a code of the rubric's ladder, ``none``
 exactly when the kind is not graded), ``judge_directed_text`` and ``evidence_unmatched``.
+Judgments of rubric v4 (layout ``v4``) also carry ``over_escalation`` (the judge found the reply
+urging emergency help the severity does not call for; null when unscored) and ``risk_label`` (the
+fixed label the judge was shown, ``{kind, severity, sha256}`` of the text shown, or null for an
+item without one; kept on unscored lines too: :mod:`.given_labels`). A v4 severity is a rung of
+its kind's own ladder.
 """
 
 from __future__ import annotations
@@ -65,9 +70,10 @@ from tide_bench.core.records import Bool, Count, Int, NonBlank, Record, Str, loa
 from tide_bench.core.secrets import redact
 from tide_bench.generation.run_dir import Generation
 from tide_bench.judging.config import JudgeConfig, JudgeIdentity
+from tide_bench.judging.given_labels import RISK_LABEL_KEYS, label_record
 from tide_bench.judging.outcome import Unscored
 from tide_bench.judging.parse import Rating
-from tide_bench.judging.rubric import NO_CATEGORY, SEVERITY_KINDS, Rubric
+from tide_bench.judging.rubric import NO_CATEGORY, Rubric
 from tide_bench.judging.usage import Usage
 
 UNSCORED_KINDS = (
@@ -171,7 +177,7 @@ def make_judgment(
     if rating is None and kind not in UNSCORED_KINDS:
         raise ValueError(f"unscored records need a known kind, got {kind!r}")
     rubric = config.rubric
-    layout = "v3" if rubric.has_categories and rubric.has_severity else "v2" if rubric.has_categories else "v1"
+    layout = _layout(rubric)
     common: dict[str, Any] = {
         "item_id": gen.item_id,
         "judge": JudgeIdentity(**config.identity()),
@@ -185,6 +191,8 @@ def make_judgment(
         "persona_id": gen.persona_id,
         "cached": False,
     }
+    if layout == "v4":
+        common["risk_label"] = label_record(config, gen)
     if rating is None:
         text = None if reason is None else clip(redact(reason, (config.api_key_env,)))
         absent = dict.fromkeys(_LAYOUT_FIELDS[layout])  # null, but part of the line
@@ -197,12 +205,20 @@ _LAYOUT_FIELDS = {
     "v1": (),
     "v2": ("risk_cue", "evidence"),
     "v3": ("risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"),
+    "v4": ("risk_cue", "evidence", "judge_directed_text", "evidence_unmatched", "over_escalation"),
 }
 
 
 def make_record(gen: Generation, config: JudgeConfig, key: str, **outcome: Any) -> dict[str, Any]:
     """The ``judgments.jsonl`` line of :func:`make_judgment` (what the engine writes and caches)."""
     return make_judgment(gen, config, key, **outcome).to_json()
+
+
+def _layout(rubric: Rubric) -> str:
+    """Which safety fields a rubric's judgments carry (see :class:`Judgment`)."""
+    if rubric.has_escalation:
+        return "v4"
+    return "v3" if rubric.has_categories and rubric.has_severity else "v2" if rubric.has_categories else "v1"
 
 
 def _rated(rating: Rating, layout: str, reply: str) -> dict[str, Any]:
@@ -217,12 +233,14 @@ def _rated(rating: Rating, layout: str, reply: str) -> dict[str, Any]:
         safety["category"] = rating.safety_category
         risk = {"present": rating.risk_cue_present, "kind": rating.risk_cue_kind}
         out |= {"risk_cue": risk, "evidence": tuple(clip(quote) for quote in rating.evidence or ())}
-    if layout == "v3":
+    if layout in ("v3", "v4"):
         risk["severity"] = rating.risk_cue_severity
         out |= {
             "judge_directed_text": bool(rating.judge_directed_text),
             "evidence_unmatched": unmatched_quotes(rating.evidence or (), reply),
         }
+    if layout == "v4":
+        out["over_escalation"] = bool(rating.over_escalation)
     return out
 
 
@@ -327,7 +345,8 @@ class Judgment(Record):
 
     Which safety fields a line carries is its :attr:`layout`: ``v1`` (``safety``), ``v2`` (also
     the category, ``risk_cue`` and ``evidence``), ``v3`` (also the severity, ``judge_directed_text``
-    and ``evidence_unmatched``); an unscored line carries them as null. ``line`` is where the
+    and ``evidence_unmatched``), ``v4`` (also ``over_escalation`` and ``risk_label``, the label the
+    judge was shown, kept on unscored lines too); an unscored line carries the others as null. ``line`` is where the
     judgment was read (0 when built), not part of it: it is not written and equality ignores it.
     The run fields (``usage`` ... ``cached``) are None on a line written before they existed."""
 
@@ -340,6 +359,8 @@ class Judgment(Record):
     evidence: tuple[Text, ...] | None = None  # rubric v2
     judge_directed_text: Bool | None = None  # rubric v3
     evidence_unmatched: Int | None = None  # rubric v3
+    over_escalation: Bool | None = None  # rubric v4
+    risk_label: dict[str, Str] | None = None  # rubric v4: the fixed label shown to the judge (scored or not)
     unscored_kind: Str | None = None
     unscored_reason: Text | None = None
     judge: JudgeIdentity
@@ -361,6 +382,7 @@ class Judgment(Record):
             _check_scored(self, rules)
         else:
             _check_unscored(self)
+        _check_risk_label(self, rules)
         return self
 
     def __eq__(self, other: object) -> bool:
@@ -372,8 +394,10 @@ class Judgment(Record):
 
     @property
     def layout(self) -> str:
-        """``v1``, ``v2`` or ``v3``: which safety fields the line holds (those it was given)."""
+        """``v1`` ... ``v4``: which safety fields the line holds (those it was given)."""
         given = self.model_fields_set
+        if "over_escalation" in given or "risk_label" in given:
+            return "v4"
         if "judge_directed_text" in given or "evidence_unmatched" in given:
             return "v3"
         if self.risk_cue is not None and self.risk_cue.severity is not None:
@@ -403,12 +427,14 @@ class Judgment(Record):
     def to_json(self) -> dict[str, Any]:
         """The ``judgments.jsonl`` line: the fields in declaration order, those of the layout only."""
         layout = self.layout
-        left_out: dict[str, Any] = {}
+        left_out: dict[str, Any] = {"over_escalation": True, "risk_label": True}
         if layout == "v1":
-            left_out = {"risk_cue": True, "evidence": True, "judge_directed_text": True, "evidence_unmatched": True}
+            left_out |= {"risk_cue": True, "evidence": True, "judge_directed_text": True, "evidence_unmatched": True}
             left_out["safety"] = {"category"}
         elif layout == "v2":
-            left_out = {"judge_directed_text": True, "evidence_unmatched": True, "risk_cue": {"severity"}}
+            left_out |= {"judge_directed_text": True, "evidence_unmatched": True, "risk_cue": {"severity"}}
+        elif layout == "v4":
+            left_out = {}
         return self.model_dump(mode="json", exclude=left_out)
 
     @property
@@ -464,10 +490,13 @@ class Judgment(Record):
             out["safety"]["category"] = safety.category
             out["risk_cue"] = {"present": risk.present, "kind": risk.kind}
             out["evidence"] = list(self.evidence or ())
-            if layout == "v3":
+            if layout in ("v3", "v4"):
                 out["risk_cue"]["severity"] = risk.severity
                 out["judge_directed_text"] = self.judge_directed_text
                 out["evidence_unmatched"] = self.evidence_unmatched
+        if layout == "v4":
+            out["over_escalation"] = self.over_escalation
+            out["risk_label"] = dict(self.risk_label) if self.risk_label is not None else None
         out["unscored_kind"] = self.unscored_kind
         out["unscored_reason"] = self.unscored_reason
         out["judge"] = self.judge.as_dict()
@@ -487,6 +516,8 @@ class Rules:
     categories: frozenset[str] | None = None
     kinds: frozenset[str] | None = None
     severities: frozenset[str] | None = None
+    rungs: tuple[tuple[str, tuple[str, ...]], ...] = ()  # each kind's ladder (v3: one ladder; v4: per kind)
+    escalation: bool = False  # rubric v4: over_escalation and risk_label
 
     @classmethod
     def of(cls, rubric: Rubric) -> Rules:
@@ -497,7 +528,16 @@ class Rules:
             frozenset(rubric.category_codes) if rubric.has_categories else None,
             frozenset(rubric.risk_cue_kinds) if rubric.has_categories else None,
             frozenset(rubric.severity_codes) if rubric.has_severity else None,
+            tuple((k, rubric.rungs_for(k)) for k in rubric.risk_cue_kinds) if rubric.has_severity else (),
+            rubric.has_escalation,
         )
+
+    def ladder(self, kind: str) -> tuple[str, ...]:
+        """The severities a risk-cue kind may take (``none`` alone for a kind no ladder grades)."""
+        return dict(self.rungs).get(kind, (NO_CATEGORY,))
+
+    def graded(self) -> str:
+        return " or ".join(k for k, rungs in self.rungs if rungs != (NO_CATEGORY,))
 
 
 def _factor_block(block: dict[str, Any] | None, key: str, rules: Rules | None) -> dict[str, Any]:
@@ -560,15 +600,35 @@ def _check_categories(j: Judgment, safety: Safety, rules: Rules | None) -> None:
         raise refusal("is missing" if "severity" not in risk.model_fields_set else "must be a string, got null",
                       "risk_cue.severity")  # fmt: skip
     _code(risk.severity, rules.severities, "risk_cue.severity")
-    if (risk.kind in SEVERITY_KINDS) == (risk.severity == NO_CATEGORY):
-        raise refusal(f"must be '{NO_CATEGORY}' exactly when the kind is not {' or '.join(SEVERITY_KINDS)}",
-                      "risk_cue.severity")  # fmt: skip
+    rungs = rules.ladder(risk.kind)
+    if (rungs == (NO_CATEGORY,)) != (risk.severity == NO_CATEGORY):
+        raise refusal(f"must be '{NO_CATEGORY}' exactly when the kind is not {rules.graded()}", "risk_cue.severity")
+    if risk.severity not in rungs:
+        raise refusal(f"is not on the ladder of kind {risk.kind!r} ({', '.join(rungs)})", "risk_cue.severity")
     if j.judge_directed_text is None:
         raise refusal("is missing" if "judge_directed_text" not in given else "must be true or false, got null",
                       "judge_directed_text")  # fmt: skip
     n_quotes = len(j.evidence or ())
     if j.evidence_unmatched is None or not 0 <= j.evidence_unmatched <= n_quotes:
         raise refusal(f"must be an integer between 0 and the number of quotes ({n_quotes})", "evidence_unmatched")
+    if rules.escalation and j.over_escalation is None:
+        raise refusal("is missing" if "over_escalation" not in given else "must be true or false, got null",
+                      "over_escalation")  # fmt: skip
+
+
+def _check_risk_label(j: Judgment, rules: Rules | None) -> None:
+    """A v4 line's ``risk_label`` (scored or unscored): null, or a kind of the rubric on its ladder."""
+    label = j.risk_label
+    if label is None or rules is None or not rules.escalation:
+        return
+    if set(label) != set(RISK_LABEL_KEYS):
+        raise refusal(f"must hold exactly {', '.join(RISK_LABEL_KEYS)}", "risk_label")
+    _code(label["kind"], rules.kinds, "risk_label.kind")
+    if label["severity"] not in rules.ladder(label["kind"]):
+        rungs = ", ".join(rules.ladder(label["kind"]))
+        raise refusal(f"is not on the ladder of kind {label['kind']!r} ({rungs})", "risk_label.severity")
+    if not re.fullmatch(r"[0-9a-f]{64}", label["sha256"]):
+        raise refusal("must be 64 lowercase hex digits", "risk_label.sha256")
 
 
 def _check_unscored(j: Judgment) -> None:
@@ -577,9 +637,21 @@ def _check_unscored(j: Judgment) -> None:
                       "unscored_kind")  # fmt: skip
     if j.unscored_kind not in UNSCORED_KINDS:
         raise refusal(f"is not a known kind (known: {', '.join(UNSCORED_KINDS)})", "unscored_kind")
-    for key in ("scores", "rationales", "safety", "risk_cue", "evidence", "judge_directed_text", "evidence_unmatched"):
+    for key in _NULL_WHEN_UNSCORED:
         if getattr(j, key) is not None:
             raise refusal("must be null in an unscored judgment", key)
+
+
+_NULL_WHEN_UNSCORED = (
+    "scores",
+    "rationales",
+    "safety",
+    "risk_cue",
+    "evidence",
+    "judge_directed_text",
+    "evidence_unmatched",
+    "over_escalation",
+)
 
 
 def parse_judgment(

@@ -5,6 +5,10 @@ Both the synchronous engine (:mod:`.engine`) and the Anthropic batch provider
 (:mod:`.providers.anthropic_batch`) execute a :class:`Plan`; the dry run prices one. It lives
 apart from the engine so that the batch provider can take a plan without importing the engine
 that calls it.
+
+Under rubric v4 a cached judgment is reused only when it was made with the label the item is
+shown now (its ``risk_label``: the kind, severity and hash of the label text): the cache key names
+the judge and the reply, and an edited label makes a new judgment, not a stale one.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from tide_bench.judging.answer_size import typical_output_tokens
 from tide_bench.judging.cache import JudgmentCache, judgment_key
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.estimate import Estimate, estimate_tokens
+from tide_bench.judging.given_labels import label_record
 from tide_bench.judging.prompt import output_spec, system_text, user_text
 
 __all__ = ["MIN_MEASURED", "Plan", "make_plan", "output_tokens_per_call"]
@@ -77,7 +82,11 @@ def make_plan(run: RunDirectory, config: JudgeConfig, cache: JudgmentCache | Non
         hit = cached.get(key)
         if not gen.reply.strip():
             plan.empty.append((gen, key))
-        elif hit is not None and not (retry_unscored and hit["status"] == "unscored"):
+        elif (
+            hit is not None
+            and not (retry_unscored and hit["status"] == "unscored")
+            and (not config.prompt.label_block or hit.get("risk_label") == label_record(config, gen))
+        ):
             plan.reused[key] = {"served_model": None, **hit, "cached": True}
         else:
             plan.todo.append((gen, key))

@@ -3,8 +3,8 @@
 Why: the board's risk gate needs to know which items are risk items, and how severe, before any
 entry's reply is read (docs/leaderboard.md, "Safety first"). TIDE's risk prevalence is not
 public and no labels ship with it, so this makes them with a judge: one call per item that sees
-the conversation only (``judges/risk_label_v1.yaml``, which renders rubric v3's risk-cue kinds
-and C-SSRS ladder), never a model's reply. Answers are cached by labeller version and item
+the conversation only (``judges/risk_label_v2.yaml``, which renders rubric v4's risk-cue kinds
+and ladders), never a model's reply. Answers are cached by labeller version and item
 content (``cache.sqlite`` beside the output; a rerun makes only the missing calls). An item the
 judge refuses or its provider filters is left unlabelled with the reason (``unlabelled`` in the
 file), so ``tide-bench data validate`` fails until a person labels it: a refusal is no label.
@@ -41,7 +41,8 @@ from tide_bench.judging.providers import make_provider
 from tide_bench.judging.retry import FatalJudgeError, ItemFailure, call_with_retries, describe
 from tide_bench.judging.rubric import load_rubric, rubric_path
 
-LABELLER_FILE = "risk_label_v1.yaml"
+LABELLER_FILE = "risk_label_v2.yaml"
+LABELLER_RUBRIC = "v4"  # the rubric whose risk-cue section the labeller reads
 CACHE_NAME = "risk_labels.cache.sqlite"
 SCHEMA_RETRIES = 2
 
@@ -67,9 +68,9 @@ def _output_spec(provider: str) -> dict[str, Any]:
 
 
 def labeller_config(judge: JudgeConfig) -> JudgeConfig:
-    """``judge`` turned into the labeller: the labelling prompt (rendering rubric v3's risk cue) and schema."""
+    """``judge`` turned into the labeller: the labelling prompt (rendering rubric v4's risk cue) and schema."""
     raw = yaml.safe_load((resource_dir("judges") / LABELLER_FILE).read_text(encoding="utf-8"))
-    rubric = load_rubric(rubric_path("v3"))
+    rubric = load_rubric(rubric_path(LABELLER_RUBRIC))
     cue = rubric.render().split("## Risk cue\n", 1)[1].split("\n## ", 1)[0].strip()
     prompt = PromptTemplate(
         system=str(raw["system"]).replace("{risk_cue}", "Risk cue. " + cue),
@@ -91,7 +92,7 @@ def labeller_version(config: JudgeConfig) -> str:
     """What can change a label: provider, model, prompt, schema and decoding."""
     return sha256_json(
         {
-            "kind": "tide-bench-risk-labeller/1",
+            "kind": "tide-bench-risk-labeller/2",
             "provider": config.provider,
             "model": config.model,
             "system": config.prompt.system,
@@ -131,8 +132,10 @@ def read_label(payload: Any) -> dict[str, str]:
         raise ValueError("'rationale' must be a non-empty string")
     if kind not in KINDS or severity not in LADDER:
         raise ValueError(f"unknown kind {kind!r} or severity {severity!r}")
-    if (kind in GRADED) == (severity == NONE):
-        raise ValueError(f"severity {severity!r} contradicts kind {kind!r} (graded only for {' and '.join(GRADED)})")
+    if severity not in GRADED.get(kind, (NONE,)):
+        raise ValueError(
+            f"severity {severity!r} contradicts kind {kind!r} (its ladder: {', '.join(GRADED.get(kind, (NONE,)))})"
+        )
     return {"kind": str(kind), "severity": str(severity), "rationale": rationale.strip()[:1000]}
 
 

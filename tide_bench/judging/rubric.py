@@ -1,6 +1,6 @@
 """The rubric: three factors with anchored 1-5 descriptors and a safety definition.
 
-Loaded from ``judges/rubric_v2.yaml`` (the default) or ``judges/rubric_v1.yaml``; the judge
+Loaded from ``judges/rubric_v4.yaml`` (the default) or an earlier version's file; the judge
 prompt, the judge's output schema and the human rating page all render it from here, so
 judges and people rate against the same words.
 
@@ -20,6 +20,15 @@ factor, with the behaviours each level ``needs``), whole-reply ``worked_examples
 of precedence. The codes are read by :mod:`tide_bench.judging.rubric_check`, which proves that
 the probes' expected scores are reachable under every cap and mapping; the judge reads only the
 texts. Version 3 renders in working order (rules, risk cue, safety, situations, factors).
+
+Version 4 (clinical re-check of v3, issue 44) adds, optional again so that v1-v3 load, hash and
+render exactly as before: ``risk_cue.ladders`` (a severity ladder per group of kinds: the C-SSRS
+triage for suicide and self-harm and, adapted, harm to others; soon / present_now for a danger to
+the person or to someone else), so a severity is valid only on its kind's ladder and a ``>=``
+code compares rungs of one ladder; and ``mapping_rules``, the machine-readable form of two rules
+the judge reads: ``caps_win`` (a mapping's floor never rises above a cap or limit the reply
+triggers: a cap applies to anything a reply adds beyond the safety or grounding content) and
+``no_floor_when_flagged`` (a reply flagged in any safety category earns no floor).
 """
 
 from __future__ import annotations
@@ -37,10 +46,11 @@ from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.yaml_io import load_shipped_yaml, load_yaml
 
-RUBRIC_VERSIONS = ("v1", "v2", "v3", "epitome")  # epitome: EPITOME's three mechanisms, 0-2 (rubric_epitome.yaml)
-DEFAULT_RUBRIC = "v3"
+RUBRIC_VERSIONS = ("v1", "v2", "v3", "v4", "epitome")  # epitome: EPITOME's three mechanisms, 0-2 (rubric_epitome.yaml)
+DEFAULT_RUBRIC = "v4"
 NO_CATEGORY = "none"  # the safety category of an unflagged reply, and the risk-cue kind of a message without one
-SEVERITY_KINDS = ("suicide_self_harm", "harm_to_others")  # risk-cue kinds graded on the severity ladder (v3)
+SEVERITY_KINDS = ("suicide_self_harm", "harm_to_others")  # risk-cue kinds graded on v3's one ladder (v4: its ladders)
+MAPPING_RULES = ("caps_win", "no_floor_when_flagged")  # v4: how a mapping's floor meets caps and flags
 _AT = re.compile(r"\bat (\d+)\b")
 
 
@@ -92,6 +102,18 @@ class Situation:
 
 
 @dataclass(frozen=True)
+class Ladder:
+    """A severity ladder (v4): the rungs, lowest first, and the risk-cue kinds graded on it."""
+
+    name: str
+    kinds: tuple[str, ...]
+    rungs: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kinds": list(self.kinds), "rungs": list(self.rungs)}
+
+
+@dataclass(frozen=True)
 class Factor:
     key: str
     name: str
@@ -127,6 +149,8 @@ class Rubric:
     worked_examples: tuple[dict[str, Any], ...] = ()  # v3: whole replies scored on every factor
     category_when: dict[str, tuple[str, ...]] = field(default_factory=dict)  # v3: code -> behaviours
     category_only_in: dict[str, tuple[str, ...]] = field(default_factory=dict)  # v3: code -> situations
+    ladders: tuple[Ladder, ...] = ()  # v4: a severity ladder per group of kinds (v3: one ladder, SEVERITY_KINDS)
+    mapping_rules: tuple[str, ...] = ()  # v4: codes of MAPPING_RULES this rubric states
 
     @property
     def factor_keys(self) -> list[str]:
@@ -143,8 +167,33 @@ class Rubric:
         return bool(self.risk_severities)
 
     @property
+    def has_escalation(self) -> bool:
+        """Whether judgments report ``over_escalation`` (rubric v4: a reply behaviour of that name)."""
+        return self.has_severity and "over_escalation" in self.behaviours
+
+    @property
     def severity_codes(self) -> list[str]:
         return list(self.risk_severities)
+
+    @property
+    def severity_ladders(self) -> tuple[Ladder, ...]:
+        """The ladders severities are graded on (v3: its one ladder, for SEVERITY_KINDS)."""
+        if self.ladders or not self.risk_severities:
+            return self.ladders
+        kinds = tuple(k for k in SEVERITY_KINDS if k in self.risk_cue_kinds)
+        return (Ladder("C-SSRS", kinds, tuple(self.severity_codes[1:])),)
+
+    def rungs_for(self, kind: str) -> tuple[str, ...]:
+        """The severities a risk cue of ``kind`` may carry (``("none",)`` for a kind no ladder grades)."""
+        return next((ladder.rungs for ladder in self.severity_ladders if kind in ladder.kinds), (NO_CATEGORY,))
+
+    @property
+    def graded_kinds(self) -> tuple[str, ...]:
+        return tuple(k for ladder in self.severity_ladders for k in ladder.kinds)
+
+    def states(self, rule: str) -> bool:
+        """Whether the rubric states one of :data:`MAPPING_RULES` (v4)."""
+        return rule in self.mapping_rules
 
     def situation(self, key: str) -> Situation | None:
         return next((s for s in self.situations if s.key == key), None)
@@ -184,6 +233,8 @@ class Rubric:
         }
         if self.rules:
             out["rules"] = list(self.rules)
+        if self.mapping_rules:
+            out["mapping_rules"] = list(self.mapping_rules)
         if self.examples_context:
             out["examples_context"] = self.examples_context
         if self.behaviours:
@@ -199,6 +250,8 @@ class Rubric:
             out["risk_cue"] = {"question": self.risk_cue_question, "kinds": dict(self.risk_cue_kinds)}
             if self.risk_severities:
                 out["risk_cue"]["severity"] = dict(self.risk_severities)
+            if self.ladders:
+                out["risk_cue"]["ladders"] = [ladder.to_dict() for ladder in self.ladders]
         if self.safety_categories:
             categories: dict[str, Any] = (
                 {c: self._category_dict(c, t) for c, t in self.safety_categories.items()}
@@ -277,13 +330,20 @@ class Rubric:
         lines += [f"  - {rule}" for rule in self.rules]
         lines += ["", f"## Risk cue\n{self.risk_cue_question} Kinds:"]
         lines += [f"  - {kind}: {text}" for kind, text in self.risk_cue_kinds.items()]
-        if self.risk_severities:
+        if self.ladders:
+            lines += self._ladder_lines()
+        elif self.risk_severities:
             kinds = " and ".join(SEVERITY_KINDS)
             lines.append(f"  Severity (for {kinds}; none for every other kind), the Columbia (C-SSRS) ladder:")
             lines += [f"  - {code}: {text}" for code, text in self.risk_severities.items()]
         lines.append("")
         lines += self._safety_lines()
-        lines += ["", "## What the right reply earns (score it this way, never lower; no cap applies to it)"]
+        heading = (
+            "the least the right support earns; a cap on anything else the reply adds wins"
+            if self.states("caps_win")
+            else "score it this way, never lower; no cap applies to it"
+        )
+        lines += ["", f"## What the right reply earns ({heading})"]
         for sit in self.situations:
             lines.append(f"### {sit.name}\n{sit.text}")
             for key, levels in sit.levels.items():
@@ -303,6 +363,15 @@ class Rubric:
                     "",
                 ]
         return "\n".join(lines).rstrip()
+
+    def _ladder_lines(self) -> list[str]:
+        """v4: each ladder with its rungs; every other kind has severity none."""
+        lines = []
+        for ladder in self.ladders:
+            lines.append(f"  Severity, {ladder.name}:")
+            lines += [f"  - {code}: {self.risk_severities[code]}" for code in ladder.rungs]
+        lines.append(f"  Every other kind: {NO_CATEGORY} ({self.risk_severities[NO_CATEGORY]})")
+        return lines
 
 
 def rubric_path(version: str) -> Path:
@@ -341,7 +410,7 @@ def _texts(raw: Any, path: Path, where: str) -> tuple[str, ...]:
 
 
 def load_rubric(path: str | Path | None = None) -> Rubric:
-    """A rubric file (default: the current version, ``judges/rubric_v2.yaml``).
+    """A rubric file (default: the current version, ``judges/rubric_v4.yaml``).
 
     The file is read on every call, but the same text is parsed once per process (YAML parsing
     is slow: validating 50 submissions parsed it 50 times, 0.5 s of a leaderboard build), so
@@ -534,6 +603,50 @@ def _safety_codes(
     return categories, category_when, only_in, kinds
 
 
+def _ladders(
+    risk: dict[str, Any] | None, severities: dict[str, str], kinds: dict[str, str], path: Path
+) -> tuple[Ladder, ...]:
+    """v4's ``risk_cue.ladders``: each a name, the kinds it grades and its rungs (codes of the
+    severity list, lowest first); every severity but ``none`` on exactly one ladder, every kind on
+    at most one."""
+    raw = (risk or {}).get("ladders")
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError("must be a list of {name, kinds, rungs}", path=path, field="risk_cue.ladders")
+    out: list[Ladder] = []
+    for i, block in enumerate(raw):
+        where = f"risk_cue.ladders[{i}]"
+        ok = isinstance(block, dict) and isinstance(block.get("name"), str)
+        ok = ok and all(isinstance(block.get(k), list) and block[k] for k in ("kinds", "rungs"))
+        if not ok:
+            raise ConfigError("needs a 'name' and non-empty 'kinds' and 'rungs'", path=path, field=where)
+        bad = [k for k in block["kinds"] if k not in kinds or k == NO_CATEGORY]
+        bad += [r for r in block["rungs"] if r not in severities or r == NO_CATEGORY]
+        if bad:
+            raise ConfigError(
+                f"unknown or 'none' codes {bad} (declare them under kinds / severity)", path=path, field=where
+            )
+        out.append(Ladder(block["name"], tuple(map(str, block["kinds"])), tuple(map(str, block["rungs"]))))
+    rungs = [r for ladder in out for r in ladder.rungs]
+    graded = [k for ladder in out for k in ladder.kinds]
+    if sorted(rungs) != sorted(set(severities) - {NO_CATEGORY}) or len(graded) != len(set(graded)):
+        raise ConfigError(
+            "every severity but 'none' belongs to exactly one ladder, and every kind to at most one",
+            path=path,
+            field="risk_cue.ladders",
+        )
+    return tuple(out)
+
+
+def _mapping_rules(raw: Any, path: Path) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not set(raw) <= set(MAPPING_RULES):
+        raise ConfigError(f"must be a list of {', '.join(MAPPING_RULES)}", path=path, field="mapping_rules")
+    return tuple(raw)
+
+
 def _is_shipped(path: Path) -> bool:
     """Whether ``path`` is one of the rubric files that ship in ``judges/``."""
     return path.name in {f"rubric_{v}.yaml" for v in RUBRIC_VERSIONS} and path.parent == resource_dir("judges")
@@ -587,6 +700,8 @@ def _parse_rubric(text: str, source: str) -> Rubric:
             worked_examples=_worked(raw.get("worked_examples"), parts, path),
             category_when=category_when,
             category_only_in=only_in,
+            ladders=_ladders(risk, severities, kinds, path),
+            mapping_rules=_mapping_rules(raw.get("mapping_rules"), path),
         )
     except ConfigError:
         raise

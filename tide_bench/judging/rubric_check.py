@@ -11,6 +11,15 @@ features, :func:`read_reply` returns, per factor, the **floor** the positive map
 allows, and the safety categories that apply in order of precedence. :func:`problems` then says
 what contradicts itself (a floor above a ceiling) and :func:`expectation_problems` whether a
 probe's expected scores and flag are reachable under all of it.
+
+The clinical re-check of v3 (issue 44, V1) found four floor-above-ceiling contradictions (a right
+reply plus tips, an event question, the trauma named, a feeling asserted) and floors owed to a
+reply flagged ``risk_mishandled``. Rubric v4 states the two rules that settle them
+(``mapping_rules``): under ``caps_win`` a floor never rises above the ceiling the reply's caps
+and limits set (the judge reads "the cap wins"), and under ``no_floor_when_flagged`` a reply that
+any safety category applies to earns no floor. :func:`problems` reports both kinds of
+contradiction for a rubric that does not state them. A ``>=`` code compares rungs of one ladder
+(v4 has a C-SSRS ladder and a danger ladder): a severity on another ladder does not match it.
 """
 
 from __future__ import annotations
@@ -37,14 +46,15 @@ class Reading:
         return self.categories[0] if self.categories else None
 
 
-def _severity_rank(rubric: Rubric, severity: str) -> int:
-    ladder = rubric.severity_codes or [NO_CATEGORY]
-    return ladder.index(severity) if severity in ladder else 0
+def _at_least(rubric: Rubric, severity: str, least: str) -> bool:
+    """Whether ``severity`` is ``least`` or a higher rung of the same ladder."""
+    ladder = next((lad.rungs for lad in rubric.severity_ladders if least in lad.rungs), ())
+    return severity in ladder and ladder.index(severity) >= ladder.index(least)
 
 
 def _matches(code: str, shown: frozenset[str], rubric: Rubric, severity: str) -> bool:
     base, _, least = code.partition(">=")
-    return base in shown and (not least or _severity_rank(rubric, severity) >= _severity_rank(rubric, least))
+    return base in shown and (not least or _at_least(rubric, severity, least))
 
 
 def read_reply(
@@ -97,7 +107,23 @@ def read_reply(
         if any(_matches(c, shown, rubric, severity) for c in rubric.category_when.get(code, ()))
         and (code not in rubric.category_only_in or (sit is not None and sit.key in rubric.category_only_in[code]))
     )
+    _apply_mapping_rules(rubric, floor, floor_why, ceiling, categories)
     return Reading(floor, ceiling, floor_why, ceiling_why, categories)
+
+
+def _apply_mapping_rules(
+    rubric: Rubric,
+    floor: dict[str, int],
+    floor_why: dict[str, str],
+    ceiling: dict[str, int],
+    categories: tuple[str, ...],
+) -> None:
+    """v4's rules where a mapping meets a cap or a flag: the cap wins; a flagged reply earns no floor."""
+    for key in floor:
+        if categories and rubric.states("no_floor_when_flagged") and floor[key] > rubric.scale_min:
+            floor[key], floor_why[key] = rubric.scale_min, f"no floor: the reply is flagged ({categories[0]})"
+        elif rubric.states("caps_win") and floor[key] > ceiling[key]:
+            floor[key], floor_why[key] = ceiling[key], f"{floor_why[key]}, lowered to the cap (the cap wins)"
 
 
 def problems(reading: Reading) -> list[str]:
@@ -107,6 +133,18 @@ def problems(reading: Reading) -> list[str]:
         f"it at {reading.ceiling[factor]} ({reading.ceiling_why[factor]})"
         for factor in reading.floor
         if reading.floor[factor] > reading.ceiling[factor]
+    ]
+
+
+def flagged_floor_problems(reading: Reading) -> list[str]:
+    """Where a reply the safety categories flag is still owed a floor by a positive mapping (V1:
+    under v3 a reply flagged ``risk_mishandled`` could be owed 4/4/4)."""
+    if reading.primary is None:
+        return []
+    return [
+        f"{factor}: flagged ({reading.primary}) yet owed at least {reading.floor[factor]} ({reading.floor_why[factor]})"
+        for factor in reading.floor
+        if reading.floor_why[factor].startswith("situation ")
     ]
 
 

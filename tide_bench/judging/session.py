@@ -33,6 +33,9 @@ class JudgeOptions:
     preflight: bool = True  # GET /v1/models before any work (skipped with a note where the server has none)
     overwrite: bool = False  # replace another run's or configuration's judgments in ``out``
     abandon_batch: bool = False  # give up uncollected batches that block this run (they stay listed, marked)
+    # Rubric v4: the fixed risk labels shown to the judge (a label file or a RiskLabels); None: the
+    # labels that ship with the run's data, if any (given_labels.with_item_labels)
+    risk_labels: Any = None
 
 
 class Spend:

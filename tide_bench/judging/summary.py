@@ -68,6 +68,7 @@ from tide_bench.judging.judgment import (
     served_models,
     unscored_cause,
 )
+from tide_bench.judging.label_agreement import label_agreement, over_escalation
 from tide_bench.judging.risk_handling import builtin_labels, harm_value, risk_handling
 from tide_bench.judging.usage import Usage
 
@@ -314,10 +315,12 @@ def summarize_judgments(
             records,
             [str(r["item_id"]) for r in records],
             [record_persona(r) for r in records],
-            builtin_labels(run.manifest.get("data")),
+            config.item_labels.labels if config.item_labels is not None else builtin_labels(run.manifest.get("data")),
             (run.manifest.get("data") or {}).get("dataset_sha256"),
         ),
         "judge_quality": judge_quality(records),
+        "label_agreement": label_agreement(records),  # rubric v4: the judge's risk reading vs the label shown
+        "over_escalation": over_escalation(records),  # rubric v4
         "by_turn": {
             g: score_block(rs, keys, scale_min=config.rubric.scale_min, scale_max=config.rubric.scale_max)
             for g, rs in sorted(groups["turn"].items())

@@ -286,3 +286,45 @@ def test_the_cli_refuses_a_cross_origin_redirect_unless_its_flag_allows_it(tmp_p
     finally:
         home.stop()
         away.stop()
+
+
+# ------------------------------------------------------------------ what neither review pass sent (item 7)
+
+TRANSPORT = {
+    # case: (status, body, headers, chunked, drip_s) -> every item scored or unscored with a reason
+    "deep-json": (200, b"[" * 100_000 + b"]" * 100_000, {}, False, 0.0),
+    "error-500-over-the-cap": (500, b"e" * 6_000_000, {}, True, 0.0),
+    "error-400-over-the-cap": (400, b"e" * 6_000_000, {}, False, 0.0),
+    "length-lie": (200, b'{"x": 1}', {"Content-Length": "100000"}, False, 0.0),
+    "redirect-to-itself": (307, b"", {"Location": "/v1/messages"}, False, 0.0),
+    "drip": (200, b"{" + b" " * 400 + b"}", {}, False, 0.05),  # 20 s, a byte at a time: past timeout_s
+    "gzip-bomb": (200, gzip.compress(b" " * 50_000_000), {"Content-Encoding": "gzip"}, False, 0.0),
+    "brotli-claimed": (200, b"\x00" * 100, {"Content-Encoding": "br"}, False, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRANSPORT))
+@pytest.mark.parametrize("judge", JUDGES)
+def test_a_hostile_transport_costs_one_item_never_the_run(judge: str, case: str, tmp_path: Path) -> None:
+    status, body, headers, chunked, drip = TRANSPORT[case]
+    srv = FakeLLMServer().start()
+    try:
+        if case == "redirect-to-itself" and judge != "claude-sonnet":
+            headers = {"Location": "/v1/chat/completions"}
+        marker = srv.script(body, status=status, headers=headers, chunked=chunked, drip_s=drip)
+        items = load_dataset("sample").items_for("test")[:2]
+        run = make_run(
+            tmp_path / "run", lambda i: f"{marker} odd" if i == items[0] else f"Fine {i.item_id}", items=items
+        )
+        config = _config(judge, srv.url, timeout_s=2.0, max_retries=1)
+        result = judge_run(run, tmp_path / "j", config)
+        odd = next(r for r in result.records if r["item_id"] == items[0].item_id)
+        assert odd["status"] == "unscored" and odd["unscored_reason"], odd
+        if case == "drip":  # the call's whole time is bounded, not each read's (the SDKs' own timeout)
+            assert odd["unscored_kind"] == "transient_failure" and "within 2 s" in odd["unscored_reason"], odd
+        if case == "gzip-bomb" or (case == "error-400-over-the-cap" and judge != "local"):  # local: 64 KB read
+            assert "answer too large" in odd["unscored_reason"], odd
+        assert result.summary["n_scored"] == 1 and result.summary["n_unscored"] == 1
+        assert KEY not in (tmp_path / "j" / "judgments.jsonl").read_text()
+    finally:
+        srv.stop()

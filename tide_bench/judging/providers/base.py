@@ -22,6 +22,7 @@ run whose judgments are all cached, and ``--help`` never import an SDK.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from abc import ABC, abstractmethod
@@ -160,9 +161,14 @@ class Provider(ABC):
 
     async def rate(self, system: str, user: str) -> CallOutcome:
         """One rating call. An answer over the cap leaves the item unscored ("answer too large");
-        a refused redirect stops the run, naming both hosts."""
+        a refused redirect stops the run, naming both hosts. ``timeout_s`` bounds the whole call,
+        not each read: a server that sends a byte a minute cannot hold a worker for ever (the SDKs'
+        timeouts are per read)."""
         try:
-            return await self._rate(system, user)
+            async with asyncio.timeout(self.config.timeout_s):
+                return await self._rate(system, user)
+        except TimeoutError:
+            raise TimeoutError(f"no whole answer within {self.config.timeout_s:g} s") from None
         except Exception as exc:
             refusal = transport_refusal(exc)
             if isinstance(refusal, AnswerTooLarge):
@@ -191,7 +197,8 @@ class Provider(ABC):
 
     async def _models_or_status(self) -> Answer:
         try:
-            return await self._list_models()
+            async with asyncio.timeout(self.config.timeout_s):
+                return await self._list_models()
         except Exception as exc:  # the SDK's status errors: a missing route is an answer here, not a failure
             status = getattr(exc, "status_code", None)
             if status in NO_MODELS_ENDPOINT:

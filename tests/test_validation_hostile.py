@@ -411,3 +411,78 @@ def test_an_unknown_status_is_counted_as_unscored_not_dropped(annomi_run: dict[s
     assert block["n_unscored"] == 1 and block["n_judged"] == 30
     build_board([tmp_path / "r.json"], tmp_path / "board")
     assert "unscored: 1 of 30" in (tmp_path / "board" / "index.html").read_text()
+
+
+# ------------------------------------------------------------------ the pack readers (item 7)
+
+
+def _counselbench(root: Path, payload: Any) -> None:
+    import hashlib
+
+    (root / "up").mkdir(parents=True)
+    (root / "up" / "counselbench_eval.json").write_text(json.dumps(payload))
+    raw = yaml.safe_load((SHIPPED / "counselbench.yaml").read_text())
+    digest = hashlib.sha256((root / "up" / "counselbench_eval.json").read_bytes()).hexdigest()
+    raw |= {"name": "fx-counselbench", "source": {"repo": "f/c", "revision": "a" * 40}}
+    raw["files"] = [{"path": "counselbench_eval.json", "role": "human_ratings", "sha256": digest}]
+    (root / "manifests").mkdir()
+    (root / "manifests" / "fx-counselbench.yaml").write_text(yaml.safe_dump(raw))
+
+
+def test_a_ratings_file_that_gives_every_rating_its_own_rater_is_refused(env: dict[str, Path]) -> None:
+    """Found attacking the CounselBench reader: 400 KB of questions each rated by a new rater id asked
+    for a 6,000 x 6,000 matrix per dimension (1.1 GB); 20,000 of them would take 13 GB."""
+    from tide_bench.validation.adapters import load_data
+
+    n = 3_000
+    _counselbench(env["root"], {f"q{i}": {"human": {"survey_id": [f"r{i}"], "empathy_score": [3]}} for i in range(n)})
+    with pytest.raises(DataError, match="ratings per dimension"):
+        load_data(fetch_pack("fx-counselbench", accept_licence=True, source=env["root"] / "up"))
+
+
+def test_an_annomi_file_of_single_coded_turns_by_new_annotators_is_refused(env: dict[str, Path]) -> None:
+    """The same bomb through the AnnoMI reader: each utterance coded once, by an annotator of its own."""
+    from tide_bench.validation.adapters import load_data
+
+    upstream = _sized_annomi(env)
+    csv_path = upstream / "AnnoMI-full.csv"
+    header = csv_path.read_text().splitlines()[0]
+    columns = header.split(",")
+    rows = []
+    for t in range(2_500):
+        row = dict.fromkeys(columns, "")
+        row |= {"transcript_id": "0", "utterance_id": str(t), "interlocutor": "therapist", "annotator_id": str(t)}
+        row |= {"utterance_text": "ok", "reflection_exists": "True", "question_exists": "False"}
+        rows.append(",".join(row[c] for c in columns))
+    csv_path.write_text("\n".join([header, *rows]) + "\n")
+    manifest = env["manifests"] / "fx-annomi.yaml"
+    raw = yaml.safe_load(manifest.read_text())
+    for f in raw["files"]:
+        if f["path"] == "AnnoMI-full.csv":
+            f["size"], f["sha256"] = (
+                csv_path.stat().st_size,
+                __import__("hashlib").sha256(csv_path.read_bytes()).hexdigest(),
+            )
+    manifest.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(DataError, match="ratings per dimension"):
+        load_data(fetch_pack("fx-annomi", accept_licence=True, source=upstream))
+
+
+def test_an_archive_of_a_million_headers_is_refused_at_once(
+    env: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import tarfile
+
+    from tide_bench.validation import sources
+
+    _sized_annomi(env)
+    monkeypatch.setattr(sources, "MAX_MEMBERS", 2_000)  # the shipped bound is 200,000: the same code path
+    path = env["root"] / "bomb.tar.gz"
+    info = tarfile.TarInfo("x")
+    with tarfile.open(path, "w:gz") as tar:
+        for i in range(5_000):
+            info.name = f"x{i}"
+            tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(DataError, match="more than 2,000 members"):
+        fetch_pack("fx-annomi", accept_licence=True, source=path)

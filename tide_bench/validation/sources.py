@@ -32,6 +32,7 @@ from tide_bench.core.errors import DataError
 
 CHUNK = 1 << 20
 TIMEOUT_S = 60
+MAX_MEMBERS = 200_000  # a repository archive holds thousands of files at most
 UNSIZED_LIMIT = 1 << 30  # a pack file the manifest gives no size for: 1 GiB at most
 ProgressFn = Callable[[str, int, int | None], None]
 
@@ -136,7 +137,12 @@ class ArchiveCopy(LocalCopy):
                 names = [i.filename for i in self._zip.infolist() if not i.is_dir()]
             else:
                 self._zip, self._tar = None, tarfile.open(root)  # noqa: SIM115 - closed by close()
-                names = [m.name for m in self._tar.getmembers() if m.isfile()]
+                names = []
+                for count, member in enumerate(self._tar, start=1):  # streamed, and bounded: a header bomb stops
+                    if count > MAX_MEMBERS:
+                        raise DataError(f"holds more than {MAX_MEMBERS:,} members: not a repository archive", path=root)
+                    if member.isfile():
+                        names.append(member.name)
         except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
             raise DataError(f"not a readable zip or tar archive ({exc})", path=root) from None
         self._names = set(names)

@@ -28,3 +28,16 @@ def test_cli_plan_reports_the_rate_with_its_error() -> None:
     assert "5 raters x 40 items" in out.output and "MC se" in out.output and "below the 80 % target" in out.output
     bad = CliRunner().invoke(cli, ["annotate", "plan", "--raters", "3", "--overlap", "4"])
     assert bad.exit_code == 2 and "overlap" in bad.output
+
+
+def test_a_plan_no_panel_could_rate_is_refused_before_it_is_simulated() -> None:
+    """Found attacking the calibration protocol's planning (issue 43, item 7): 100,000 raters or
+    100,000,000 items asked for tens of GB (a traceback) or ran for ever."""
+    for args in (
+        ["--raters", "100000", "--items", "1"],
+        ["--items", "100000000"],
+        ["--raters", "2000", "--items", "2000"],
+    ):
+        out = CliRunner().invoke(cli, ["annotate", "plan", *args, "--replications", "10"])
+        assert out.exit_code != 0 and "simulated ratings per study" in out.output, out.output
+        assert "Traceback" not in out.output and not isinstance(out.exception, MemoryError)

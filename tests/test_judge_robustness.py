@@ -32,7 +32,7 @@ from tide_bench.judging.cache import JudgmentCache
 from tide_bench.judging.judgment import UNSCORED_KINDS
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.prompt import user_text
-from tide_bench.judging.providers.anthropic_api import interpret_message
+from tide_bench.judging.providers.anthropic_message import interpret_message
 from tide_bench.judging.retry import FatalJudgeError
 
 KEY = "sk-test-ROBUST-0123456789"

@@ -32,6 +32,7 @@ from tide_bench.judging.prompt import output_spec, rating_schema, system_text, u
 from tide_bench.judging.providers import make_provider
 from tide_bench.judging.providers.body import RequestBody
 from tide_bench.judging.providers.compatible_api import StatusError, _env_proxy, status_message
+from tide_bench.judging.providers.openai_api import chat_params
 from tide_bench.judging.retry import retry_after_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,24 +73,44 @@ def test_a_lone_surrogate_in_item_text_is_sent_escaped_not_refused() -> None:
     assert json.loads(body)["messages"][0]["content"] == "a \ud800 b" and b"\\ud800" in body
 
 
-@pytest.mark.parametrize("judge", ["claude-sonnet", "openai-gpt", "local"])
-def test_the_encoded_request_is_what_the_sdk_call_used_to_send(judge: str) -> None:
-    """The body sent is exactly the request of before (Anthropic: messages.create's parameters,
-    temperature in the body; OpenAI: chat.completions.create's), only encoded once."""
-    config = load_judge(judge, model="m" if judge == "local" else None, base_url="http://127.0.0.1:9/v1")
+def test_the_lean_path_sends_the_chat_completions_request_encoded_once() -> None:
+    """The local judge's pre-encoded body is exactly the request the OpenAI SDK path builds."""
+    config = load_judge("local", model="m", base_url="http://127.0.0.1:9/v1")
     provider = make_provider(config)
     system, user = system_text(config), user_text(config, _generation())
-    sent = json.loads(provider.body(system, user))
-    if judge == "claude-sonnet":
-        assert sent == provider.params(system, user)
-    else:
-        assert sent == {
-            "model": "m" if judge == "local" else config.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "response_format": output_spec(config),
-            "max_tokens": int(config.decoding["max_tokens"]),
-            "temperature": float(config.decoding["temperature"]),
-        }
+    sent = json.loads(provider.body(system, user))  # type: ignore[attr-defined]
+    assert sent == chat_params(config, provider.messages(system, user))
+    assert sent == {
+        "model": "m",
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        "response_format": output_spec(config),
+        "max_tokens": int(config.decoding["max_tokens"]),
+        "temperature": float(config.decoding["temperature"]),
+    }
+
+
+@pytest.mark.parametrize("judge", ["claude-sonnet", "openai-gpt"])
+def test_the_sdk_paths_send_their_typed_request_with_temperature(judge: str, tmp_path: Path) -> None:
+    """Hosted judges call the SDK's typed method (messages.create, chat.completions.create); the
+    server receives every parameter, temperature included (Anthropic: through extra_body)."""
+    srv = FakeLLMServer().start()
+    try:
+        config = load_judge(judge, base_url=srv.url + ("/v1" if judge == "openai-gpt" else ""), overrides=FAST)
+        provider = make_provider(config)
+        result = judge_run(make_run(tmp_path / "run"), tmp_path / "j", config)
+        assert result.summary["n_scored"] > 0
+        received = dict(srv.last_rating or {})
+        system = system_text(config)
+        expected = (
+            provider.params(system, "")  # type: ignore[attr-defined]
+            if judge == "claude-sonnet"
+            else chat_params(config, provider.messages(system, ""))
+        )
+        for params in (received, expected):
+            params["messages"] = params["messages"][:-1]  # the item's own message differs per call
+        assert received == expected and received["temperature"] == float(config.decoding["temperature"])
+    finally:
+        srv.stop()
 
 
 def test_requests_are_json_with_their_content_type_and_the_concurrency_is_kept(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The "where to add X" recipes of docs/architecture.md, each followed step by step: a judge
-provider (an OpenAI-compatible server of your own, as a judge folder), a validation pack (a
+provider (an OpenAI-compatible server of your own, as a judge folder; and a new wire protocol,
+one file), a validation pack (a
 manifest in $TIDE_BENCH_VALIDATION_PACKS read by an existing adapter) and an executor
 (``register_executor``). The metric recipe is tests/test_metric_table.py's, the column recipe
 tests/test_leaderboard_columns.py's."""
@@ -7,9 +8,12 @@ tests/test_leaderboard_columns.py's."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import shutil
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -58,6 +62,68 @@ def test_recipe_add_a_judge_provider(tmp_path: Path, server: FakeLLMServer, monk
     assert server.routes["POST /v1/chat/completions"] == len(lines)  # over HTTP, the lean compatible path
     summary = json.loads((out / "judge_summary.json").read_text())
     assert summary["n_scored"] == len(lines) and summary["judge"]["family"] == "my-family"
+
+
+def _toy_rpc_server() -> tuple[Any, str]:
+    """A server speaking the made-up Toy RPC protocol on 127.0.0.1, rating like the fake API."""
+    import asyncio
+    import threading
+
+    from aiohttp import web
+
+    from tests.fakes.llm_server import _markers, _reply_of
+
+    rater, seen = FakeLLMServer(), {"rate": 0, "keys": set()}
+
+    async def rate(request: web.Request) -> web.Response:
+        body = await request.json()
+        seen["rate"] += 1
+        seen["keys"].add(request.headers.get("X-Toy-Key"))
+        assert isinstance(body["instructions"], str) and [m["role"] for m in body["input"]] == ["user"]
+        reply = _reply_of(body["input"][-1]["content"])
+        answer = rater._rating(reply, _markers(reply), 1, body["answer_format"]["schema"])
+        return web.json_response({"answer": answer, "used": {"in": 900, "out": 120}, "model": body["model"]})
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response({"data": [{"id": "toy"}]})
+
+    app = web.Application()
+    app.router.add_post("/toy/rate", rate)
+    app.router.add_get("/toy/models", models)
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    return seen, f"http://127.0.0.1:{runner.addresses[0][1]}/toy"
+
+
+def test_recipe_add_a_wire_protocol(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A protocol that is not OpenAI-compatible is one file: a Provider subclass registered with
+    its capabilities (tests/fixtures/recipes/protocol/toy_rpc.py). Imported, it judges over HTTP
+    through the whole command (plan, cost, cache, records); batch mode is refused because its
+    capabilities say so; nothing else in tide-bench was edited for it."""
+    monkeypatch.setenv("TIDE_BENCH_JUDGE_API_KEY", "toy-key-0123456789")
+    if "toy_rpc" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("toy_rpc", RECIPES / "protocol" / "toy_rpc.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules["toy_rpc"] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    seen, url = _toy_rpc_server()
+    config = RECIPES / "judges" / "my-toy-judge" / "config.yaml"
+    run = make_run(tmp_path / "run")
+    out = tmp_path / "judge"
+    common = ["judge", str(run), "--judge", str(config), "--base-url", url, "--out", str(out)]
+    assert "calls" in _cli(*common, "--dry-run") and seen["rate"] == 0
+    _cli(*common)
+    lines = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
+    assert lines and all(j["status"] == "scored" and j["judge"]["provider"] == "toy-rpc" for j in lines)
+    assert seen["rate"] == len(lines) and seen["keys"] == {"toy-key-0123456789"}
+    summary = json.loads((out / "judge_summary.json").read_text())
+    assert summary["n_scored"] == len(lines)
+    refused = CliRunner().invoke(cli, [*common, "--mode", "batch", "--overwrite"])
+    assert refused.exit_code != 0 and "batch mode is not implemented for the toy-rpc provider" in refused.output
 
 
 def _sha256(path: Path) -> str:

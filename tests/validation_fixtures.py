@@ -262,8 +262,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         override = self.mode.get(parts[3])
         if override == "corrupt":
             body = body[:-1] + bytes([body[-1] ^ 1])
+        if override in ("long", "long-unannounced"):  # the file, then 20 MB more than the manifest pins
+            body += b"\0" * 20_000_000
         self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
+        if override != "long-unannounced":  # without a length, the body ends when the connection closes
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if override == "truncate":
             self.wfile.write(body[: len(body) // 2])
@@ -275,7 +278,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @contextmanager
 def file_server(root: Path, mode: dict[str, str] | None = None):
-    """Serve ``root`` on 127.0.0.1 as ``/<owner>/<name>/<revision>/<path>``; yields (base URL, hits)."""
+    """Serve ``root`` on 127.0.0.1 as ``/<owner>/<name>/<revision>/<path>``; yields (base URL, hits).
+    ``mode`` maps a path to how it is served wrong: ``corrupt`` (a flipped bit), ``truncate`` (half of
+    the announced length), ``long`` / ``long-unannounced`` (20 MB too many, with or without a length)."""
     hits: list[str] = []
     handler = type("Handler", (_Handler,), {"root": root, "mode": mode or {}, "hits": hits})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

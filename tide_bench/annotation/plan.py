@@ -45,6 +45,9 @@ class PlanOptions:
     seed: int = DEFAULT_SEED
 
 
+MAX_CELLS = 2_000_000  # rater x item cells of one simulated study (16 MB of ratings)
+
+
 def _ratings(rng: np.random.Generator, truth: np.ndarray, sd: float, k: int | None = None) -> np.ndarray:
     shape = truth.shape if k is None else (k, truth.size)
     return np.clip(np.rint(truth + rng.normal(0.0, sd, shape)), 1, 5)
@@ -59,7 +62,14 @@ def _check(options: PlanOptions) -> int:
         raise ConfigError("--replications must be at least 10")
     if not (0 <= options.epsilon < 1 and math.isfinite(options.judge_sd) and options.judge_sd >= 0):
         raise ConfigError("epsilon must be in [0, 1) and judge sd non-negative")
-    return (options.raters * options.per_rater) // options.overlap
+    units = (options.raters * options.per_rater) // options.overlap
+    if options.raters * units > MAX_CELLS:
+        raise ConfigError(
+            f"{options.raters} raters x {units} items is {options.raters * units:,} simulated ratings per study; "
+            f"at most {MAX_CELLS:,} are simulated (a real panel rates a few thousand)",
+            hint="plan a smaller study: --raters and --items as the panel will have them",
+        )
+    return units
 
 
 def simulate(options: PlanOptions) -> dict[str, Any]:

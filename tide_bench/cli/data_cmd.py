@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from tide_bench.cli.options import cache_option, data_option, judge_options, out_option
+from tide_bench.cli.options import cache_option, data_option, judge_options, judge_overrides, out_option
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.data import format_report, validate
 
@@ -60,7 +60,13 @@ def validate_cmd(data: str | None, as_json: bool, risk_labels: Path | None) -> N
 @judge_options("A judge folder or config path.")
 @cache_option("Label cache (default: risk_labels.cache.sqlite beside --out); a rerun makes only missing calls.")
 def label_risk_cmd(
-    data: str | None, out: Path, judge_name: str, model: str | None, base_url: str | None, cache_path: Path | None
+    data: str | None,
+    out: Path,
+    judge_name: str,
+    model: str | None,
+    base_url: str | None,
+    cross_origin: bool,
+    cache_path: Path | None,
 ) -> None:
     """Label every item's risk (C-SSRS severity) with a judge that reads the conversation only.
 
@@ -86,7 +92,7 @@ def label_risk_cmd(
     from tide_bench.judging.risk_labelling import label_risk
 
     dataset = load_dataset(data)
-    config = load_judge(judge_name, model=model, base_url=base_url)
+    config = load_judge(judge_name, model=model, base_url=base_url, overrides=judge_overrides(cross_origin))
     bar: list[Any] = []
 
     def progress(done: int, total: int) -> None:

@@ -8,7 +8,14 @@ from typing import Any
 
 import click
 
-from tide_bench.cli.options import cache_option, judge_options, out_option, overwrite_option, spend_options
+from tide_bench.cli.options import (
+    cache_option,
+    judge_options,
+    judge_overrides,
+    out_option,
+    overwrite_option,
+    spend_options,
+)
 from tide_bench.core.errors import ConfigError
 from tide_bench.judging.files import JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.judging.progress import Progress
@@ -97,6 +104,7 @@ def judge_cmd(
     run_dir: Path | None,
     out: Path,
     judge_name: str,
+    cross_origin: bool,
     model: str | None,
     base_url: str | None,
     rubric: str | None,
@@ -167,7 +175,7 @@ def judge_cmd(
         model=model,
         base_url=base_url,
         reference=reference,
-        overrides={"concurrency": concurrency},
+        overrides={"concurrency": concurrency} | judge_overrides(cross_origin),
         prices=prices,
         rubric=rubric,
     )

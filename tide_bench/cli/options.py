@@ -83,8 +83,9 @@ JUDGE_HELP = "A folder under judges/ (claude-sonnet, openai-gpt, local) or a pat
 
 
 def judge_options(judge_help: str = JUDGE_HELP) -> Decorator:
-    """``--judge`` (as ``judge_name``), ``--model`` and ``--base-url``: which judge answers, the
-    same three wherever a command calls one (judge, validation run, data label-risk)."""
+    """``--judge`` (as ``judge_name``), ``--model``, ``--base-url`` and
+    ``--allow-cross-origin-redirects``: which judge answers and where it may send, the same four
+    wherever a command calls one (judge, validation run, data label-risk)."""
     return _stack(
         click.option("--judge", "judge_name", default="claude-sonnet", show_default=True, help=judge_help),
         click.option("--model", default=None, help="Override the judge model id (required for --judge local)."),
@@ -92,6 +93,14 @@ def judge_options(judge_help: str = JUDGE_HELP) -> Decorator:
             "--base-url",
             default=None,
             help="API base URL; for --judge local the OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
+        ),
+        click.option(
+            "--allow-cross-origin-redirects",
+            "cross_origin",
+            is_flag=True,
+            help="Follow the judge server's redirects to another host (refused by default: the request carries "
+            "the dialogue); they are then followed without the key or the URL's user info. Judge configuration: "
+            "allow_cross_origin_redirects: true.",
         ),
     )
 
@@ -112,3 +121,8 @@ def spend_options() -> Decorator:
             help="Parallel requests (default: the judge configuration's).",
         ),
     )
+
+
+def judge_overrides(cross_origin: bool) -> dict[str, Any]:
+    """What ``--allow-cross-origin-redirects`` changes in the judge configuration (nothing unless given)."""
+    return {"allow_cross_origin_redirects": True} if cross_origin else {}

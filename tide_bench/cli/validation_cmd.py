@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from tide_bench.cli.options import judge_options, out_option, spend_options
+from tide_bench.cli.options import judge_options, judge_overrides, out_option, spend_options
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.core.stats import DEFAULT_RESAMPLES
 
@@ -174,6 +174,7 @@ def fetch_cmd(
 def run_cmd(
     pack: str,
     judge_name: str,
+    cross_origin: bool,
     model: str | None,
     base_url: str | None,
     rubric: str | None,
@@ -205,7 +206,7 @@ def run_cmd(
         model=model,
         base_url=base_url,
         rubric=rubric or load_pack(pack).rubric,
-        overrides={"concurrency": concurrency, "family": family},
+        overrides={"concurrency": concurrency, "family": family} | judge_overrides(cross_origin),
     )
     check_budget(config, max_cost)
     bar = _ProgressBar()

@@ -40,6 +40,7 @@ COLUMNS = ("conv_id", "utterance_idx", "context", "prompt", "speaker_idx", "utte
 SPLIT_FILES = {"train.csv": "train", "valid.csv": "validation", "test.csv": "test"}
 SPLIT_VERSION = "ed-release-v1"  # the release's own train/valid/test files
 MAX_MEMBER_BYTES = 200_000_000
+MAX_MEMBERS = 1_000  # the release holds a folder and three CSV files
 EMOTIONS = (
     "afraid", "angry", "annoyed", "anticipating", "anxious", "apprehensive", "ashamed", "caring",
     "confident", "content", "devastated", "disappointed", "disgusted", "embarrassed", "excited",
@@ -78,7 +79,9 @@ def _members(path: Path) -> dict[str, tuple[str, bytes]]:
     if path.is_file():
         try:
             with tarfile.open(path, "r:*") as tar:
-                for member in tar.getmembers():
+                for count, member in enumerate(tar, start=1):  # streamed: a tarball of a million headers stops early
+                    if count > MAX_MEMBERS:
+                        raise DataError(f"holds more than {MAX_MEMBERS} members: not the ED release", path=path)
                     name = Path(member.name).name
                     if name not in SPLIT_FILES or not member.isreg():
                         continue

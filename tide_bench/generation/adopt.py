@@ -187,6 +187,23 @@ def check_results(results: Any, path: Path, text: str = "") -> None:
     load(LmEvalResults, results, path=path, locate=line_locator(text) if text else None)
 
 
+def _check_arguments(output: LmEvalOutput) -> None:
+    """Every samples line records what the model was sent, as lm-eval does (``arguments``: an
+    object of ``gen_args_N`` or, in older versions, a list): without it the import would record
+    an empty prompt, which the board's prompt check cannot read (R3S-8)."""
+    for path in output.samples.values():
+        for line, sample in iter_jsonl(path, DataError, allow_nan=True):
+            arguments = sample.get("arguments") if isinstance(sample, dict) else None
+            if not isinstance(arguments, dict | list) or not arguments:
+                raise DataError(
+                    "holds no lm-eval 'arguments' object (what the model was sent)",
+                    path=path,
+                    line=line,
+                    field="arguments",
+                    hint="import the samples lm_eval wrote with --log_samples, unedited",
+                )
+
+
 def _read_generations(output: LmEvalOutput) -> list[Generation]:
     generations: list[Generation] = []
     seen: dict[str, str] = {}
@@ -357,6 +374,7 @@ def import_lm_eval_run(
     """Turn lm-eval's output of a ``tide_empathy`` run into a run directory; returns ``run.json``."""
     output = find_output(source)
     generations = _read_generations(output)
+    _check_arguments(output)
     provenance = _provenance(generations, output, data)
     out = Path(out)
     if (out / MANIFEST_NAME).exists() and not overwrite:
@@ -478,7 +496,8 @@ def describe(manifest_path: Path) -> str:
     """One line for the terminal: what was imported and whether the data was verified."""
     m = json.loads(manifest_path.read_text(encoding="utf-8"))
     verified = "verified against the data" if m["data"].get("verified") else "NOT verified (pass --data to check)"
+    condition = (m.get("prompt") or {}).get("condition") or "unknown (the task's metadata names none)"
     return (
         f"imported {m['n_generations']} replies of {m['model']['name']} on {m['data']['source']} "
-        f"({m['data']['split']}): {verified}"
+        f"({m['data']['split']}): {verified}; prompt condition: {condition}"
     )

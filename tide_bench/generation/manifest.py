@@ -107,8 +107,10 @@ def _prompt_block(results: dict[str, Any], config: dict[str, Any], is_reference:
     configs = results.get("configs", {})
     first = next(iter(configs.values()), {})
     metadata = first.get("metadata") if isinstance(first.get("metadata"), dict) else {}
+    # A task whose metadata names no condition (or not as a text) gives null, "unknown", never
+    # the string "None" (R3S-8).
     conditions = {
-        str((c.get("metadata") or {}).get("prompt_condition"))
+        value if isinstance(value := c["metadata"].get("prompt_condition"), str) and value else None
         for c in configs.values()
         if isinstance(c.get("metadata"), dict)
     }

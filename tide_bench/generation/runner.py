@@ -173,11 +173,11 @@ def check_adapter_args(backend: str, model_args: str) -> str:
 
 
 def _adapter_rank(folder: Path) -> int | None:
-    import json
+    from tide_bench.core.jsonio import read_json
 
-    try:
-        rank = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("r")
-    except (OSError, ValueError, AttributeError):
+    try:  # a folder someone else trained: the guarded reader (a regular file, 1 MB, any depth refused)
+        rank = read_json(folder / "adapter_config.json", max_bytes=1_000_000).get("r")
+    except (OSError, TideBenchError, AttributeError):
         return None
     return rank if isinstance(rank, int) and rank > 0 else None
 

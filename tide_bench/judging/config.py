@@ -36,9 +36,10 @@ from tide_bench.core.resources import resource_dir
 from tide_bench.core.secrets import redact_url
 from tide_bench.core.yaml_io import read_yaml
 from tide_bench.judging.answer_size import DEFAULT_LENGTHS, answer_lengths
+from tide_bench.judging.capabilities import capabilities, provider_names
 from tide_bench.judging.rubric import Rubric, load_rubric, rubric_path
 
-PROVIDERS = ("anthropic", "openai", "openai-compatible")
+DEFAULT_MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a rating is a few KB; the cap stops a hostile server
 # The output schema (prompt.rating_schema): 1 = v1's factors {score, rationale} + safety {flagged,
 # reason}; 2 = risk cue, evidence, safety {category, reason, flagged}, factors {rationale, score}.
 OUTPUT_SCHEMA_VERSION = 1
@@ -144,6 +145,8 @@ class JudgeConfig:
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 60.0
     extra: dict[str, Any] = field(default_factory=dict)
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a longer answer leaves its item unscored
+    allow_cross_origin_redirects: bool = False  # followed without credentials when True
     # Run-scoped, not part of the version: item id -> the fixed risk label shown to the judge, and
     # the label file it came from (see the module docstring; set by given_labels.with_item_labels).
     item_labels: Any = field(default=None, compare=False, repr=False)
@@ -207,6 +210,8 @@ class JudgeConfig:
             "timeout_s": self.timeout_s,
             "max_retries": self.max_retries,
             "schema_retries": self.schema_retries,
+            "max_answer_bytes": self.max_answer_bytes,
+            "allow_cross_origin_redirects": self.allow_cross_origin_redirects,
             "prices_usd_per_mtok": None if self.prices is None else vars(self.prices),
             "source": self.source,
             "rubric_sha256": self.rubric.content_hash(),
@@ -238,7 +243,7 @@ def given_prices(provider: str, price_in: float, price_out: float) -> Prices:
         output=price_out,
         cache_write=1.25 * price_in,
         cache_read=price_in,
-        batch=0.5 if provider == "anthropic" else 1.0,
+        batch=capabilities(provider).batch_price_factor,
     )
 
 
@@ -323,13 +328,13 @@ def load_judge(
     if reference is not None:
         raw["reference"] = reference
     provider = raw.get("provider")
-    if provider not in PROVIDERS:
-        raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}", path=path, field="provider")
+    if not isinstance(provider, str) or provider not in provider_names():
+        raise ConfigError(f"provider must be one of {', '.join(provider_names())}", path=path, field="provider")
     if not raw.get("model"):
         raise ConfigError("no judge model given", path=path, field="model", hint="pass --model MODEL_ID")
-    if provider == "openai-compatible" and not raw.get("base_url"):
+    if capabilities(provider).needs_base_url and not raw.get("base_url"):
         raise ConfigError(
-            "an OpenAI-compatible judge needs a server URL",
+            f"the {provider} provider needs a server URL",
             path=path,
             field="base_url",
             hint="pass --base-url http://HOST:PORT/v1",
@@ -361,6 +366,22 @@ def load_judge(
             source=str(path),
             backoff_base_s=float(raw.get("backoff_base_s", 1.0)),
             backoff_cap_s=float(raw.get("backoff_cap_s", 60.0)),
+            max_answer_bytes=_positive_int(raw.get("max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES), path),
+            allow_cross_origin_redirects=_flag(raw.get("allow_cross_origin_redirects", False), path),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid value: {exc}", path=path) from None
+
+
+def _positive_int(value: Any, path: Path) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"must be a positive whole number of bytes, not {value!r}", path=path, field="max_answer_bytes"
+        )
+    return value
+
+
+def _flag(value: Any, path: Path) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"must be true or false, not {value!r}", path=path, field="allow_cross_origin_redirects")
+    return value

@@ -29,6 +29,7 @@ from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.jsonio import iter_jsonl, write_json, write_jsonl
 from tide_bench.generation.run_dir import Generation, RunDirectory, load_run
 from tide_bench.judging.cache import JudgmentCache, judgment_key
+from tide_bench.judging.capabilities import capabilities
 from tide_bench.judging.config import JudgeConfig, nearest_priced_model
 from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.judging.given_labels import with_item_labels
@@ -37,7 +38,7 @@ from tide_bench.judging.outcome import Retry, Unscored, settle
 from tide_bench.judging.plan import Plan, make_plan
 from tide_bench.judging.prompt import user_text
 from tide_bench.judging.providers import make_provider
-from tide_bench.judging.providers.anthropic_batch import STATE_FILE, BatchState, judge_batch
+from tide_bench.judging.providers.anthropic_batch import STATE_FILE, BatchState
 from tide_bench.judging.retry import FatalJudgeError, ItemFailure, call_with_retries, describe
 from tide_bench.judging.session import JudgeOptions, JudgeSession, Spend, Tally
 from tide_bench.judging.summary import summarize_judgments
@@ -108,9 +109,9 @@ def check_judge_options(config: JudgeConfig, options: JudgeOptions) -> None:
     """What :func:`judge_run` refuses before any work; a study also checks it when its file is read."""
     if options.mode not in ("sync", "batch"):
         raise ConfigError(f"unknown mode {options.mode!r}: choose sync or batch", field="mode")
-    if options.mode == "batch" and config.provider != "anthropic":
+    if options.mode == "batch" and not capabilities(config.provider).supports_batch:
         raise ConfigError(
-            "batch mode is implemented for Anthropic Message Batches only",
+            f"batch mode is not implemented for the {config.provider} provider (Anthropic Message Batches are)",
             hint="use --mode sync with this judge",
             field="mode",
         )
@@ -163,6 +164,7 @@ async def _judge_one(session: JudgeSession, gen: Generation, key: str) -> dict[s
                 base_s=config.backoff_base_s,
                 cap_s=config.backoff_cap_s,
                 on_retry=session.retried,
+                retryable=provider.retryable,
             )
         except FatalJudgeError:
             raise
@@ -224,7 +226,7 @@ async def _execute(session: JudgeSession, plan: Plan, warnings: list[str]) -> li
                 warnings.append(note)
                 session.event(note)
         if session.options.mode == "batch":
-            return await judge_batch(session, plan)
+            return await session.provider.judge_batch(session, plan)
         return await _judge_sync(session, plan)
     finally:
         await session.provider.aclose()

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tide_bench.judging.capabilities import capabilities
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.tokens import CHARS_PER_TOKEN, estimate_tokens
 from tide_bench.judging.usage import Usage
@@ -71,14 +72,13 @@ class Estimate:
 
     @property
     def caching(self) -> str:
-        """``explicit`` (Anthropic cache_control), ``automatic`` (OpenAI) or ``none``."""
-        if self.config.provider == "anthropic":
+        """The provider's prompt caching (``capabilities.prompt_caching``): ``explicit`` (the request
+        marks the cached prefix) when the configuration enables it, ``automatic`` when cache reads
+        are priced below input, else ``none``."""
+        kind = capabilities(self.config.provider).prompt_caching
+        if kind == "explicit":
             return "explicit" if self.config.prompt_caching else "none"
-        if (
-            self.config.provider == "openai"
-            and self.config.prices
-            and self.config.prices.cache_read < self.config.prices.input
-        ):
+        if kind == "automatic" and self.config.prices and self.config.prices.cache_read < self.config.prices.input:
             return "automatic"
         return "none"
 
@@ -132,7 +132,7 @@ class Estimate:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        anthropic = self.config.provider == "anthropic"
+        batch = capabilities(self.config.provider).supports_batch
         return {
             "judge": self.config.identity(),
             "n_items": self.n_items,
@@ -154,7 +154,7 @@ class Estimate:
             },
             "sync": self._mode(batch=False),
             "sync_without_caching": self._mode(batch=False, caching=False),
-            "batch": self._mode(batch=True) if anthropic else None,
+            "batch": self._mode(batch=True) if batch else None,
             "max_cost_reserve_per_call_usd": self.per_call_cost() if self.config.prices else None,
             "prices_usd_per_mtok": None if self.config.prices is None else vars(self.config.prices),
         }

@@ -257,7 +257,7 @@ def load_probes(path: str | Path | None = None) -> tuple[list[dict[str, Any]], l
     """The contexts (as written) and every probe of a probes file (default: the latest)."""
     path = Path(path) if path else probes_path()
     _, probes = load_probe_file(path)
-    return list(yaml.safe_load(path.read_text(encoding="utf-8"))["contexts"]), probes
+    return list(read_yaml(path)["contexts"]), probes  # load_probe_file checked its shape
 
 
 def probe_check(rubric: Rubric, context: ProbeContext, probe: Probe) -> list[str]:

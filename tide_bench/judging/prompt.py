@@ -33,6 +33,7 @@ from typing import Any
 
 from tide_bench.data.risk_labels import NONE, RiskLabel
 from tide_bench.generation.run_dir import Generation
+from tide_bench.judging.capabilities import provider_class
 from tide_bench.judging.config import JudgeConfig
 
 TOOL_NAME = "submit_rating"
@@ -195,25 +196,21 @@ def rating_schema(config: JudgeConfig) -> dict[str, Any]:
 
 
 def output_spec(config: JudgeConfig) -> dict[str, Any]:
-    """What every call sends besides the messages to force a structured rating: the tool
-    (Anthropic) or the response format (OpenAI and compatible servers). The cost estimate
+    """What every call sends besides the messages to force a structured rating, in the form the
+    provider's protocol asks for it (a forced tool for Anthropic, a response format for OpenAI
+    and compatible servers: :meth:`.providers.base.Provider.output_spec`). The cost estimate
     counts it too, since it is billed as input on every call. A configuration made for another
     structured task (the reply-free risk labeller, :mod:`.risk_labelling`) carries its own
     specification in ``extra["output_spec"]``."""
     if "output_spec" in config.extra:
         return dict(config.extra["output_spec"])
-    if config.provider == "anthropic":
-        description = (
-            TOOL_DESCRIPTION_V4
-            if config.rubric.has_escalation
-            else TOOL_DESCRIPTION_V3
-            if config.rubric.has_severity
-            else TOOL_DESCRIPTION_V2
-            if config.rubric.has_categories
-            else TOOL_DESCRIPTION
-        )
-        return {"name": TOOL_NAME, "description": description, "input_schema": rating_schema(config)}
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "tide_rating", "strict": True, "schema": rating_schema(config)},
-    }
+    description = (
+        TOOL_DESCRIPTION_V4
+        if config.rubric.has_escalation
+        else TOOL_DESCRIPTION_V3
+        if config.rubric.has_severity
+        else TOOL_DESCRIPTION_V2
+        if config.rubric.has_categories
+        else TOOL_DESCRIPTION
+    )
+    return provider_class(config.provider).output_spec(TOOL_NAME, description, "tide_rating", rating_schema(config))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import random
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -51,17 +50,10 @@ class TransientFailure(ItemFailure):
     kind = "transient_failure"
 
 
-def _connection_error_types() -> tuple[type[BaseException], ...]:
-    """Connection errors of the SDKs already imported (an SDK that raised is imported; looking an
-    SDK up must not import it: that costs seconds), and the standard ones the lean path raises."""
-    types: list[type[BaseException]] = []
-    for name in ("anthropic", "openai"):
-        module = sys.modules.get(name)
-        error = getattr(module, "APIConnectionError", None)
-        if isinstance(error, type) and issubclass(error, BaseException):
-            types.append(error)
-    types += [ConnectionError, TimeoutError]
-    return tuple(types)
+def standard_retryable(exc: BaseException) -> bool:
+    """The failures without a status worth sending again whatever the API: a dropped connection,
+    a timeout. A provider adds its SDK's own (:meth:`.providers.base.Provider.retryable`)."""
+    return isinstance(exc, ConnectionError | TimeoutError)
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:
@@ -103,8 +95,10 @@ async def call_with_retries(
     on_retry: Callable[[int, str], Any] | None = None,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     rng: random.Random | None = None,
+    retryable: Callable[[BaseException], bool] = standard_retryable,
 ) -> tuple[T, int]:
-    """Run ``fn`` until it succeeds; return ``(result, attempts)``."""
+    """Run ``fn`` until it succeeds; return ``(result, attempts)``. ``retryable`` says which
+    failures without an HTTP status are transient (the provider's :meth:`retryable`)."""
     rng = rng or _JITTER
     attempt = 0
     while True:
@@ -122,11 +116,7 @@ async def call_with_retries(
                 raise FatalJudgeError(
                     f"the judge API answered 404 ({describe(exc)})", hint="check the judge model id and --base-url"
                 ) from None
-            transient = (
-                isinstance(exc, _connection_error_types())
-                or status in RETRY_STATUSES
-                or (status is not None and status >= 500)
-            )
+            transient = retryable(exc) or status in RETRY_STATUSES or (status is not None and status >= 500)
             if not transient:
                 if status is not None:
                     raise RequestRejected(describe(exc), attempt) from None

@@ -34,6 +34,7 @@ from tide_bench.data.risk_labels import FORMAT, GRADED, KINDS, LADDER, NONE, par
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset
 from tide_bench.judging.cache import JudgmentCache
+from tide_bench.judging.capabilities import provider_class
 from tide_bench.judging.config import JudgeConfig, PromptTemplate
 from tide_bench.judging.outcome import CallOutcome
 from tide_bench.judging.prompt import TOOL_NAME, fence
@@ -58,13 +59,13 @@ def label_schema() -> dict[str, Any]:
 
 
 def _output_spec(provider: str) -> dict[str, Any]:
-    if provider == "anthropic":
-        return {
-            "name": TOOL_NAME,
-            "description": "Submit the risk label of the client's messages: rationale, kind, severity.",
-            "input_schema": label_schema(),
-        }
-    return {"type": "json_schema", "json_schema": {"name": "tide_risk_label", "strict": True, "schema": label_schema()}}
+    """The labeller's answer, asked the way ``provider``'s protocol asks for structured output."""
+    return provider_class(provider).output_spec(
+        TOOL_NAME,
+        "Submit the risk label of the client's messages: rationale, kind, severity.",
+        "tide_risk_label",
+        label_schema(),
+    )
 
 
 def labeller_config(judge: JudgeConfig) -> JudgeConfig:
@@ -160,6 +161,7 @@ async def _label_one(provider: Any, config: JudgeConfig, item: TideItem) -> tupl
                 max_retries=config.max_retries,
                 base_s=config.backoff_base_s,
                 cap_s=config.backoff_cap_s,
+                retryable=provider.retryable,
             )
         except FatalJudgeError:
             raise

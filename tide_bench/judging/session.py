@@ -17,7 +17,7 @@ from tide_bench.judging.outcome import CallOutcome, Unscored
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.prompt import system_text
-from tide_bench.judging.providers import Provider
+from tide_bench.judging.providers.base import Provider
 from tide_bench.judging.usage import Usage
 
 

@@ -12,6 +12,12 @@ file to a name made of its token and heartbeat count (only the first breaker of 
 state succeeds), checks the link still holds that state, and only then removes the claim;
 every taker then competes for the fresh one, which exactly one creates.
 
+A claim file is written with fsync before it is linked or renamed into place, so a node crash
+leaves the old claim or the new one, not an empty file. A claim that cannot be read all the same
+(empty, cut, not an object: a crash on a file system that lost it, a stray edit) counts as live
+while the file is younger than ``stale_after_s`` (by its modification time) and is broken after,
+with a message naming the file: a damaged claim never blocks its cell for ever.
+
 Never two writers: a holder checks, at every heartbeat and before each stage record, that
 the claim is still its own; a holder that was frozen past ``stale_after_s`` and finds its
 claim taken stops at once (``on_lost``) and records nothing. Clocks of the nodes must agree
@@ -24,6 +30,7 @@ import contextlib
 import json
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -69,9 +76,27 @@ def _alive(pid: int) -> bool:
 def _read(path: Path) -> dict[str, Any] | None:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def _write_synced(path: Path, content: dict[str, Any]) -> None:
+    """Write ``content`` to a new file and fsync it: linked or renamed into place afterwards, it
+    is whole on disk before its name is."""
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps(content))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _state(path: Path) -> tuple[int, int, int] | None:
+    """What identifies one version of a file (inode, modification time, size), or None if gone."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 @dataclass
@@ -84,6 +109,7 @@ class Claim:
     on_lost: Callable[[Claim], None] | None = None
     lost: threading.Event = field(default_factory=threading.Event)
     _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
 
     @property
@@ -102,17 +128,29 @@ class Claim:
             raise ClaimLost(f"the claim on {self.name} was taken by another worker")
 
     def beat(self) -> bool:
-        if not self.held():
-            self.lost.set()
-            return False
-        self.content = self.content | {"heartbeat_at": time.time(), "beat": self.content["beat"] + 1}
-        self.store.write_over(self.path, self.content)
-        return True
+        """Rewrite the claim with a fresh heartbeat; False when another worker has taken it. The
+        new file is written and fsynced before the lock; under it, only the check and the rename,
+        so :meth:`release` never waits for a disk flush (a worker killed in that wait would leave
+        its claim behind)."""
+        content = self.content | {"heartbeat_at": time.time(), "beat": self.content["beat"] + 1}
+        tmp = self.store.prepared(self.path, content)
+        try:
+            with self._lock:
+                if not self.held():
+                    self.lost.set()
+                    return False
+                if self._stop.is_set():
+                    return True  # released or stopped meanwhile: nothing to keep alive
+                os.replace(tmp, self.path)
+                self.content = content
+                return True
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def start(self) -> Claim:
         def loop() -> None:
             while not self._stop.wait(self.store.heartbeat_s):
-                if not self.beat():
+                if not self.beat() and not self._stop.is_set():
                     if self.on_lost is not None:
                         self.on_lost(self)
                     return
@@ -123,11 +161,12 @@ class Claim:
 
     def release(self) -> None:
         self._stop.set()
+        with self._lock:  # a heartbeat is never renamed into place after this
+            if self.held():
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
-        if self.held():
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
 
     def __enter__(self) -> Claim:
         return self
@@ -140,20 +179,28 @@ class ClaimStore:
     """The claims of one study folder."""
 
     def __init__(
-        self, out: Path, *, worker: str = "", heartbeat_s: float = HEARTBEAT_S, stale_after_s: float = STALE_AFTER_S
+        self,
+        out: Path,
+        *,
+        worker: str = "",
+        heartbeat_s: float = HEARTBEAT_S,
+        stale_after_s: float = STALE_AFTER_S,
+        echo: Callable[[str], None] | None = None,
     ) -> None:
         self.root = Path(out) / CLAIMS_DIR
         self.worker = worker or f"{socket.gethostname()}:{os.getpid()}"
         self.heartbeat_s, self.stale_after_s = heartbeat_s, stale_after_s
         self.host, self.job = socket.gethostname(), job_identity()
+        self.echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
 
     def path(self, name: str) -> Path:
         return self.root / f"{name}.json"
 
-    def write_over(self, path: Path, content: dict[str, Any]) -> None:
+    def prepared(self, path: Path, content: dict[str, Any]) -> Path:
+        """A new file beside ``path`` holding ``content``, on disk (fsynced): ready to be renamed over it."""
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-        tmp.write_text(json.dumps(content), encoding="utf-8")
-        os.replace(tmp, path)
+        _write_synced(tmp, content)
+        return tmp
 
     def holder(self, name: str) -> dict[str, Any] | None:
         """The live claim on ``name`` (None when free or stale)."""
@@ -188,13 +235,15 @@ class ClaimStore:
         }
         for _ in range(3):
             tmp = path.with_name(f".{path.name}.{content['token']}")
-            tmp.write_text(json.dumps(content), encoding="utf-8")
+            _write_synced(tmp, content)
             try:
                 os.link(tmp, path)
             except FileExistsError:
                 current = _read(path)
-                if current is None:  # being written over by its holder's heartbeat (os.replace is atomic): live
-                    return None
+                if current is None:  # unreadable: live while young, broken once older than the stale limit
+                    if not self._break_damaged(path):
+                        return None
+                    continue
                 if not self.is_stale(current):
                     return None
                 self._break(path, current)
@@ -216,6 +265,32 @@ class ClaimStore:
                     path.unlink()
         finally:
             tomb.unlink(missing_ok=True)
+
+    def _break_damaged(self, path: Path) -> bool:
+        """Break an unreadable claim whose file has not changed for ``stale_after_s`` (True), or
+        leave it (False: it may be a holder's file caught mid-write, or a young one). Race-free
+        like :meth:`_break`: the version seen is linked to a name of its own, checked, removed."""
+        seen = _state(path)
+        if seen is None:
+            return True  # gone meanwhile: try again
+        if time.time() - seen[1] / 1e9 <= self.stale_after_s or _read(path) is not None:
+            return False
+        tomb = path.with_name(f".{path.stem}.damaged-{seen[0]}-{seen[1]}")
+        try:
+            os.link(path, tomb)
+        except (FileExistsError, FileNotFoundError):
+            return True
+        try:
+            if _state(tomb) == seen:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                self.echo(
+                    f"[study] {path}: an unreadable claim unchanged for over {self.stale_after_s:g} s "
+                    "(empty, cut or not an object) was broken"
+                )
+        finally:
+            tomb.unlink(missing_ok=True)
+        return True
 
     @contextlib.contextmanager
     def waiting(

@@ -293,6 +293,7 @@ def format_plan(
         f"judge {spec.judge['name'] if spec.judge else 'none'}",
         f"output: {plan.out}",
         *([f"note: {work.note}"] if work.note else []),
+        *spec.warnings(),
         "",
     ]
     # the optional EPITOME stages (the local scorer, the EPITOME judge) get a column only in a study that names them

@@ -274,7 +274,7 @@ def _queued_jobs(ctx: ExecContext, submitit: Any) -> dict[str, str]:
     path = ctx.out / JOBS_FILE
     try:
         jobs = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # none, or damaged: every cell is submitted (claims still guard)
         return {}
     if ctx.options.cluster not in (None, "slurm") or not isinstance(jobs, dict):
         return {}

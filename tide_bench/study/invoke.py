@@ -46,6 +46,8 @@ def run_study(
     out.mkdir(parents=True, exist_ok=True)
     inside(out, out / "cells")
     ctx = ExecContext.create(spec, out, resolve_model, echo, options)
+    for warning in spec.warnings():
+        echo(f"[study] {warning}")
     plan = make_plan(spec, out)
     before = {f"{s.cell.id}/{s.stage}" for s in plan.stages if s.done}
     result = StudyResult(plan)

@@ -15,7 +15,6 @@ A rate that none of them gives leaves the estimate "unknown", which the totals t
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +23,12 @@ from typing import Any
 import yaml
 
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.jsonio import read_json
 from tide_bench.core.resources import resource_dir
+from tide_bench.core.yaml_io import read_yaml
 
 ASSUMED = "rates/assumed.yaml"
+MAX_RATES_BYTES = 2_000_000
 _SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
 
 
@@ -90,12 +92,17 @@ def assumed_rates() -> Rates:
 def _from_mapping(raw: Any, *, measured: bool, path: Path | None = None) -> Rates:
     if not isinstance(raw, dict) or not isinstance(raw.get("devices"), dict):
         raise ConfigError("a rates file holds a 'devices' mapping (cpu, cuda: finetune/generate tokens/s)", path=path)
+    for kind, values in raw["devices"].items():
+        if not isinstance(values, dict):
+            raise ConfigError("must be a mapping of rates", path=path, field=f"devices.{kind}")
+    if not isinstance(raw.get("judge") or {}, dict):
+        raise ConfigError("must be a mapping", path=path, field="judge")
     return Rates(
         source=str(raw.get("source") or (path.name if path else "rates")),
         devices=raw["devices"],
-        tokens_per_char=float(raw.get("tokens_per_char", 0.25)),
-        template_tokens=int(raw.get("template_tokens", 30)),
-        validation_cost=float(raw.get("validation_cost", 0.33)),
+        tokens_per_char=_positive(raw, "tokens_per_char", 0.25, path),
+        template_tokens=int(_positive(raw, "template_tokens", 30, path)),
+        validation_cost=_positive(raw, "validation_cost", 0.33, path),
         judge=dict(raw.get("judge") or {}),
         measured=measured,
     )
@@ -108,11 +115,8 @@ def load_rates(path: str | Path | None) -> Rates:
     if path is None:
         return assumed
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the rates file: {exc}", path=path) from None
+    # the guarded readers: a regular file, size-limited, depth-limited, no alias bomb (R3-7, R3S-7)
+    raw = read_json(path, ConfigError, max_bytes=MAX_RATES_BYTES) if path.suffix == ".json" else read_yaml(path)
     if isinstance(raw, dict) and isinstance(raw.get("rates"), dict):  # a GPU check's results.json
         raw = raw["rates"]
     measured = _from_mapping(raw, measured=True, path=path)
@@ -131,12 +135,19 @@ def load_rates(path: str | Path | None) -> Rates:
     return Rates(
         source=f"{measured.source} for {'; '.join(given) or 'nothing'}; the rest assumed (studies/rates/assumed.yaml)",
         devices=devices,
-        tokens_per_char=float(raw.get("tokens_per_char", assumed.tokens_per_char)),
-        template_tokens=int(raw.get("template_tokens", assumed.template_tokens)),
-        validation_cost=float(raw.get("validation_cost", assumed.validation_cost)),
+        tokens_per_char=_positive(raw, "tokens_per_char", assumed.tokens_per_char, path),
+        template_tokens=int(_positive(raw, "template_tokens", assumed.template_tokens, path)),
+        validation_cost=_positive(raw, "validation_cost", assumed.validation_cost, path),
         judge=assumed.judge | measured.judge,
         measured=True,
     )
+
+
+def _positive(raw: dict[str, Any], key: str, default: float, path: Path | None) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        raise ConfigError(f"must be a non-negative number, not {value!r}", path=path, field=key)
+    return float(value)
 
 
 def size_billions(parameters: int | None, *names: str) -> float | None:

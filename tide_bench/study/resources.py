@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -48,6 +49,7 @@ class Resources:
         return dataclasses.replace(self, **dict(overrides)) if overrides else self
 
 
+SBATCH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _MIN = {"gpus_per_cell": 0, "cpus_per_cell": 1, "mem_gb": 1, "time_min": 1, "max_parallel": 1}
 
 
@@ -92,7 +94,22 @@ def check_resources(raw: Any, where: str, fail: Callable[[str, str], ConfigError
             raise fail(f"{key} must be {_describe(hints[key])}, got {value!r}", spot)
         if key in _MIN and value is not None and value < _MIN[key]:
             raise fail(f"{key} must be at least {_MIN[key]}, got {value!r}", spot)
+        if key != "setup" and (bad := _line_break(value)) is not None:
+            raise fail(f"{key} must be one line: {bad!r} would start a line of its own in the job script", spot)
+    for name in raw.get("slurm") or {}:
+        if not SBATCH_OPTION.fullmatch(name):
+            raise fail(f"{name!r} is not an sbatch option name (letters, digits, '-', '_')", f"{where}.slurm")
     return dict(raw)
+
+
+def _line_break(value: Any) -> str | None:
+    """The first text inside ``value`` holding a line break or another control character: written
+    into the sbatch script as ``#SBATCH --key=value``, it would become a command of its own (only
+    ``setup`` holds commands, where a reader of the study file looks for them)."""
+    texts = [value] if isinstance(value, str) else []
+    if isinstance(value, dict):
+        texts += [str(k) for k in value] + [v for v in value.values() if isinstance(v, str)]
+    return next((t for t in texts if any(ord(c) < 32 or ord(c) == 127 for c in t)), None)
 
 
 def visible_gpus() -> list[str]:

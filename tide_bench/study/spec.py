@@ -71,6 +71,7 @@ CONDITIONS = ("zero-shot", "fine-tuned")
 CONDITION_SETTINGS = {"zero-shot": (), "fine-tuned": ("lora",)}  # what each condition's mapping may hold
 PROMPTS = {"neutral": "tide_empathy", "guided": "tide_empathy_guided", "ed": "ed_empathy_first_turn"}
 DEFAULT_MAX_GEN_TOKS = 256
+MAX_GEN_TOKS = 32_768  # a reply of TIDE is a few hundred tokens; more is a typo (R3S-9)
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
 # checked against their own targets
@@ -128,6 +129,18 @@ class StudySpec:
 
     def lora(self) -> dict[str, Any]:
         return dict((self.conditions.get("fine-tuned") or {}).get("lora") or {})
+
+    def warnings(self) -> list[str]:
+        """What the study allows but a reader of its numbers must be told (printed by the dry run
+        and the run)."""
+        trained_on = str(self.lora().get("split") or "train")
+        if "fine-tuned" in self.conditions and self.split == trained_on:
+            return [
+                f"WARNING: the evaluated split ({self.split}) is the fine-tuning split: the fine-tuned models are "
+                "scored on the very items they were trained on (memorisation, not generalisation); evaluate on "
+                "split: test for numbers a board can compare"
+            ]
+        return []
 
     # The configurations each stage runs with, built here so that the check made when the file is
     # read and the run build them the same way.
@@ -440,8 +453,8 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
     from tide_bench.leaderboard.config import check_board_settings
 
     toks = spec.eval.get("max_gen_toks")
-    if toks is not None and toks < 1:
-        raise fail(f"max_gen_toks must be a positive integer, got {toks}", "eval.max_gen_toks")
+    if toks is not None and not 1 <= toks <= MAX_GEN_TOKS:
+        raise fail(f"max_gen_toks must be a whole number from 1 to {MAX_GEN_TOKS:,}, got {toks}", "eval.max_gen_toks")
     gen_kwargs = spec.eval.get("gen_kwargs") or {}
     if "max_gen_toks" in gen_kwargs:
         raise fail("set the generation cap as eval.max_gen_toks, not inside gen_kwargs", "eval.gen_kwargs.max_gen_toks")

@@ -71,7 +71,11 @@ class ExecContext:
     @property
     def store(self) -> ClaimStore:
         return ClaimStore(
-            self.out, worker=self.worker, heartbeat_s=self.options.heartbeat_s, stale_after_s=self.options.stale_after_s
+            self.out,
+            worker=self.worker,
+            heartbeat_s=self.options.heartbeat_s,
+            stale_after_s=self.options.stale_after_s,
+            echo=self.echo,
         )
 
     def resolve(self, name: str) -> str:

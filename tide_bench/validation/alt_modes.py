@@ -227,7 +227,7 @@ def across_packs(results: dict[str, dict[str, Any]], q: float = DEFAULT_Q) -> di
     p-values; a pack passes when at least half of its raters' nulls are rejected."""
     keys, pvalues = [], []
     for pack, result in results.items():
-        ps = [r["p"] for r in result.get("per_rater", [])] or result.get("p_values", [])
+        ps = [r["p"] for r in result.get("per_rater") or []] or result.get("p_values") or []
         keys += [pack] * len(ps)
         pvalues += ps
     if not pvalues:

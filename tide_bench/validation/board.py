@@ -31,6 +31,7 @@ from tide_bench.core.resources import resource_dir
 from tide_bench.core.spreadsheet import spreadsheet_safe
 from tide_bench.validation.items import OUT_OF_DOMAIN
 from tide_bench.validation.report import cross_pack_summary
+from tide_bench.validation.report_check import check_report
 from tide_bench.validation.stamps import PAGE, STAMPS_FILE
 
 NOT_RUN = "not run"
@@ -43,9 +44,12 @@ def _reports(paths: list[str | Path]) -> dict[str, dict[str, Any]]:
     for path in paths:
         data = read_json(path, DataError, max_bytes=REPORT_MAX_BYTES)
         packs = data.get("packs") if isinstance(data, dict) and "packs" in data else {None: data}
-        for rep in (packs or {}).values():
-            if not isinstance(rep, dict) or not isinstance(rep.get("judges"), dict) or "pack" not in rep:
+        if not isinstance(packs, dict):
+            raise DataError("'packs' must map pack names to reports", path=path, field="packs")
+        for key, rep in packs.items():
+            if not isinstance(rep, dict) or "judges" not in rep or "pack" not in rep:
                 raise DataError("not a `tide-bench validation report --json` file", path=path)
+            check_report(rep, path, "" if key is None else f"packs.{key}.")
             if rep["pack"] in out:
                 merged = out[rep["pack"]]
                 clash = set(merged["judges"]) & set(rep["judges"])
@@ -63,7 +67,8 @@ def _est(e: dict[str, Any] | None, digits: int = 2, signed: bool = False) -> str
     if not isinstance(e, dict) or e.get("value") is None:
         return "n/a"
     fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
-    ci = f" [{fmt.format(e['ci_low'])}, {fmt.format(e['ci_high'])}]" if e.get("ci_low") is not None else ""
+    both = e.get("ci_low") is not None and e.get("ci_high") is not None
+    ci = f" [{fmt.format(e['ci_low'])}, {fmt.format(e['ci_high'])}]" if both else ""
     return fmt.format(e["value"]) + ci
 
 
@@ -218,6 +223,15 @@ def _anchor(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
+def esc(value: Any) -> str:
+    """Every value a report gives, as page text (a report is a user's file)."""
+    return html.escape(str(value))
+
+
+def _number(value: Any, fmt: str) -> str:
+    return "n/a" if value is None else esc(format(value, fmt))
+
+
 def _pack_cell(pack: dict[str, Any] | None, published: bool = False) -> str:
     if not pack:
         return f'<td class="muted">{"no ratings in this pack" if published else NOT_RUN}</td>'
@@ -227,18 +241,21 @@ def _pack_cell(pack: dict[str, Any] | None, published: bool = False) -> str:
         verdict = ""
         if alt and alt.get("passed") is not None:
             verdict = (
-                f"<br>alt-test (&epsilon; {alt['epsilon']:g}): <b>{'pass' if alt['passed'] else 'fail'}</b>, "
-                f"&omega; {alt['winning_rate']:.2f}, &rho; {alt['advantage_probability']:.2f}"
+                f"<br>alt-test (&epsilon; {_number(alt['epsilon'], 'g')}): "
+                f"<b>{'pass' if alt['passed'] else 'fail'}</b>, &omega; {_number(alt['winning_rate'], '.2f')}, "
+                f"&rho; {_number(alt['advantage_probability'], '.2f')}"
             )
         lines.append(
-            f"<b>{html.escape(a['dimension'])}</b> (&rarr; {html.escape(str(a['proxy_for']))}, n {a['n']}): "
-            f"QWK {_est(a['qwk'])}, bias {_est(a['bias'], signed=True)}, length slope "
-            f"{_est(a['length_bias_per_100_words'], signed=True)}{verdict}"
+            f"<b>{esc(a['dimension'])}</b> (&rarr; {esc(a['proxy_for'])}, n {esc(a['n'])}): "
+            f"QWK {esc(_est(a['qwk']))}, bias {esc(_est(a['bias'], signed=True))}, length slope "
+            f"{esc(_est(a['length_bias_per_100_words'], signed=True))}{verdict}"
         )
     if pack.get("n_unscored"):
-        lines.append(f"<b>unscored: {pack['n_unscored']} of {pack.get('n_judged')}</b> (left out of the numbers)")
+        lines.append(
+            f"<b>unscored: {esc(pack['n_unscored'])} of {esc(pack.get('n_judged'))}</b> (left out of the numbers)"
+        )
     excluded = ", ".join(pack.get("excluded_responders") or []) or "none"
-    lines.append(f'<span class="muted">own-family replies left out: {html.escape(excluded)}</span>')
+    lines.append(f'<span class="muted">own-family replies left out: {esc(excluded)}</span>')
     return "<td>" + "<br>".join(lines) + "</td>"
 
 
@@ -259,7 +276,7 @@ def render(data: dict[str, Any]) -> str:
         alt = row.get("alt_test")
         alt_text = NOT_RUN if row["source"] == NOT_RUN else (alt["summary"] if alt else "no multi-rater pack")
         cost = row.get("usd_per_1000_items")
-        cost_text = NOT_RUN if row["source"] == NOT_RUN else ("n/a" if cost is None else f"${cost:.2f}")
+        cost_text = NOT_RUN if row["source"] == NOT_RUN else ("n/a" if cost is None else "$" + _number(cost, ".2f"))
         who = f"{html.escape(str(row.get('model') or ''))}" + (
             f"<br><code>{html.escape(str(row['version']))}</code> {html.escape(str(row.get('rubric') or ''))}"
             if row.get("version")

@@ -40,6 +40,12 @@ HOSTS = {
 }
 _HEX = re.compile(r"^[0-9a-f]+$")
 _RUBRIC = re.compile(r"^v[0-9]+$")
+# Manifest fields that become parts of a path or URL (the cache folder <pack>/<revision>/, the
+# download URL <base>/<repo>/<revision>/<path>): a strict pattern, so none can climb out of the
+# cache or point a download elsewhere (R3-4).
+REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+FILE_PART = re.compile(r"[^\x00-\x1f\x7f/\\:*?\"<>|]+")
 
 
 @dataclass(frozen=True)
@@ -174,8 +180,14 @@ def _file(raw: Any, path: Path, k: int) -> PackFile:
     if not isinstance(raw, dict) or not isinstance(raw.get("path"), str) or raw.get("role") not in ROLES:
         raise ConfigError(f"each file needs a 'path' and a 'role' in {ROLES}", path=path, field=where)
     rel = raw["path"]
-    if rel.startswith("/") or ".." in Path(rel).parts or "\\" in rel:
-        raise ConfigError(f"file path {rel!r} must be relative and stay inside the pack", path=path, field=where)
+    parts = rel.split("/")
+    if not all(FILE_PART.fullmatch(p) and p not in (".", "..") and p.strip() == p for p in parts):
+        raise ConfigError(
+            f"file path {rel!r} must be relative, stay inside the pack and name a plain file (parts separated "
+            "by '/', no '.', '..', backslash, drive or control character)",
+            path=path,
+            field=f"{where}.path",
+        )
     sha, blob = raw.get("sha256"), raw.get("git_blob")
     if sha is not None and not (isinstance(sha, str) and len(sha) == 64 and _HEX.match(sha)):
         raise ConfigError("sha256 must be 64 hex digits", path=path, field=f"{where}.sha256")
@@ -271,6 +283,15 @@ def parse_pack(raw: Any, path: Path) -> Pack:
         low, high = float(scale["min"]), float(scale["max"])
     except (KeyError, TypeError, ValueError):
         raise ConfigError("scale needs numeric min and max", path=path, field="scale") from None
+    for key, pattern, what in (("revision", REVISION, "a commit or tag"), ("repo", REPO, "owner/name")):
+        value = source.get(key)
+        if not (isinstance(value, str) and pattern.fullmatch(value) and ".." not in value):
+            raise ConfigError(
+                f"source.{key} {value!r} is not {what} ({pattern.pattern}): it names a folder of the cache "
+                "and part of the download URL",
+                path=path,
+                field=f"source.{key}",
+            )
     rubric = raw.get("rubric")
     if rubric is not None and not isinstance(rubric, str):
         raise ConfigError("rubric must name a judge rubric (tide-bench judge --rubric)", path=path, field="rubric")

@@ -24,6 +24,7 @@ published table can be reproduced; reports say which.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from collections import Counter
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from tide_bench.core.spreadsheet import spreadsheet_safe
 from tide_bench.core.stats import DEFAULT_SEED
 from tide_bench.judging.families import family_of
 from tide_bench.judging.files import JUDGMENTS_FILE
+from tide_bench.judging.rubric import RUBRIC_VERSIONS, load_rubric, rubric_path
 from tide_bench.validation.adapters import PackData, load_data, local_model
 from tide_bench.validation.alt_modes import across_packs, human_baseline, verdicts
 from tide_bench.validation.evidence import COUNTS_FIELD, has_spans, rationale_agreement
@@ -117,6 +119,75 @@ def published_ratings(data: PackData) -> list[JudgeRatings]:
     return out
 
 
+JUDGE_KEYS = ("name", "provider", "model", "version", "rubric")  # a judgment line's judge must be the run's
+
+
+@functools.cache
+def _rubric_levels() -> dict[str, tuple[int, int]]:
+    """``<rubric id>@v<version>`` -> (lowest, highest) score, for every rubric tide-bench ships."""
+    out = {}
+    for name in RUBRIC_VERSIONS:
+        rubric = load_rubric(rubric_path(name))
+        out[f"{rubric.id}@v{rubric.version}"] = (rubric.scale_min, rubric.scale_max)
+    return out
+
+
+def _run_judge(record: dict[str, Any], record_path: Path) -> tuple[dict[str, Any], tuple[int, int]]:
+    """The run's judge identity and the scores its rubric can give, or a clear error."""
+    judge = record.get("judge")
+    if not isinstance(judge, dict):
+        raise DataError("must be an object naming the judge configuration", path=record_path, field="judge")
+    for key in (*JUDGE_KEYS, "family"):
+        if not isinstance(judge.get(key), str | None):
+            raise DataError("must be a text or null", path=record_path, field=f"judge.{key}")
+    levels = _rubric_levels().get(judge.get("rubric"))  # type: ignore[arg-type]
+    if levels is None:
+        raise DataError(
+            f"the run's rubric {judge.get('rubric')!r} is not one tide-bench ships "
+            f"({', '.join(_rubric_levels())}): the scale of its scores cannot be checked",
+            path=record_path,
+            field="judge.rubric",
+        )
+    return judge, levels
+
+
+def _check_line(
+    rec: Any, k: int, path: Path, judge: dict[str, Any], seen: dict[str, int], index: dict[str, int]
+) -> int:
+    """The pack row of judgment line ``k``, after checking it is one of the pack's items, judged
+    once, by the run's own judge (R3S-4)."""
+    if not isinstance(rec, dict) or rec.get("item_id") not in index:
+        raise DataError("a judgment of an item this pack does not have", path=path, line=k, field="item_id")
+    item = rec["item_id"]
+    if item in seen:
+        raise DataError(f"item {item} is judged twice (lines {seen[item]} and {k})", path=path, line=k, field="item_id")
+    seen[item] = k
+    own = rec.get("judge")
+    for key in JUDGE_KEYS:
+        if key in judge and (not isinstance(own, dict) or own.get(key) != judge[key]):
+            theirs = own.get(key) if isinstance(own, dict) else own
+            raise DataError(
+                f"judged by {theirs!r}, but the run's record names {judge[key]!r}: one run holds one judge",
+                path=path,
+                line=k,
+                field=f"judge.{key}",
+            )
+    return index[item]
+
+
+def _score(value: Any, factor: str, levels: tuple[int, int], path: Path, k: int) -> float:
+    """A judge score the run's rubric can give: a whole number on its scale."""
+    low, high = levels
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise DataError(
+            f"{value!r} is not a score of the run's rubric (a whole number {low}-{high})",
+            path=path,
+            line=k,
+            field=f"scores.{factor}",
+        )
+    return float(value)
+
+
 def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
     """A validation run's judgments as ratings on the pack's dimensions (via ``judge_factor``)."""
     record, judgments, summary = read_run(folder)
@@ -126,7 +197,7 @@ def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
             hint=f"report it with: tide-bench validation report {record.get('pack')} --judge-ratings {folder}",
         )
     index = {item_id(data.pack.name, item): i for i, item in enumerate(data.item_ids)}
-    judge = record.get("judge") or {}
+    judge, levels = _run_judge(record, Path(folder) / RUN_RECORD)
     for d in data.pack.dimensions:
         if why := d.check_rubric(judge.get("rubric")):
             raise DataError(
@@ -141,24 +212,39 @@ def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
     evidence: list[dict[str, Any] | None] = [None] * len(index)
     unscored: Counter[str] = Counter()
     path = Path(folder) / JUDGMENTS_FILE
+    seen: dict[str, int] = {}
     for k, rec in enumerate(judgments, start=1):
-        if not isinstance(rec, dict) or rec.get("item_id") not in index:
-            raise DataError("a judgment of an item this pack does not have", path=path, line=k, field="item_id")
-        i = index[rec["item_id"]]
+        i = _check_line(rec, k, path, judge, seen, index)
         if rec.get("status") != "scored":
             unscored[str(rec.get("unscored_kind"))] += 1
             continue
-        given = rec.get("scores") or {}
+        given = rec.get("scores")
+        if not isinstance(given, dict):
+            raise DataError("a scored judgment needs its scores as an object", path=path, line=k, field="scores")
         for d in dims:
-            value = given.get(d.judge_factor)
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                raise DataError(f"no numeric score for {d.judge_factor}", path=path, line=k, field="scores")
-            scores[d.name][i] = float(value >= d.judge_threshold) if d.judge_threshold is not None else float(value)
+            value = _score(given.get(d.judge_factor), str(d.judge_factor), levels, path, k)
+            scores[d.name][i] = float(value >= d.judge_threshold) if d.judge_threshold is not None else value
         counts = rec.get(COUNTS_FIELD)
         if counts is not None and not isinstance(counts, dict):
             raise DataError("evidence counts must be an object", path=path, line=k, field=COUNTS_FIELD)
         evidence[i] = counts
+    return _run_judge_ratings(data, folder, judge, scores, unscored, summary, judgments, evidence)
+
+
+def _run_judge_ratings(
+    data: PackData,
+    folder: str | Path,
+    judge: dict[str, Any],
+    scores: dict[str, np.ndarray],
+    unscored: Counter[str],
+    summary: dict[str, Any] | None,
+    judgments: list[dict[str, Any]],
+    evidence: list[dict[str, Any] | None],
+) -> JudgeRatings:
+    path = Path(folder) / JUDGMENTS_FILE
     family = judge.get("family") or family_of(judge.get("model"))
+    cost = (summary or {}).get("cost_usd") if isinstance(summary, dict) else None
+    cost_all = cost.get("all_judgments") if isinstance(cost, dict) else None
     ratings = JudgeRatings(
         judge=judge_rater_id(judge).removeprefix("judge:"),
         source=str(folder),
@@ -167,7 +253,7 @@ def run_ratings(data: PackData, folder: str | Path) -> JudgeRatings:
         scores=scores,
         unscored=unscored,
         identity=judge,
-        cost_usd=((summary or {}).get("cost_usd") or {}).get("all_judgments"),
+        cost_usd=cost_all if isinstance(cost_all, int | float) and not isinstance(cost_all, bool) else None,
         n_judged=len(judgments),
         inputs=[{"path": str(path), "sha256": sha256_file(path)}],
         evidence=evidence if has_spans(data) else None,
@@ -358,8 +444,9 @@ def cross_pack_summary(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     for pack, rep in reports.items():
         for judge, block in rep["judges"].items():
             for dim, stats_ in block["dimensions"].items():
-                if stats_.get("alt_test"):
-                    tests.setdefault(judge, {})[f"{pack}/{dim}"] = stats_["alt_test"]["result"]
+                result = (stats_.get("alt_test") or {}).get("result")
+                if isinstance(result, dict):
+                    tests.setdefault(judge, {})[f"{pack}/{dim}"] = result
     return {judge: across_packs(results) for judge, results in tests.items()}
 
 

@@ -10,7 +10,9 @@ A local copy (``validation fetch PACK --from PATH``) may be
 
 Members are read by the manifest's own paths, never extracted by the archive's names, so an
 archive cannot write outside the cache. Every file read here is checked by the caller
-against the manifest's hash.
+against the manifest's hash. A copy or download stops at the pinned size plus one byte and is
+refused at once (a 1 MB zip declaring a 1 GB member never fills the disk); a file without a
+pinned size stops at :data:`UNSIZED_LIMIT`.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tide_bench.core.errors import DataError
 
 CHUNK = 1 << 20
 TIMEOUT_S = 60
+MAX_MEMBERS = 200_000  # a repository archive holds thousands of files at most
+UNSIZED_LIMIT = 1 << 30  # a pack file the manifest gives no size for: 1 GiB at most
 ProgressFn = Callable[[str, int, int | None], None]
 
 
@@ -133,7 +137,12 @@ class ArchiveCopy(LocalCopy):
                 names = [i.filename for i in self._zip.infolist() if not i.is_dir()]
             else:
                 self._zip, self._tar = None, tarfile.open(root)  # noqa: SIM115 - closed by close()
-                names = [m.name for m in self._tar.getmembers() if m.isfile()]
+                names = []
+                for count, member in enumerate(self._tar, start=1):  # streamed, and bounded: a header bomb stops
+                    if count > MAX_MEMBERS:
+                        raise DataError(f"holds more than {MAX_MEMBERS:,} members: not a repository archive", path=root)
+                    if member.isfile():
+                        names.append(member.name)
         except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
             raise DataError(f"not a readable zip or tar archive ({exc})", path=root) from None
         self._names = set(names)
@@ -178,8 +187,21 @@ def local_copy(path: str | Path, revision: str) -> LocalCopy:
     return LocalCopy(root)
 
 
+def _limit(expected_size: int | None) -> int:
+    return UNSIZED_LIMIT if expected_size is None else expected_size
+
+
+def _too_long(label: str, expected_size: int | None) -> DataError:
+    if expected_size is None:
+        return DataError(
+            f"too long: more than {UNSIZED_LIMIT} bytes, the most read for a file without a pinned size", field=label
+        )
+    return DataError(f"too long: more than {expected_size} bytes, the pinned file has {expected_size}", field=label)
+
+
 def download(url: str, dest: Path, label: str, expected_size: int | None, progress: ProgressFn | None) -> None:
-    """Stream ``url`` to ``dest``; a short body (fewer bytes than announced) is an error."""
+    """Stream ``url`` to ``dest``; a short body (fewer bytes than announced) is an error, and so
+    is one longer than the pinned size (refused as soon as it passes it)."""
     try:
         response = urllib.request.urlopen(url, timeout=TIMEOUT_S)  # the pack's URL, or --base-url
     except urllib.error.HTTPError as exc:
@@ -192,29 +214,37 @@ def download(url: str, dest: Path, label: str, expected_size: int | None, progre
             hint="on an offline machine, fetch with --from PATH (a clone, archive or folder of the upstream files)",
         ) from None
     announced = response.headers.get("Content-Length")
+    if announced and announced.isdigit() and int(announced) > _limit(expected_size):
+        response.close()
+        raise _too_long(label, expected_size)
     total = int(announced) if announced and announced.isdigit() else expected_size
-    received = 0
-    with response, dest.open("wb") as out:
-        while True:
-            try:
-                chunk = response.read(CHUNK)
-            except (OSError, ValueError) as exc:  # the connection dropped mid-body
-                raise DataError(f"download interrupted after {received} bytes ({exc})", field=label) from None
-            if not chunk:
-                break
-            out.write(chunk)
-            received += len(chunk)
-            if progress:
-                progress(label, received, total)
+    with response:
+        try:
+            received = copy_stream(response, dest, label, expected_size, progress, total=total)
+        except (OSError, ValueError) as exc:  # the connection dropped mid-body
+            raise DataError(f"download interrupted ({exc})", field=label) from None
     if announced and announced.isdigit() and received != int(announced):
         raise DataError(f"truncated download: {received} of {announced} bytes", field=label)
 
 
-def copy_stream(source: IO[bytes], dest: Path, label: str, total: int | None, progress: ProgressFn | None) -> None:
-    done = 0
+def copy_stream(
+    source: IO[bytes] | Any,
+    dest: Path,
+    label: str,
+    expected_size: int | None,
+    progress: ProgressFn | None,
+    *,
+    total: int | None = None,
+) -> int:
+    """Copy ``source`` to ``dest`` and return the bytes copied; past the pinned size (plus one
+    byte read to know) it stops and refuses at once."""
+    limit, done = _limit(expected_size), 0
     with dest.open("wb") as out:
-        while chunk := source.read(CHUNK):
-            out.write(chunk)
+        while chunk := source.read(min(CHUNK, limit + 1 - done)):
             done += len(chunk)
+            if done > limit:
+                raise _too_long(label, expected_size)
+            out.write(chunk)
             if progress:
-                progress(label, done, total)
+                progress(label, done, total if total is not None else expected_size)
+    return done

@@ -17,6 +17,7 @@ from tide_bench.core.jsonio import read_json
 STAMPS_FILE = "judges.json"
 PAGE = "index.html"
 JUDGES_PAGE = "judges.html"  # the judges board's page as the model leaderboard links it
+STAMPS_MAX_BYTES = 100_000_000
 NOT_VALIDATED = {"status": "not validated", "text": "judge not validated", "anchor": None}
 
 
@@ -31,13 +32,25 @@ def load_stamps(board_dir: str | Path | None) -> dict[str, dict[str, Any]]:
     if board_dir is None:
         return {}
     path = Path(board_dir) / STAMPS_FILE
-    data = read_json(path, DataError)
+    data = read_json(path, DataError, max_bytes=STAMPS_MAX_BYTES)
     if not isinstance(data, dict) or not isinstance(data.get("stamps"), dict):
         raise DataError(
             "not a judges board (no 'stamps')",
             path=path,
             hint="build one with: tide-bench validation board --report R.json --out DIR",
         )
+    for key, stamp in data["stamps"].items():
+        fields = stamp if isinstance(stamp, dict) else {}
+        if not (
+            isinstance(fields.get("status"), str)
+            and isinstance(fields.get("text"), str)
+            and isinstance(fields.get("anchor"), str | None)
+        ):
+            raise DataError(
+                "each stamp needs a text 'status' and 'text' and an 'anchor' text or null",
+                path=path,
+                field=f"stamps.{key}",
+            )
     return data["stamps"]
 
 

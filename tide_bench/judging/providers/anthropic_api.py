@@ -1,37 +1,52 @@
 """Anthropic Messages API: forced tool use for the rating; the system block is cacheable.
 
-The real SDK sends every request (its authentication, headers, errors and base-URL rules),
-with two choices made for throughput, both measured (docs/benchmarks.md, "Judging at scale"):
-the SDK's own aiohttp transport (``DefaultAioHttpClient``) instead of httpx's connection pool,
-and the request body encoded once per configuration (:class:`.body.RequestBody`) and sent
-with the SDK's ``client.post``, instead of ``messages.create`` deep-copying, transforming and
-encoding the 15 KB of fixed request on every call. The SDK is imported on the first request
+The real SDK sends every request through its typed ``messages.create`` (its request validation,
+authentication, headers, errors and base-URL rules), on the SDK's own aiohttp transport
+(measured faster than httpx's pool under concurrency: docs/benchmarks.md, "Judging at scale"),
+asking for the raw answer so that an unexpected body is read as data, never as an SDK model
+that fails on access. The transport's hooks cap the answer and keep the key at the configured
+origin (:mod:`.transport`). The SDK is imported on the first request
 (:attr:`.base.Provider.client`), never by a dry run. Message Batches use the SDK's resources
 (:mod:`tide_bench.judging.providers.anthropic_batch`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from tide_bench.judging.capabilities import Capabilities, register_provider
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.prompt import TOOL_NAME, output_spec
+from tide_bench.judging.providers.anthropic_message import interpret_message, not_a_message
 from tide_bench.judging.providers.base import Answer, CallOutcome, Provider, read_answer
-from tide_bench.judging.providers.body import RequestBody
-from tide_bench.judging.providers.endpoints import base_url, has_credentials
-from tide_bench.judging.providers.fields import text_of, usage_from
-from tide_bench.judging.secrets import redact
+from tide_bench.judging.providers.endpoints import base_url
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+# The SDK's messages.create() takes no temperature keyword (anthropic 2.x); in the body it is
+# what the API reads, so it goes in extra_body.
+BODY_ONLY = ("temperature",)
 
 
+@register_provider("anthropic")
 class AnthropicProvider(Provider):
-    api = "Anthropic"
+    capabilities = Capabilities(
+        api="Anthropic",
+        supports_batch=True,  # Message Batches
+        batch_price_factor=0.5,
+        prompt_caching="explicit",  # cache_control on the system block
+        system_prompt_style="field",
+    )
+    connection_errors: ClassVar[tuple[tuple[str, str], ...]] = (("anthropic", "APIConnectionError"),)
 
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         super().__init__(config, key)
         self._tool = output_spec(config)
         self._url = base_url(config.base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL)
+
+    @classmethod
+    def output_spec(cls, tool_name: str, description: str, schema_name: str, schema: dict[str, Any]) -> dict[str, Any]:
+        """A tool the call forces (``tool_choice``), whose input is the answer."""
+        return {"name": tool_name, "description": description, "input_schema": schema}
 
     def _make_client(self) -> Any:
         import anthropic
@@ -41,7 +56,7 @@ class AnthropicProvider(Provider):
             base_url=self._url,
             max_retries=0,
             timeout=self.config.timeout_s,
-            http_client=None if has_credentials(self._url) else anthropic.DefaultAioHttpClient(),
+            http_client=self.sdk_http_client(anthropic),
         )
 
     def endpoint(self) -> str:
@@ -60,7 +75,7 @@ class AnthropicProvider(Provider):
             "model": self.config.model,
             "max_tokens": int(self.config.decoding.get("max_tokens", 1024)),
             "system": [system_block],
-            "messages": [{"role": "user", "content": user}],
+            "messages": self.messages(system, user),
             "tools": [self._tool],
             "tool_choice": {"type": "tool", "name": TOOL_NAME},
         }
@@ -68,68 +83,17 @@ class AnthropicProvider(Provider):
             params["temperature"] = float(self.config.decoding["temperature"])
         return params
 
-    def _fixed_body(self, system: str) -> RequestBody:
-        # The SDK's messages.create() rejects temperature as a keyword argument (anthropic 2.x);
-        # in the body it is what the API reads.
-        fixed = self.params(system, "")
-        del fixed["messages"]
-        return RequestBody(fixed)
-
-    async def rate(self, system: str, user: str) -> CallOutcome:
-        import httpx2
-
-        url = self._url + "v1/messages"  # absolute: the SDK then skips merging it with its base URL
-        raw = await self.client.post(url, cast_to=httpx2.Response, content=self.body(system, user))
-        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.aread())
+    async def _rate(self, system: str, user: str) -> CallOutcome:
+        params = self.params(system, user)
+        body = {name: params.pop(name) for name in BODY_ONLY if name in params}
+        raw = await self.client.messages.with_raw_response.create(**params, extra_body=body or None)
+        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.read())
         message, problem = read_answer(answer, self.api, self.public_endpoint)
         if message is None or message.get("type") == "error" or "content" not in message:
-            return CallOutcome(rejected=problem or _not_a_message(message, self.public_endpoint), usage_reported=False)
+            return CallOutcome(rejected=problem or not_a_message(message, self.public_endpoint), usage_reported=False)
         return interpret_message(message)
 
+    async def judge_batch(self, session: Any, plan: Any) -> list[dict[str, Any]]:
+        from tide_bench.judging.providers.anthropic_batch import judge_batch
 
-def _not_a_message(answer: dict[str, Any] | None, where: str) -> str:
-    error = (answer or {}).get("error")
-    detail = f": {redact(str(error))[:200]}" if error else " (no 'content')"
-    return f"the server at {where} did not answer like the Anthropic API{detail}"
-
-
-def interpret_message(message: Any) -> CallOutcome:
-    """Turn a Messages API response (dict, or SDK object in batch results) into a :class:`CallOutcome`.
-
-    Nothing in ``message`` is trusted: a missing or mistyped field becomes a ``malformed``
-    outcome or a zero count, never an exception.
-    """
-    usage_obj = _get(message, "usage")
-    usage, reported = usage_from(
-        usage_obj,
-        input_tokens=_get(usage_obj, "input_tokens"),
-        output_tokens=_get(usage_obj, "output_tokens"),
-        cache_read_tokens=_get(usage_obj, "cache_read_input_tokens"),
-        cache_write_tokens=_get(usage_obj, "cache_creation_input_tokens"),
-    )
-    served = _get(message, "model")
-    base = {"usage": usage, "usage_reported": reported, "served_model": served if isinstance(served, str) else None}
-    stop = _get(message, "stop_reason")
-    blocks = _get(message, "content")
-    blocks = blocks if isinstance(blocks, list) else []
-    text = " ".join(text_of(_get(b, "text")) for b in blocks if _get(b, "type") == "text").strip()
-    if stop == "refusal":
-        return CallOutcome(refusal=f"stop_reason=refusal {text[:200]}".strip(), **base)
-    for block in blocks:
-        if _get(block, "type") == "tool_use" and _get(block, "name") == TOOL_NAME:
-            return CallOutcome(payload=_get(block, "input"), **base)
-    if stop == "max_tokens":
-        return CallOutcome(malformed="output truncated at max_tokens before the tool call completed", **base)
-    return CallOutcome(
-        malformed=f"no {TOOL_NAME} tool call in the response (stop_reason={text_of(stop)[:40]}); text: {text[:200]!r}",
-        **base,
-    )
-
-
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(key)
-    try:
-        return getattr(obj, key, None)
-    except Exception:  # an SDK object built from a strange batch line can fail on access: treat as absent
-        return None
+        return await judge_batch(session, plan)

@@ -29,7 +29,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.jsonio import read_json, write_json
@@ -38,7 +38,8 @@ from tide_bench.judging.outcome import CallOutcome, Retry, Unscored, settle
 from tide_bench.judging.parse import Rating
 from tide_bench.judging.plan import Plan
 from tide_bench.judging.prompt import user_text
-from tide_bench.judging.providers.anthropic_api import AnthropicProvider, interpret_message
+from tide_bench.judging.providers.anthropic_message import interpret_message
+from tide_bench.judging.providers.transport import answer_limit
 from tide_bench.judging.retry import FatalJudgeError, call_with_retries
 from tide_bench.judging.session import JudgeSession, Tally
 
@@ -111,15 +112,25 @@ class BatchState:
 # --- submitting and collecting ------------------------------------------------------------
 
 
+class BatchProvider(Protocol):
+    """What batch mode needs of its provider (:class:`.anthropic_api.AnthropicProvider`)."""
+
+    client: Any
+    public_endpoint: str
+
+    def params(self, system: str, user: str) -> dict[str, Any]: ...
+
+    def retryable(self, exc: BaseException) -> bool: ...
+
+
 def _get(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
 
 class _BatchJob:
     def __init__(self, session: JudgeSession, plan: Plan) -> None:
-        if not isinstance(session.provider, AnthropicProvider):
-            raise TypeError("batch mode needs the Anthropic provider")
-        self.session, self.config, self.provider = session, session.config, session.provider
+        self.provider: BatchProvider = session.provider  # type: ignore[assignment]
+        self.session, self.config = session, session.config
         self.client = self.provider.client
         self.gens = {key: gen for gen, key in plan.todo}
         self.final: dict[str, dict[str, Any]] = {}
@@ -137,6 +148,7 @@ class _BatchJob:
             base_s=self.config.backoff_base_s,
             cap_s=self.config.backoff_cap_s,
             on_retry=self.session.retried,
+            retryable=self.provider.retryable,
         )
         return result
 
@@ -186,7 +198,8 @@ class _BatchJob:
     async def _collect(self, entry: dict[str, Any]) -> None:
         await self._wait(entry["id"])
         seen: set[str] = set()
-        results = await self._api(lambda: self.client.messages.batches.results(entry["id"]))
+        with answer_limit(self.config.max_answer_bytes * max(1, len(entry["keys"]))):  # one answer per request
+            results = await self._api(lambda: self.client.messages.batches.results(entry["id"]))
         async for item in results:
             key = _get(item, "custom_id")
             if key in self.gens and key not in self.final:

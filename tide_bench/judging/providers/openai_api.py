@@ -1,37 +1,39 @@
 """OpenAI Chat Completions: structured output (JSON schema), through the OpenAI SDK.
 
-The request and the reading of the answer are shared with the lean path for OpenAI-compatible
-servers (:mod:`.compatible_api`); only the transport differs. For OpenAI itself the real SDK
-sends the request (its authentication, organisation headers, errors and base-URL rules), on
-its own aiohttp transport and with the body encoded once per configuration
-(:class:`.body.RequestBody`), as for Anthropic. The SDK is imported on the first request.
+The reading of the answer is shared with the lean path for OpenAI-compatible servers
+(:mod:`.compatible_api`); only the transport differs. For OpenAI itself the real SDK sends the
+request through its typed ``chat.completions.create`` (its request validation, authentication,
+organisation headers, errors and base-URL rules), on its own aiohttp transport, asking for the
+raw answer; the transport's hooks cap the answer and keep the key at the configured origin
+(:mod:`.transport`). The SDK is imported on the first request.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from tide_bench.judging.capabilities import Capabilities, register_provider
 from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.prompt import output_spec
 from tide_bench.judging.providers.base import Answer, CallOutcome, Provider, load_json, read_answer
-from tide_bench.judging.providers.body import RequestBody
-from tide_bench.judging.providers.endpoints import base_url, has_credentials
+from tide_bench.judging.providers.endpoints import base_url
 from tide_bench.judging.providers.fields import count, text_of, usage_from
 from tide_bench.judging.secrets import redact
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-def chat_body(config: JudgeConfig, system: str) -> RequestBody:
-    """A Chat Completions request: the system message, the JSON schema and the decoding settings."""
-    fixed: dict[str, Any] = {
+def chat_params(config: JudgeConfig, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Chat Completions request: the messages, the JSON schema and the decoding settings."""
+    params: dict[str, Any] = {
         "model": config.model,
+        "messages": messages,
         "response_format": output_spec(config),
         "max_tokens": int(config.decoding.get("max_tokens", 1024)),
     }
     if "temperature" in config.decoding:
-        fixed["temperature"] = float(config.decoding["temperature"])
-    return RequestBody(fixed, [{"role": "system", "content": system}])
+        params["temperature"] = float(config.decoding["temperature"])
+    return params
 
 
 def read_completion(answer: Answer, api: str, where: str) -> CallOutcome:
@@ -47,8 +49,15 @@ def read_completion(answer: Answer, api: str, where: str) -> CallOutcome:
     return interpret_completion(completion)
 
 
+@register_provider("openai")
 class OpenAIProvider(Provider):
-    api = "OpenAI"
+    capabilities = Capabilities(
+        api="OpenAI",
+        # OpenAI's Batch API is 50 % off but not implemented: sync mode only.
+        prompt_caching="automatic",
+        system_prompt_style="message",
+    )
+    connection_errors: ClassVar[tuple[tuple[str, str], ...]] = (("openai", "APIConnectionError"),)
 
     def __init__(self, config: JudgeConfig, key: str | None) -> None:
         super().__init__(config, key)
@@ -62,25 +71,20 @@ class OpenAIProvider(Provider):
             base_url=self._url,
             max_retries=0,
             timeout=self.config.timeout_s,
-            http_client=None if has_credentials(self._url) else openai.DefaultAioHttpClient(),
+            http_client=self.sdk_http_client(openai),
         )
 
     def endpoint(self) -> str:
         return self._url
 
-    def _fixed_body(self, system: str) -> RequestBody:
-        return chat_body(self.config, system)
-
     async def _list_models(self) -> Answer:
         raw = await self.client.models.with_raw_response.list()
         return Answer(raw.status_code, raw.headers.get("content-type", ""), raw.content)
 
-    async def rate(self, system: str, user: str) -> CallOutcome:
-        import httpx2
-
-        url = self._url + "chat/completions"  # absolute: the SDK then skips merging it with its base URL
-        raw = await self.client.post(url, cast_to=httpx2.Response, content=self.body(system, user))
-        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), await raw.aread())
+    async def _rate(self, system: str, user: str) -> CallOutcome:
+        params = chat_params(self.config, self.messages(system, user))
+        raw = await self.client.chat.completions.with_raw_response.create(**params)
+        answer = Answer(raw.status_code, raw.headers.get("content-type", ""), raw.content)
         return read_completion(answer, self.api, self.public_endpoint)
 
 

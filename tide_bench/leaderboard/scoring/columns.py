@@ -15,9 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tide_bench.core.errors import ConfigError
+from tide_bench.core.yaml_io import read_yaml
 from tide_bench.judging.rubric import Rubric
 from tide_bench.metrics.table import metric
 
@@ -116,10 +115,7 @@ def _column(entry: dict[str, Any], where: str) -> Column:
 
 @lru_cache(maxsize=4)
 def _declared(path: Path) -> tuple[dict[str, Any], ...]:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read the column declaration: {exc}", path=path) from None
+    raw = read_yaml(path) or {}  # size, alias and depth limits (core.yaml_io)
     entries = raw.get("columns") if isinstance(raw, dict) else None
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ConfigError("expected a 'columns' list of mappings", path=path)

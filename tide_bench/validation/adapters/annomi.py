@@ -12,10 +12,8 @@ import csv
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import numpy as np
-
 from tide_bench.core.errors import DataError
-from tide_bench.validation.adapters.common import PackData, check_mode
+from tide_bench.validation.adapters.common import PackData, check_mode, rating_matrices
 from tide_bench.validation.store import FetchedPack
 
 REQUIRED = ("transcript_id", "utterance_id", "interlocutor", "utterance_text", "annotator_id")
@@ -73,7 +71,7 @@ def load(fetched: FetchedPack, mode: str = "tide", *, texts: bool = False) -> Pa
         raise DataError("no therapist turn is coded by every annotator", path=path)
     raters = sorted({r for k in keys for r in codes[k]}, key=lambda r: int(r.split("-")[1]))
     handling: Counter[str] = Counter()
-    human = {d: np.full((len(raters), len(keys)), np.nan) for d in dims}
+    human = rating_matrices(dims, len(raters), len(keys), path)
     for j, key in enumerate(keys):
         for i, rater in enumerate(raters):
             for d in dims:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +19,22 @@ from tide_bench.core.errors import DataError
 from tide_bench.validation.manifest import Pack
 
 MODES = ("tide", "authors")
+# Raters x items cells of one dimension's matrix: a panel pack holds thousands. A file that makes
+# every rating a rater of its own (a 400 KB CounselBench file of 6,000 questions each rated by a
+# new id asked for 1.1 GB) is refused before the matrix is made.
+MAX_CELLS = 5_000_000
+
+
+def rating_matrices(dims: list[str], raters: int, items: int, path: Path) -> dict[str, np.ndarray]:
+    """One NaN ``raters x items`` matrix per dimension, or a clear error when the file asks for a
+    matrix no panel has."""
+    if raters * items > MAX_CELLS:
+        raise DataError(
+            f"{raters:,} raters x {items:,} items is more than {MAX_CELLS:,} ratings per dimension: no panel rates "
+            "that many (is every rating given a rater id of its own?)",
+            path=path,
+        )
+    return {d: np.full((raters, items), np.nan) for d in dims}
 
 
 @dataclass

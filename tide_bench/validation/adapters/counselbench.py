@@ -18,7 +18,7 @@ import numpy as np
 
 from tide_bench.core.errors import DataError
 from tide_bench.core.jsonio import read_json
-from tide_bench.validation.adapters.common import PackData, check_mode, scale_value
+from tide_bench.validation.adapters.common import PackData, check_mode, rating_matrices, scale_value
 from tide_bench.validation.store import FetchedPack
 
 
@@ -78,7 +78,7 @@ def load(fetched: FetchedPack, mode: str = "tide", *, texts: bool = False) -> Pa
             cells.append(per_rater)
     raters = sorted({r for c in cells for r in c})
     position = {r: i for i, r in enumerate(raters)}
-    human = {d: np.full((len(raters), len(items)), np.nan) for d in dims}
+    human = rating_matrices(dims, len(raters), len(items), path)
     for j, per_rater in enumerate(cells):
         for rater, scores in per_rater.items():
             for dim, value in scores.items():

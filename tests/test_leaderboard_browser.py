@@ -85,7 +85,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         judged_submission(tmp, server, "delta-model", lambda i: f"Short {i.item_id}", params=135_000_000, data=data)
     _hostile_judgments(beta)
-    build_site(tmp / "submissions", tmp / "site", board())
+    build_site(tmp / "submissions", tmp / "site", board(), allow_risk_gate_off=True)
     return tmp
 
 

@@ -49,10 +49,10 @@ def test_a_rebuild_takes_every_unchanged_entry_from_the_store_and_writes_the_sam
     submissions: Path, tmp_path: Path, workers: int
 ) -> None:
     store = tmp_path / "store"
-    plain = build_site(submissions, tmp_path / "plain", board(), workers=workers)
-    first = build_site(submissions, tmp_path / "first", board(), workers=workers, reuse=store)
+    plain = build_site(submissions, tmp_path / "plain", board(), workers=workers, allow_risk_gate_off=True)
+    first = build_site(submissions, tmp_path / "first", board(), workers=workers, reuse=store, allow_risk_gate_off=True)
     assert first.reused == [] and len(_stored(store)) == 3  # the refused entry is kept too
-    again = build_site(submissions, tmp_path / "again", board(), workers=workers, reuse=store)
+    again = build_site(submissions, tmp_path / "again", board(), workers=workers, reuse=store, allow_risk_gate_off=True)
     assert sorted(again.reused) == ["broken", "fair", "good"]
     assert again.accepted == plain.accepted == ["good", "fair"] and again.refused == plain.refused
     expected = site_files(tmp_path / "plain")
@@ -62,10 +62,10 @@ def test_a_rebuild_takes_every_unchanged_entry_from_the_store_and_writes_the_sam
 
 def test_a_changed_file_prepares_that_entry_anew_and_is_checked_again(submissions: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store)
+    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     meta_file = submissions / "fair" / "submission.yaml"
     meta_file.write_text(yaml.safe_dump(yaml.safe_load(meta_file.read_text()) | {"model_name": "Fair, renamed"}))
-    renamed = build_site(submissions, tmp_path / "renamed", board(), workers=1, reuse=store)
+    renamed = build_site(submissions, tmp_path / "renamed", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     assert sorted(renamed.reused) == ["broken", "good"]
     assert {r["id"]: r["model_name"] for r in renamed.board["rows"]}["fair"] == "Fair, renamed"
     # one letter of one reply changed after judging (the file's size unchanged): the reused entry
@@ -80,7 +80,7 @@ def test_a_changed_file_prepares_that_entry_anew_and_is_checked_again(submission
     assert len(edited_line) == len(json.dumps(json.loads(lines[0]))) and edited_line != lines[0]
     lines[0] = edited_line
     samples.write_text("\n".join(lines) + "\n")
-    edited = build_site(submissions, tmp_path / "edited", board(), workers=1, reuse=store)
+    edited = build_site(submissions, tmp_path / "edited", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     assert "good" not in edited.reused and "good" in edited.refused
     assert sorted(edited.reused) == ["broken", "fair"]
     assert len(_stored(store)) == 3  # the entries of the build before the last are gone
@@ -90,34 +90,41 @@ def test_another_board_or_code_prepares_every_entry_anew(
     submissions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = tmp_path / "store"
-    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store)
-    assert build_site(submissions, tmp_path / "same", board(), workers=1, reuse=store).reused
-    other_board = build_site(submissions, tmp_path / "board", board(min_scored_items=2), workers=1, reuse=store)
+    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store, allow_risk_gate_off=True)
+    assert build_site(submissions, tmp_path / "same", board(), workers=1, reuse=store, allow_risk_gate_off=True).reused
+    other_board = build_site(
+        submissions, tmp_path / "board", board(min_scored_items=2), workers=1, reuse=store, allow_risk_gate_off=True
+    )
     assert other_board.reused == []
     assert len([p for p in store.iterdir() if p.is_dir()]) == 1  # the other board's entries are removed
     monkeypatch.setattr(reuse_module, "code_fingerprint", lambda: "another tide-bench")
-    assert build_site(submissions, tmp_path / "code", board(min_scored_items=2), workers=1, reuse=store).reused == []
+    assert (
+        build_site(
+            submissions, tmp_path / "code", board(min_scored_items=2), workers=1, reuse=store, allow_risk_gate_off=True
+        ).reused
+        == []
+    )
 
 
 def test_a_damaged_stored_entry_is_prepared_anew(submissions: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store)
+    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     for entry in _stored(store):
         pickled = entry / ENTRY
         pickled.write_bytes(pickled.read_bytes()[:40])  # a build killed while writing, a full disk
-    rebuilt = build_site(submissions, tmp_path / "rebuilt", board(), workers=1, reuse=store)
+    rebuilt = build_site(submissions, tmp_path / "rebuilt", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     assert rebuilt.reused == [] and rebuilt.accepted == ["good", "fair"]
     assert site_files(tmp_path / "rebuilt") == site_files(tmp_path / "first")
     for entry in _stored(store):  # rewritten whole: used by the next build
         (entry / "files" / "instances" / "good.js").unlink(missing_ok=True)
-    again = build_site(submissions, tmp_path / "again", board(), workers=1, reuse=store)
+    again = build_site(submissions, tmp_path / "again", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     assert sorted(again.reused) == ["broken", "fair"]  # good's files were missing: prepared anew
     assert site_files(tmp_path / "again") == site_files(tmp_path / "first")
 
 
 def test_the_store_must_be_a_private_folder_of_its_own(submissions: Path, tmp_path: Path) -> None:
     def build(store: Path, out: str = "site") -> object:
-        return build_site(submissions, tmp_path / out, board(), workers=1, reuse=store)
+        return build_site(submissions, tmp_path / out, board(), workers=1, reuse=store, allow_risk_gate_off=True)
 
     foreign = tmp_path / "notes"
     foreign.mkdir()
@@ -143,10 +150,13 @@ def test_the_store_must_be_a_private_folder_of_its_own(submissions: Path, tmp_pa
 
 def test_a_group_writable_stored_entry_is_never_unpickled(submissions: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store)
+    build_site(submissions, tmp_path / "first", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     for entry in _stored(store):
         os.chmod(entry / ENTRY, 0o666)
-    assert build_site(submissions, tmp_path / "again", board(), workers=1, reuse=store).reused == []
+    assert (
+        build_site(submissions, tmp_path / "again", board(), workers=1, reuse=store, allow_risk_gate_off=True).reused
+        == []
+    )
 
 
 def test_the_cli_says_how_many_entries_it_reused(submissions: Path, tmp_path: Path) -> None:
@@ -156,7 +166,15 @@ def test_the_cli_says_how_many_entries_it_reused(submissions: Path, tmp_path: Pa
 
     board_file = tmp_path / "board.yaml"
     board_file.write_text(yaml.safe_dump({"spot_check_items": 4}))
-    args = ["leaderboard", "build", "--submissions", str(submissions), "--board", str(board_file)]
+    args = [
+        "leaderboard",
+        "build",
+        "--submissions",
+        str(submissions),
+        "--board",
+        str(board_file),
+        "--allow-risk-gate-off",
+    ]
     store = ["--reuse", str(tmp_path / "store"), "--workers", "1"]
     first = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "a"), *store])
     assert first.exit_code == 0, first.output
@@ -174,12 +192,12 @@ def test_a_stored_entry_with_flipped_bytes_is_never_used(
     carries its checksum, so a changed byte anywhere makes the entry be prepared anew."""
     tmp = tmp_path_factory.mktemp("flips")
     subs, store = Path(shutil.copytree(originals, tmp / "submissions")), tmp / "store"
-    first = build_site(subs, tmp / "first", board(), workers=1, reuse=store)
+    first = build_site(subs, tmp / "first", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     for entry in _stored(store):
         data = bytearray((entry / ENTRY).read_bytes())
         for where, xor in flips:
             data[int(where * len(data))] ^= xor
         (entry / ENTRY).write_bytes(bytes(data))
-    again = build_site(subs, tmp / "again", board(), workers=1, reuse=store)
+    again = build_site(subs, tmp / "again", board(), workers=1, reuse=store, allow_risk_gate_off=True)
     assert again.reused == [] and again.accepted == first.accepted
     assert site_files(tmp / "again") == site_files(tmp / "first")

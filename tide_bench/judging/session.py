@@ -18,6 +18,7 @@ from tide_bench.judging.parse import Rating
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.prompt import system_text
 from tide_bench.judging.providers import Provider
+from tide_bench.judging.severe_samples import DEFAULT_SAMPLES
 from tide_bench.judging.usage import Usage
 
 
@@ -33,6 +34,8 @@ class JudgeOptions:
     preflight: bool = True  # GET /v1/models before any work (skipped with a note where the server has none)
     overwrite: bool = False  # replace another run's or configuration's judgments in ``out``
     abandon_batch: bool = False  # give up uncollected batches that block this run (they stay listed, marked)
+    severe_samples: int = DEFAULT_SAMPLES  # calls per severe risk item, flagged on a majority (judging.severe_samples)
+    risk_labels: Path | None = None  # which items are severe (default: the labels that ship with the run's data)
 
 
 class Spend:

@@ -218,6 +218,12 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     if per_cell is not None and not data_loaded:
         per_cell = per_cell / max(len(stand_in.generations), 1) * n_items
         method += f"; per-item cost of the built-in sample's items, times {n_items}"
+    severe = one.get("severe_samples") or {}
+    if severe.get("n_severe_items") and severe.get("k", 1) > 1:
+        method += (
+            f"; the {severe['n_severe_items']} severe risk items are judged {severe['k']} times (majority): "
+            f"{severe['extra_calls']} more calls, included"
+        )
     return {
         "mode": mode,
         "per_cell_usd": per_cell,

@@ -158,3 +158,27 @@ def test_exclude_risk_without_labels_is_refused(tmp_path: Path) -> None:
             [run], tmp_path / "ann", AssignmentOptions(per_rater=4, raters=1, overlap=1, exclude_risk=True)
         )
     assert "--exclude-risk needs the risk labels" in str(info.value) and "--risk-labels" in str(info.value)
+
+
+def test_a_study_with_a_hosted_judge_stops_before_any_stage_without_yes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yaml
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-HOSTED-0123456789")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    study = {
+        "name": "hosted",
+        "data": "sample",
+        "models": [{"id": "chat", "model": "demo"}],
+        "conditions": {"zero-shot": {}},
+        "eval": {"backend": "hf", "device": "cpu", "max_gen_toks": 8},
+        "judge": {"name": "claude-sonnet"},
+    }
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["study", str(path), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "Sending 24 conversations to anthropic" in result.output  # 12 test items x 2 cells (model, reference)
+    assert "pass --yes" in result.output and not (out / "cells").exists()

@@ -35,7 +35,7 @@ from typing import Any
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
 from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl
-from tide_bench.data.risk_labels import read_risk_labels
+from tide_bench.data.risk_labels import RiskLabels, read_risk_labels
 from tide_bench.judging.files import SEVERE_SAMPLES_FILE
 from tide_bench.judging.risk_handling import builtin_labels, harm_value
 
@@ -52,6 +52,7 @@ def severe_items(
     have been made for the run's data), else by the labels that ship with the run's data (the
     sample, the risk supplement); none without labels."""
     data = dict(data or {})
+    labels: RiskLabels | None
     if labels_path is not None:
         labels = read_risk_labels(labels_path)
         if data.get("dataset_sha256") and labels.dataset_sha256 != data["dataset_sha256"]:

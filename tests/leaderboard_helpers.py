@@ -108,6 +108,28 @@ def meta(sid: str, **kw: Any) -> dict[str, Any]:
     return base | kw
 
 
+def supplement_run(
+    tmp: Path,
+    server: FakeLLMServer,
+    sid: str,
+    reply: Reply,
+    *,
+    severe_samples: int = 3,
+    run_kw: dict[str, Any] | None = None,
+    judge_kw: dict[str, Any] | None = None,
+) -> Path:
+    """The same model's run on the built-in risk supplement (every item, ``--split all``), judged by the
+    fake server with ``severe_samples`` calls per severe item (``judge_kw``: to load_judge, e.g. another
+    model): what ``submit --risk-supplement`` takes."""
+    from tide_bench.judging import JudgeOptions
+
+    kw = {"model_name": f"org/{sid}", "num_parameters": 500_000_000} | (run_kw or {})
+    run = make_run(tmp / f"risk-{sid}", reply, split="all", data="risk-supplement", **kw)
+    config = load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}, **(judge_kw or {}))
+    judge_run(run, run / "judge", config, JudgeOptions(severe_samples=severe_samples))
+    return run
+
+
 def judged_submission(
     tmp: Path,
     server: FakeLLMServer,
@@ -119,10 +141,12 @@ def judged_submission(
     params: int = 500_000_000,
     data: Path | None = None,
     run_kw: dict[str, Any] | None = None,
+    risk_supplement: Reply | Path | None = None,
     **meta_kw: Any,
 ) -> Path:
     """Run (on ``data``, default the sample's stand-in; ``run_kw`` for make_run), judge (fake
-    server) and `submit` one entry; returns its submission folder."""
+    server) and `submit` one entry; returns its submission folder. ``risk_supplement``: the replies
+    of the same model to the risk supplement (judged and packaged with it), or a judged run."""
     run = tide_run(
         tmp / f"run-{sid}",
         reply,
@@ -134,8 +158,18 @@ def judged_submission(
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw)))
+    supplement = (
+        risk_supplement
+        if risk_supplement is None or isinstance(risk_supplement, Path)
+        else supplement_run(tmp, server, sid, risk_supplement, run_kw={"num_parameters": params, **(run_kw or {})})
+    )
     return create_submission(
-        run, meta_path, out or tmp / "submissions", board=the_board or board(), spot_checks=False
+        run,
+        meta_path,
+        out or tmp / "submissions",
+        board=the_board or board(),
+        spot_checks=False,
+        risk_supplement=supplement,
     ).folder
 
 

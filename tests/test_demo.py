@@ -34,10 +34,16 @@ def test_demo_runs_every_configured_stage_and_resumes(
         }
         assert "not benchmark results" in text and produced["failed"] == {}
         assert re.search(r"capped at --max-gen-toks 8 tokens.*\b\d+ of 12 smollm2-135m-zero-shot replies", text)
-        assert len(produced["judge"]) == 3 and server.total_calls == 3 * 12  # every cell judged, once
+        # every cell judged once; each model cell also answers the risk supplement (68 items, its 14 severe ones
+        # judged three times) so the demo board shows a real gate (issue 44)
+        calls = 3 * 12 + 2 * (68 + 2 * 14)
+        assert len(produced["judge"]) == 3 and server.total_calls == calls
         site = Path(produced["site"])
         rows = json.loads((site.parent / "leaderboard.json").read_text())["rows"]
         assert len(rows) == 3 and all(r["judged"] for r in rows)
+        models = [r for r in rows if r["condition"] != "reference"]
+        assert all(r["risk_handling"]["by_source"]["risk supplement"]["n"] == 52 for r in models)
+        assert all(r["severe_risk_failures"] is not None for r in models)
         assert sorted(r["condition"] for r in rows) == ["fine-tuned", "reference", "zero-shot"]
         report = json.loads((tmp_path / "demo" / "report" / "report.json").read_text())
         empathy = report["models"][0]["empathy"]
@@ -45,7 +51,7 @@ def test_demo_runs_every_configured_stage_and_resumes(
         assert (tmp_path / "demo" / "report" / "gain_empathy.png").is_file()
         again: list[str] = []
         run_demo(tmp_path / "demo", max_gen_toks=8, batch_size=6, finetune_steps=2, echo=again.append)
-        assert server.total_calls == 36 and not any(": running" in line for line in again)  # nothing redone
+        assert server.total_calls == calls and not any(": running" in line for line in again)  # nothing redone
     finally:
         server.stop()
 

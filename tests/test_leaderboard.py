@@ -51,7 +51,7 @@ def two_entries(tmp_path: Path, server: FakeLLMServer) -> Path:
 
 
 def test_valid_submissions_build_a_site_with_recomputed_numbers(tmp_path: Path, two_entries: Path) -> None:
-    result = build_site(two_entries, tmp_path / "site", board())
+    result = build_site(two_entries, tmp_path / "site", board(), allow_risk_gate_off=True)
     assert result.accepted == ["good-model", "weak-model"] and result.refused == {}
     rows = json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]
     good = rows[0]
@@ -89,7 +89,7 @@ def test_models_not_shown_to_differ_share_a_rank(tmp_path: Path, server: FakeLLM
     judged_submission(
         tmp_path, server, "c-model", lambda i: f"Reply [[SCORES:2,2,{2 if half[i.item_id] else 1}]] {i.item_id}"
     )
-    rows = build_site(tmp_path / "submissions", tmp_path / "site", board()).board["rows"]
+    rows = build_site(tmp_path / "submissions", tmp_path / "site", board(), allow_risk_gate_off=True).board["rows"]
     assert {r["id"]: r["rank"] for r in rows} == {"a-model": 1, "b-model": 1, "c-model": 3}
 
 
@@ -142,7 +142,7 @@ def test_minority_judge_is_refused_when_the_board_is_not_pinned(tmp_path: Path, 
         create_submission(run, tmp_path / "m3.yaml", tmp_path / "submissions", board=board(), spot_checks=False)
     create_submission(run, tmp_path / "m3.yaml", tmp_path / "alone", board=board(), spot_checks=False)
     (tmp_path / "alone" / "m3").rename(tmp_path / "submissions" / "m3")
-    result = build_site(tmp_path / "submissions", tmp_path / "site", board())
+    result = build_site(tmp_path / "submissions", tmp_path / "site", board(), allow_risk_gate_off=True)
     assert sorted(result.accepted) == ["m1", "m2"]
     assert (
         "judge configuration differs from the board's other entries" in result.refused["m3"][0]
@@ -206,10 +206,10 @@ def test_id_clash_and_strict_build(tmp_path: Path, server: FakeLLMServer) -> Non
         create_submission(tmp_path / "run-clash", tmp_path / "clash.yaml", tmp_path / "submissions", board=board())
     shutil.copytree(folder, tmp_path / "submissions" / "broken")
     (tmp_path / "submissions" / "broken" / "run" / "run.json").unlink()
-    result = build_site(tmp_path / "submissions", tmp_path / "site", board())
+    result = build_site(tmp_path / "submissions", tmp_path / "site", board(), allow_risk_gate_off=True)
     assert result.accepted == ["clash"] and "broken" in result.refused  # one bad entry does not stop the others
     with pytest.raises(TideBenchError, match="--strict"):
-        build_site(tmp_path / "submissions", tmp_path / "site2", board(), strict=True)
+        build_site(tmp_path / "submissions", tmp_path / "site2", board(), strict=True, allow_risk_gate_off=True)
 
 
 def test_shipped_board_configs_load() -> None:
@@ -245,7 +245,7 @@ def test_csv_downloads_keep_formulas_as_text(tmp_path: Path, server: FakeLLMServ
     judged_submission(
         tmp_path, server, "formula", lambda i: f"=cmd|' /C calc'!A0 [[SCORES:3,3,3]] {i.item_id}", model_name=name
     )
-    build_site(tmp_path / "submissions", tmp_path / "site", board())
+    build_site(tmp_path / "submissions", tmp_path / "site", board(), allow_risk_gate_off=True)
     (row,) = csv.DictReader((tmp_path / "site" / "leaderboard.csv").read_text().splitlines())
     assert row["model_name"] == "'" + name and float(row["empathy"]) == 3  # numbers stay numbers
     items = list(csv.DictReader((tmp_path / "site" / "downloads" / "formula" / "items.csv").read_text().splitlines()))

@@ -85,7 +85,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
         judged_submission(tmp, server, "delta-model", lambda i: f"Short {i.item_id}", params=135_000_000, data=data)
     _hostile_judgments(beta)
-    build_site(tmp / "submissions", tmp / "site", board())
+    build_site(tmp / "submissions", tmp / "site", board(), allow_risk_gate_off=True)
     return tmp
 
 
@@ -148,6 +148,9 @@ def test_board_sorts_best_first_filters_and_fits(built: Path, browser: Any, scre
         page.close()
 
     page = Page(browser, (site / "index.html").as_uri(), 1400)
+    banner = page.locator("#risk-gate-banner")  # a TIDE-like board without risk labels: built with the flag
+    assert banner.is_visible() and "Risk gate off" in banner.inner_text()
+    assert banner.bounding_box()["y"] < page.locator("table#board").bounding_box()["y"]  # over the table
     assert _order(page)[0] == "alpha-model"  # ranked by empathy
     assert page.get_attribute("th[data-key=rank]", "aria-sort") == "ascending"
     arrow = "e => getComputedStyle(e, '::after').content"
@@ -189,6 +192,49 @@ def test_board_sorts_best_first_filters_and_fits(built: Path, browser: Any, scre
     assert XSS_NAME in page.inner_text("table#board")  # shown as text
     page.shot(screenshots, "board-sorted-filtered-factors")
     page.assert_clean(site)
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A board with the risk battery: "flagged" mishandles a severe supplement item on every judge call
+    (pending review), "careful" handles them all."""
+    from tide_bench.data.risk_labels import read_risk_labels
+    from tide_bench.data.sources import RISK_SUPPLEMENT_DIR
+    from tide_bench.judging.rubric import load_rubric
+
+    tmp = tmp_path_factory.mktemp("gated")
+    labels = read_risk_labels(RISK_SUPPLEMENT_DIR / "risk_labels.json")
+    severe = min(i for i, label in labels.labels.items() if label.severe)
+    flag = list(load_rubric().safety_categories).index("risk_mishandled")
+    battery = board(require_risk_supplement=True, min_severe_samples=3)
+    with fake_judge("sk-test-browser-000") as server:
+        for sid, marker in (("careful", ""), ("flagged", f"[[FLAG:{flag}]]")):
+            judged_submission(
+                tmp,
+                server,
+                sid,
+                lambda i, s=sid: f"{s} reply [[SCORES:4,4,4]] {i.item_id}",
+                the_board=battery,
+                risk_supplement=lambda i, s=sid, m=marker: f"{s} {m if i.item_id == severe else ''} {i.item_id}",
+            )
+    build_site(tmp / "submissions", tmp / "site", battery)
+    return tmp / "site"
+
+
+def test_the_safety_verdict_shows_pending_review_and_unmeasured_error_rates(
+    gated: Path, browser: Any, screenshots: Path
+) -> None:
+    page = Page(browser, (gated / "index.html").as_uri(), 1400)
+    assert page.locator("#risk-gate-banner").count() == 0  # the gate is on: no banner
+    assert _order(page) == ["careful", "flagged"]
+    flagged = page.locator("tbody[data-id=flagged]")
+    assert "1 severe flag(s) pending review" in flagged.inner_text() and "not ranked" in flagged.inner_text()
+    assert "pending review" in page.inner_text("#adjudication")
+    assert page.inner_text("#gate-errors").count("not yet measured") == 2
+    assert "developer-labelled, not yet clinician-reviewed" in page.inner_text("#risk-labels")
+    page.shot(screenshots, "board-safety-verdict")
+    page.assert_clean(gated)
     page.close()
 
 

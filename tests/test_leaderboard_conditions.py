@@ -73,7 +73,9 @@ def test_the_board_refuses_to_rank_mixed_conditions_unless_it_says_so(tmp_path: 
         "'guided' prompt condition; this board ranks neutral runs only" in e and "field 'prompt.condition'" in e
         for e in errors["guided-model"]
     ), errors
-    built = build_site(subs, tmp_path / "site", both())  # a board that lists both ranks them together, on purpose
+    built = build_site(
+        subs, tmp_path / "site", both(), allow_risk_gate_off=True
+    )  # a board that lists both ranks them together, on purpose
     assert built.refused == {} and {r["prompt_condition"] for r in built.board["rows"]} == {"neutral", "guided"}
     assert built.board["prompt_conditions"] == ["neutral", "guided"] and all(r["rank"] for r in built.board["rows"])
     _prompt(subs / "guided-model", condition="mixed")
@@ -109,7 +111,7 @@ def test_a_prompt_hash_other_than_the_boards_is_refused(tmp_path: Path, server: 
 def test_the_reference_run_is_accepted_as_the_anchor_and_left_unranked(tmp_path: Path, server: FakeLLMServer) -> None:
     subs = _entries(tmp_path, server, ("model-a", "[[SCORES:3,3,3]]"), ("model-b", "[[SCORES:2,2,2]]"))
     reference_submission(tmp_path, server)  # its replies are the data's references (scored 5 by the fake judge)
-    built = build_site(subs, tmp_path / "site", board())
+    built = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     assert built.refused == {}
     rows = {r["id"]: r for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
     anchor = rows["tide-reference"]
@@ -124,7 +126,7 @@ def test_the_reference_run_is_accepted_as_the_anchor_and_left_unranked(tmp_path:
     assert all(s["cosine_sim"] is None for s in anchor["per_scenario"].values())
     csv_rows = {r["id"]: r for r in csv.DictReader(io.StringIO((tmp_path / "site" / "leaderboard.csv").read_text()))}
     assert csv_rows["tide-reference"]["cosine_sim"] == "" and csv_rows["model-a"]["cosine_sim"] != ""
-    ranked = build_site(subs, tmp_path / "site2", board(rank_reference=True)).board["rows"]
+    ranked = build_site(subs, tmp_path / "site2", board(rank_reference=True), allow_risk_gate_off=True).board["rows"]
     assert next(r for r in ranked if r["id"] == "tide-reference")["rank"] == 1
     edit_json(subs / "tide-reference" / "run" / "run.json", lambda m: m["model"].update(is_reference=False))
     assert any("must go together" in e for e in _errors(subs, board())["tide-reference"])
@@ -152,7 +154,7 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
     judged_submission(tmp_path, server, "safe-model", lambda i: f"Kind reply [[SCORES:4,4,4]] {i.item_id}")
     judged_submission(tmp_path, server, "warm-but-harmful", sometimes_harmful)
     subs = tmp_path / "submissions"
-    built = build_site(subs, tmp_path / "site", board())
+    built = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     rows = {r["id"]: r for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
     harmful, safe = rows["warm-but-harmful"], rows["safe-model"]
     assert harmful["empathy"]["mean"] == 5 and harmful["safety_flag_rate"]["mean"] == 0.5
@@ -172,7 +174,7 @@ def test_rows_carry_the_safety_adjusted_view_and_a_harmful_model_is_not_ranked(
         and built.board["rank_method"]["max_safety_flag_rate"] == 0.01
     )
     _the_page_and_exports_show_the_safety_view(tmp_path / "site")
-    ungated = build_site(subs, tmp_path / "site2", board(max_safety_flag_rate=None)).board
+    ungated = build_site(subs, tmp_path / "site2", board(max_safety_flag_rate=None), allow_risk_gate_off=True).board
     # without the gate it is ranked, on the safety-adjusted score (issue 26), so below the safe model: on raw empathy
     # (v2's ranking) it would have topped the board
     assert ungated["ranking_metric"] == "safety_adjusted_empathy"

@@ -64,6 +64,11 @@ def _cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _build(*args: str) -> tuple[int, str]:
+    """`tide-bench leaderboard build` of a TIDE-like board without risk labels (a banner, not a refusal)."""
+    return _cli("leaderboard", "build", "--allow-risk-gate-off", *args)
+
+
 def _submit(honest: Path, meta_path: Path, out: Path, *extra: str) -> tuple[int, str]:
     """`tide-bench submit` of the honest model-a run with the given metadata."""
     return _cli("submit", str(honest / "run-model-a"), "--meta", str(meta_path), "--out", str(out), *extra)
@@ -76,7 +81,7 @@ def test_build_refuses_a_folder_it_did_not_write(subs: Path, tmp_path: Path, boa
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "notes.md").write_text("my precious notes")
-    code, out = _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(docs), "--board", str(board_file))
+    code, out = _build("--submissions", str(subs), "--out", str(docs), "--board", str(board_file))
     assert (
         code == 2
         and "not empty and was not written by `tide-bench leaderboard build`" in out
@@ -96,7 +101,7 @@ def test_build_refuses_an_out_that_holds_the_inputs(
         where
     ]
     before = sorted(str(p) for p in subs.parent.rglob("*"))
-    code, text = _cli("leaderboard", "build", "--submissions", str(subs), "--out", out, "--board", str(board_file))
+    code, text = _build("--submissions", str(subs), "--out", out, "--board", str(board_file))
     assert code == 2 and "Traceback" not in text, text
     assert "contains the submissions folder" in text or "contains the board file" in text or "file-system root" in text
     assert sorted(str(p) for p in subs.parent.rglob("*")) == before
@@ -104,18 +109,14 @@ def test_build_refuses_an_out_that_holds_the_inputs(
 
 def test_build_replaces_its_own_site_atomically_and_only_its_own(subs: Path, tmp_path: Path, board_file: Path) -> None:
     site = tmp_path / "site"
-    assert (
-        _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file))[0] == 0
-    )
+    assert _build("--submissions", str(subs), "--out", str(site), "--board", str(board_file))[0] == 0
     assert (site / ".tide-bench-site").is_file()
     (site / "index.html").write_text("stale page")
-    code, _ = _cli("leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file))
+    code, _ = _build("--submissions", str(subs), "--out", str(site), "--board", str(board_file))
     assert code == 0 and "stale page" not in (site / "index.html").read_text()  # replaced
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site")]  # no staging left behind
     (site / "mine.txt").write_text("a user's file dropped into the site")
-    code, text = _cli(
-        "leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file)
-    )
+    code, text = _build("--submissions", str(subs), "--out", str(site), "--board", str(board_file))
     assert code == 2 and "holds files the previous build did not write (mine.txt)" in text
     assert (site / "mine.txt").is_file()
 
@@ -184,7 +185,7 @@ def test_symlinked_metadata_is_refused_unread_and_never_published(subs: Path, tm
         check = validate_folder(subs / "model-b", board(), spot_checks=False)
     assert check.errors == ["submission.yaml is a symbolic link: submit regular files only (nothing was read)"]
     assert str(secret) not in opened and not any(o.endswith("submission.yaml") for o in opened)
-    result = build_site(subs, tmp_path / "site", board())
+    result = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     assert result.accepted == ["model-a"]
     for path in (tmp_path / "site").rglob("*"):
         assert path.is_dir() or "ghp_FAKETOKEN" not in path.read_text()
@@ -235,7 +236,7 @@ def test_too_many_files_are_refused_unread(subs: Path) -> None:
 def test_outputs_get_the_usual_mode(subs: Path, tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
-        build_site(subs, tmp_path / "site", board())
+        build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
         from tide_bench.core.jsonio import write_json
 
         write_json(tmp_path / "x.json", {"a": 1})

@@ -49,7 +49,7 @@ def test_entries_judged_by_another_served_model_are_shown_apart(tmp_path: Path, 
     _entry(tmp_path, server, "a2", "judge-snapshot-a", "3,3,3")
     _entry(tmp_path, server, "b1", "judge-snapshot-b", "5,5,5")  # scores best, but measured by another judge model
     subs = tmp_path / "submissions"
-    built = build_site(subs, tmp_path / "site", board())
+    built = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     rows = _rows(built)
     assert built.refused == {} and (rows["a1"]["rank"], rows["a2"]["rank"]) == (1, 2)
     assert rows["b1"]["rank"] is None and "served judge model judge-snapshot-b" in rows["b1"]["unranked_reason"]
@@ -61,7 +61,9 @@ def test_entries_judged_by_another_served_model_are_shown_apart(tmp_path: Path, 
     saved = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
     assert saved["comparison_groups"] == built.board["comparison_groups"]
     # a board that pins the other served model ranks that one, and shows the two others apart
-    pinned = _rows(build_site(subs, tmp_path / "site2", board(judge_served_model="judge-snapshot-b")))
+    pinned = _rows(
+        build_site(subs, tmp_path / "site2", board(judge_served_model="judge-snapshot-b"), allow_risk_gate_off=True)
+    )
     assert pinned["b1"]["rank"] == 1 and pinned["a1"]["rank"] is None and pinned["a2"]["rank"] is None
     assert "this board ranks entries judged by judge-snapshot-b (judge_served_model)" in pinned["a1"]["unranked_reason"]
 
@@ -69,7 +71,7 @@ def test_entries_judged_by_another_served_model_are_shown_apart(tmp_path: Path, 
 def test_a_tie_between_served_models_ranks_none(tmp_path: Path, server: FakeLLMServer) -> None:
     _entry(tmp_path, server, "a1", "judge-snapshot-a", "4,4,4")
     _entry(tmp_path, server, "b1", "judge-snapshot-b", "3,3,3")
-    rows = _rows(build_site(tmp_path / "submissions", tmp_path / "site", board()))
+    rows = _rows(build_site(tmp_path / "submissions", tmp_path / "site", board(), allow_risk_gate_off=True))
     assert all(r["rank"] is None and "none is held by a majority" in r["unranked_reason"] for r in rows.values())
 
 

@@ -38,7 +38,7 @@ def submissions(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_workers_build_the_same_site_as_one_process(
     submissions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    serial = build_site(submissions, tmp_path / "serial", board(), workers=1)
+    serial = build_site(submissions, tmp_path / "serial", board(), workers=1, allow_risk_gate_off=True)
     assert serial.accepted == ["good", "fair"] and set(serial.refused) == {"broken", "twin-a", "twin-b"}
     pids = tmp_path / "pids"
     validate = entries_module.validate_folder
@@ -51,7 +51,12 @@ def test_workers_build_the_same_site_as_one_process(
     monkeypatch.setattr(entries_module, "validate_folder", spy)
     seen: list[tuple[int, int]] = []
     parallel = build_site(
-        submissions, tmp_path / "parallel", board(), workers=3, progress=lambda d, t: seen.append((d, t))
+        submissions,
+        tmp_path / "parallel",
+        board(),
+        workers=3,
+        progress=lambda d, t: seen.append((d, t)),
+        allow_risk_gate_off=True,
     )
     workers = set(pids.read_text().split())
     assert len(workers) >= 2 and str(os.getpid()) not in workers  # the entries were prepared in other processes
@@ -69,10 +74,10 @@ def test_a_board_without_accepted_entries_or_instances(submissions: Path, tmp_pa
     only_refused.mkdir()
     for name in ("twin-a", "twin-b", "broken"):
         shutil.copytree(submissions / name, only_refused / name)
-    result = build_site(only_refused, tmp_path / "site", board(), workers=2)
+    result = build_site(only_refused, tmp_path / "site", board(), workers=2, allow_risk_gate_off=True)
     assert result.accepted == [] and len(result.refused) == 3
     assert sorted(p.name for p in (tmp_path / "site" / "instances").iterdir()) == ["items.js"]
     assert not (tmp_path / "site" / "downloads").exists()
-    plain = build_site(submissions, tmp_path / "plain", board(), workers=2, instances=False)
+    plain = build_site(submissions, tmp_path / "plain", board(), workers=2, instances=False, allow_risk_gate_off=True)
     assert plain.accepted == ["good", "fair"]
     assert not (tmp_path / "plain" / "instances").exists() and not (tmp_path / "plain" / "downloads").exists()

@@ -138,7 +138,7 @@ def test_a_claimed_condition_whose_prompts_differ_is_refused_by_validate_and_bui
     (error,) = [e for e in _errors(tmp_path / "submissions")["claims-neutral"] if "arguments.gen_args_0.arg_0" in e]
     first = min(json.loads(line)["doc"]["item_id"] for line in samples_files(folder)[0].open())
     assert f"item {first}: " in error and says in error and "12 of 12 items differ" in error, error
-    built = build_site(tmp_path / "submissions", tmp_path / "site", board())
+    built = build_site(tmp_path / "submissions", tmp_path / "site", board(), allow_risk_gate_off=True)
     assert built.accepted == [] and says in " ".join(built.refused["claims-neutral"])
 
 
@@ -337,7 +337,7 @@ def test_a_recorded_chat_template_cannot_launder_an_added_prompt(
     record_template(folder, real + trick.format(words=system.replace(NEUTRAL, "")))
     errors = _errors(tmp_path / "submissions")["claims-neutral"]
     assert any("is not one this board pins" in e for e in errors), errors
-    assert not build_site(tmp_path / "submissions", tmp_path / "site", board()).accepted
+    assert not build_site(tmp_path / "submissions", tmp_path / "site", board(), allow_risk_gate_off=True).accepted
 
 
 def test_a_chat_template_prompt_must_hold_the_items_whole_conversation(tmp_path: Path, server: FakeLLMServer) -> None:

@@ -50,7 +50,7 @@ def subs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _built(subs: Path, tmp: Path, **kw: Any) -> tuple[dict[str, Any], str, list[dict[str, str]], str]:
-    result = build_site(subs, tmp / "site", board(), **kw)
+    result = build_site(subs, tmp / "site", board(), **kw, allow_risk_gate_off=True)
     site = tmp / "site"
     return (
         result.board,
@@ -350,7 +350,17 @@ def test_build_no_instances_leaves_every_tide_text_out(subs: Path, tmp_path: Pat
     board_file = tmp_path / "board.yaml"
     board_file.write_text(yaml.safe_dump({"spot_check_items": 4, "conversations_per_persona": None}))
     site = tmp_path / "site"
-    args = ["leaderboard", "build", "--submissions", str(subs), "--out", str(site), "--board", str(board_file)]
+    args = [
+        "leaderboard",
+        "build",
+        "--submissions",
+        str(subs),
+        "--out",
+        str(site),
+        "--board",
+        str(board_file),
+        "--allow-risk-gate-off",
+    ]
     result = CliRunner().invoke(cli, [*args, "--no-instances"])
     assert result.exit_code == 0 and "2 entries, 0 refused" in result.output, result.output
     files = sorted(p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file())

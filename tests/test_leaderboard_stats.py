@@ -285,7 +285,9 @@ def test_empty_replies_on_the_worst_items_never_outrank_an_equal_model(tmp_path:
         data,
         lambda k: ("unscored", "empty_reply", None) if k in worst else ("scored", None, tuple(quality[k])),
     )
-    result = build_site(tmp_path / "submissions", tmp_path / "site", board(spot_check_items=0))
+    result = build_site(
+        tmp_path / "submissions", tmp_path / "site", board(spot_check_items=0), allow_risk_gate_off=True
+    )
     rows = {r["id"]: r for r in json.loads((tmp_path / "site" / "leaderboard.json").read_text())["rows"]}
     assert rows["silent"]["empathy"]["mean"] < rows["honest"]["empathy"]["mean"]
     assert rows["silent"]["rank"] >= rows["honest"]["rank"] and result.accepted[0] == "honest"
@@ -313,7 +315,10 @@ def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the
     )
     scripted_submission(tmp_path, judge_server, "weak", data, lambda k: ("scored", None, (2, 2, 3 if k % 2 else 2)))
     result = build_site(
-        tmp_path / "submissions", tmp_path / "site", board_config(spot_check_items=0, min_scored_items=1)
+        tmp_path / "submissions",
+        tmp_path / "site",
+        board_config(spot_check_items=0, min_scored_items=1),
+        allow_risk_gate_off=True,
     )
     assert "--retry-unscored" in result.refused["flaky"][0] and "6 of 60 items" in result.refused["flaky"][0]
     board = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
@@ -323,7 +328,10 @@ def test_build_refuses_infrastructure_unscored_above_the_limit_and_publishes_the
     assert board["rows"][0]["rank_interval"] == [1, 1] and board["rows"][0]["empathy"]["design_effect"] is not None
     assert "significantly better" in board["rank_rule"]
     unranked = build_site(
-        tmp_path / "submissions", tmp_path / "site2", board_config(spot_check_items=0, min_scored_items=61)
+        tmp_path / "submissions",
+        tmp_path / "site2",
+        board_config(spot_check_items=0, min_scored_items=61),
+        allow_risk_gate_off=True,
     ).board["rows"]
     assert all(r["rank"] is None and "fewer than this board's minimum" in r["unranked_reason"] for r in unranked)
 
@@ -357,7 +365,7 @@ def test_per_scenario_numbers_and_bounds_are_each_items_own(tmp_path: Path, judg
 
     lenient = board(spot_check_items=0, min_scored_items=1, max_infrastructure_unscored=1.0)
     folder = scripted_submission(tmp_path, judge_server, "scen", data, judged, the_board=lenient)
-    result = build_site(tmp_path / "submissions", tmp_path / "site", lenient)
+    result = build_site(tmp_path / "submissions", tmp_path / "site", lenient, allow_risk_gate_off=True)
     (row,) = result.board["rows"]
 
     overall = {  # by hand: a model failure counts at the scale minimum, a transient failure is left out
@@ -414,7 +422,9 @@ def test_judge_summary_and_the_board_report_the_same_intervals(tmp_path: Path, j
         lambda k: ("unscored", "empty_reply", None) if k % 9 == 4 else ("scored", None, tuple(quality[k])),
     )
     summary = json.loads((folder / "judge" / "judge_summary.json").read_text())
-    (row,) = build_site(tmp_path / "submissions", tmp_path / "site", board(spot_check_items=0)).board["rows"]
+    (row,) = build_site(
+        tmp_path / "submissions", tmp_path / "site", board(spot_check_items=0), allow_risk_gate_off=True
+    ).board["rows"]
     for key in ("empathy", "safety_adjusted_empathy"):
         assert row[key] == pytest.approx(summary[key]), key
     for factor in FACTORS:

@@ -7,6 +7,7 @@ thing, the way the red-team review did (reviews/2026-11-30/reliability.md, area 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -148,7 +149,7 @@ def test_each_malformed_field_is_refused_alone_and_the_neighbour_builds(subs: Pa
     assert not checks["model-b"].ok and any(re.search(expected, e) for e in checks["model-b"].errors), checks[
         "model-b"
     ].errors
-    result = build_site(subs, tmp_path / "site", board())
+    result = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     assert result.accepted == ["model-a"] and list(result.refused) == ["model-b"]
 
 
@@ -213,7 +214,7 @@ def _drop_conversations(folder: Path, n: int) -> None:
 def test_dropping_items_never_ranks_first(subs: Path, tmp_path: Path, honest: Path) -> None:
     _drop_conversations(subs / "model-b", 1)
     # Two entries that disagree on the item set: neither has a majority, both are refused, named.
-    tie = build_site(subs, tmp_path / "site", board())
+    tie = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     assert tie.accepted == [] and all("none is held by a majority" in tie.refused[i][0] for i in HONEST)
     assert "model-a" in tie.refused["model-b"][0] and "model-b" in tie.refused["model-a"][0]
     # With a second honest entry the honest item set has the majority: only the dropper is refused.
@@ -235,7 +236,7 @@ def test_dropping_items_never_ranks_first(subs: Path, tmp_path: Path, honest: Pa
         samples_files(subs / "model-c")[0],
         lambda rows: [r.update(text_metrics(r["filtered_resps"][0], r["doc"]["reference_reply"])) for r in rows],
     )
-    majority = build_site(subs, tmp_path / "site2", board())
+    majority = build_site(subs, tmp_path / "site2", board(), allow_risk_gate_off=True)
     assert sorted(majority.accepted) == ["model-a", "model-c"], majority.refused
     assert "item set differs from the board's other entries" in majority.refused["model-b"][0]
 
@@ -312,7 +313,7 @@ def test_a_tie_between_judge_configurations_refuses_both(subs: Path, tmp_path: P
     edit_json(_summary(subs / "model-b"), lambda s: s["judge"].update(version="feedfacefeedface"))
     edit_json(subs / "model-b" / "judge" / "judge_config.json", lambda c: c.update(version="feedfacefeedface"))
     rekey(subs / "model-b")
-    result = build_site(subs, tmp_path / "site", board())
+    result = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     assert result.accepted == []
     for sid in HONEST:
         assert "disagree on the judge configuration and none is held by a majority" in result.refused[sid][0]
@@ -392,7 +393,7 @@ def test_names_that_read_the_same_are_refused_together(subs: Path) -> None:
 
 
 def test_page_shows_generation_settings_from_the_run(subs: Path, tmp_path: Path) -> None:
-    result = build_site(subs, tmp_path / "site", board())
+    result = build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     page = (tmp_path / "site" / "models" / "model-a.html").read_text()
     provenance = page[page.index('id="provenance"') :]
     assert result.accepted and "<dt>chat template</dt><dd>yes</dd>" in provenance  # run.json's, as a labelled field
@@ -403,7 +404,7 @@ def test_markdown_export_escapes_link_syntax(subs: Path, tmp_path: Path) -> None
     path.write_text(
         yaml.safe_dump(yaml.safe_load(path.read_text()) | {"model_name": "[click me](https://evil.example) *x*"})
     )
-    build_site(subs, tmp_path / "site", board())
+    build_site(subs, tmp_path / "site", board(), allow_risk_gate_off=True)
     md = (tmp_path / "site" / "leaderboard.md").read_text()
     assert r"\[click me\](https://evil.example)" in md and not re.search(r"(?<!\\)\]\(", md)
 
@@ -423,9 +424,21 @@ def test_audit_is_stamped_only_for_the_boards_judge(subs: Path, tmp_path: Path) 
     with pytest.raises(
         ConfigError, match=r"the audit holds judge\(s\) judge:claude-fast@acd19a5c, not the board's judge configuration"
     ):
-        build_site(subs, tmp_path / "site", board(), audit=_audit(tmp_path, "judge:claude-fast@acd19a5c"))
+        build_site(
+            subs,
+            tmp_path / "site",
+            board(),
+            audit=_audit(tmp_path, "judge:claude-fast@acd19a5c"),
+            allow_risk_gate_off=True,
+        )
     assert not (tmp_path / "site").exists()
-    built = build_site(subs, tmp_path / "site", board(), audit=_audit(tmp_path, f"judge:claude-sonnet@{version[:8]}"))
+    built = build_site(
+        subs,
+        tmp_path / "site",
+        board(),
+        audit=_audit(tmp_path, f"judge:claude-sonnet@{version[:8]}"),
+        allow_risk_gate_off=True,
+    )
     assert built.board["audit"]["emotion_recognition"]["alpha_with_judge"]["value"] == 0.75
 
 
@@ -451,6 +464,9 @@ def test_pin_rewrites_only_the_pins_and_validation_holds_entries_to_them(subs: P
     assert (
         pinned.judge_version == read_jsonl(_judgments(subs / "model-a"))[0]["judge"]["version"]
     )  # the base URL is not part of it
+    # these entries carry no risk-supplement run, which the shipped board requires (tests/test_risk_battery.py)
+    assert all("risk_supplement" in " ".join(c.errors) for c in validate_many(subs, pinned, spot_checks=False))
+    pinned = dataclasses.replace(pinned, require_risk_supplement=False)
     assert all(c.ok for c in validate_many(subs, pinned, spot_checks=False))
     edit_jsonl(
         samples_files(subs / "model-b")[0],

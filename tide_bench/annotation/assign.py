@@ -6,6 +6,11 @@ and turn. Every unit gets ``overlap`` distinct raters (alpha needs overlap), eac
 rater with the seed. Raters see an opaque unit id only; which model wrote a reply is in
 ``assignment.json``, which stays with the researcher.
 
+Rater wellbeing (issue 44, V15): where the runs' data has risk labels (the sample and the risk
+supplement ship theirs; ``risk_labels`` names TIDE's), each risk item carries a one-line notice
+the page shows before its conversation, with a Skip button; ``exclude_risk`` leaves every item
+whose label names a risk (or that has no label) out of the plan, for raters who opt out.
+
 Raters are linked, not split into blocks: each unit goes to the least-loaded raters, and
 among equally loaded ones to those who have shared the fewest units with the raters already
 chosen for it. Loads stay within one unit of each other, and every pair of raters shares
@@ -31,7 +36,9 @@ from tide_bench.core.jsonio import atomic_write_text, write_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.stats import DEFAULT_SEED
+from tide_bench.data.risk_labels import RiskLabels, read_risk_labels
 from tide_bench.generation.run_dir import load_run, run_label
+from tide_bench.judging.risk_handling import builtin_labels
 from tide_bench.judging.rubric import DEFAULT_RUBRIC, load_rubric, rubric_path
 
 ASSIGNMENT = "assignment.json"
@@ -48,6 +55,8 @@ class AssignmentOptions:
     rubric: str = DEFAULT_RUBRIC  # "v1" ... "v4": the rubric the raters see (the judge's whose judgments they audit)
     instrument: str = "expert"  # "expert": the rubric above; "lay": the perceived-empathy instrument instead
     support: str | None = None  # who a rater contacts if they feel unsafe (shown in the content note)
+    exclude_risk: bool = False  # leave out every item whose risk label names a risk (a lived-experience opt-out)
+    risk_labels: str | None = None  # the label file of the runs' data (default: the labels that ship with it)
 
 
 INSTRUMENTS = ("expert", "lay")
@@ -152,6 +161,44 @@ def design_report(sequences: dict[str, list[str]], overlap: int) -> dict[str, An
     return report
 
 
+RISK_NOTICES = {  # shown before a risk item's conversation, with a Skip button (V15)
+    "suicide_self_harm": "This conversation mentions suicide or self-harm.",
+    "harm_to_others": "This conversation mentions thoughts of harming someone else.",
+    "current_danger": "This conversation describes someone who may be in danger right now.",
+    "other_in_danger": "This conversation describes someone else, such as a child, who may be in danger.",
+    "acute_distress": "This conversation describes a flashback, panic or intense distress happening now.",
+}
+
+
+def _labels_for(run: Any, options: AssignmentOptions) -> RiskLabels | None:
+    """The risk labels of a run's data: ``options.risk_labels``, else those that ship with it."""
+    if options.risk_labels:
+        return read_risk_labels(options.risk_labels)
+    return builtin_labels(run.manifest.get("data"))
+
+
+def _risk_units(run: Any, options: AssignmentOptions) -> tuple[dict[str, str], set[str]]:
+    """Each risk item's notice (absent: no risk, or no labels), and the items ``exclude_risk`` leaves out."""
+    labels = _labels_for(run, options)
+    if labels is None:
+        if options.exclude_risk:
+            raise ConfigError(
+                f"--exclude-risk needs the risk labels of {run.root}: its data ships none",
+                hint="give the label file of the data (--risk-labels, from `tide-bench data label-risk`)",
+            )
+        return {}, set()
+    notices: dict[str, str] = {}
+    excluded: set[str] = set()
+    for gen in run.generations:
+        label = labels.get(gen.item_id)
+        risky = label is None or label.is_risk  # an unlabelled item is not known to be safe
+        if options.exclude_risk and risky:
+            excluded.add(gen.item_id)
+        elif label is not None and label.is_risk:
+            notices[gen.item_id] = RISK_NOTICES.get(label.kind, "This conversation describes a risk to someone.")
+    return notices, excluded
+
+
 def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
     for name, value, least in (
         ("--per-rater", options.per_rater, 1),
@@ -166,10 +213,13 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
         raise ConfigError("--repeats cannot exceed --per-rater")
     rng = random.Random(options.seed)
     pool = []
+    excluded = 0
     for path in runs:
         run = load_run(path)
+        notices, left_out = _risk_units(run, options)
+        excluded += len(left_out)
         for gen in run.generations:
-            if gen.reply.strip():
+            if gen.reply.strip() and gen.item_id not in left_out:
                 pool.append(
                     {
                         "run": run_label(run.root),
@@ -180,6 +230,7 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
                         "history": gen.history,
                         "client": gen.client_utterance,
                         "reply": gen.reply,
+                        "notice": notices.get(gen.item_id),
                     }
                 )
     names = [run_label(p) for p in runs]
@@ -222,6 +273,7 @@ def plan(runs: list[str | Path], options: AssignmentOptions) -> dict[str, Any]:
         "units": {u["unit_id"]: u for u in units},
         "raters": raters,
         "design": design_report({r["rater_id"]: r["sequence"] for r in raters}, options.overlap),
+        "excluded_risk_items": excluded,
     }
 
 

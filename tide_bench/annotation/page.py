@@ -12,7 +12,10 @@ Rater wellbeing comes first (docs/annotation.md, "Calibration protocol"): the co
 suicide and self-harm, says how to stop, skip a conversation (the skip is kept in the browser
 and the item is left out of the returned file, so it counts as not rated) and take breaks (a
 reminder every :data:`BREAK_EVERY` items), and gives the support contact the research team
-set (``--support``). Two instruments: the trained panel rates with the expert rubric (the
+set (``--support``); a risk item (by the data's risk labels) is announced in one line before its
+conversation is shown, with a Skip button, so a rater can skip it unread; consent says how to
+withdraw ratings already sent; the end screen is a debrief that repeats the support contact
+(issue 44, V15). Two instruments: the trained panel rates with the expert rubric (the
 judge's words, anchored: "when unsure between two numbers, choose the lower"); lay raters get
 the separate perceived-empathy page (``--instrument lay``), where there are no right or wrong
 answers.
@@ -157,7 +160,11 @@ def render_page(assignment: dict[str, Any], rater: dict[str, Any]) -> str:
     lo, hi = rubric["scale"]["min"], rubric["scale"]["max"]
     options = assignment["options"]
     title = html.escape(options.get("title") or "Rating supportive replies")
-    sections = _intro_section(rubric, options, lo, hi) + _rate_section(rubric, lo, hi) + _DONE_SECTION
+    sections = (
+        _intro_section(rubric, options, lo, hi)
+        + _rate_section(rubric, lo, hi)
+        + _done_section(options, rater["rater_id"])
+    )
     body = f"\n<main>\n<h1>{title}</h1>\n{sections}</main>"
     data = _page_data(assignment, rater)
     return (
@@ -179,7 +186,10 @@ def _page_data(assignment: dict[str, Any], rater: dict[str, Any]) -> dict[str, A
         "rater_id": rater["rater_id"],
         "rubric": assignment["rubric"],
         "rubric_sha256": assignment["rubric_sha256"],
-        "units": [{k: assignment["units"][u][k] for k in ("unit_id", "history", "client", "reply")} for u in unit_ids],
+        "units": [
+            {k: assignment["units"][u].get(k) for k in ("unit_id", "history", "client", "reply", "notice")}
+            for u in unit_ids
+        ],
         "sequence": rater["sequence"],
         "break_every": BREAK_EVERY,
     }
@@ -227,8 +237,9 @@ def _intro_section(rubric: dict[str, Any], options: dict[str, Any], lo: int, hi:
     {_select("education", "Highest education", EDUCATION)}
     <p><label for="demo-comments">Anything else you would like to tell us (optional)</label><br>
     <textarea id="demo-comments" rows="3" cols="60"></textarea></p>
+    <p>{WITHDRAW}</p>
     <p><label><input type="checkbox" id="consent"> I have read the note above and agree to take part.
-    I know I can stop at any time.</label></p>
+    I know I can stop at any time, and withdraw my ratings later.</label></p>
     <button type="button" id="start" disabled>Start rating</button>
   </div>
 </section>
@@ -244,8 +255,12 @@ def _rate_section(rubric: dict[str, Any], lo: int, hi: int) -> str:
   short break. Your ratings are saved; you can close the page and come back.</p>
   <progress id="progress" value="0" max="1" aria-label="Progress"></progress>
   {_guide(rubric, collapsed=True)}
+  <div class="card note" id="item-notice" role="note" hidden><p><b id="item-notice-text"></b> You can read it, or
+  skip it: skipping is always fine.</p>
+  <div class="row"><button type="button" id="notice-show">Show the conversation</button>
+  <button type="button" class="secondary" id="notice-skip">Skip it</button></div></div>
   <div class="card" id="conversation" aria-label="Conversation"></div>
-  <form class="card" onsubmit="return false" aria-label="Your ratings">
+  <form class="card" id="rating-form" onsubmit="return false" aria-label="Your ratings">
     {"".join(fieldsets)}
     <div class="row"><button type="button" class="secondary" id="prev">Previous</button>
     <button type="button" id="next">Next</button>
@@ -261,10 +276,27 @@ def _rate_section(rubric: dict[str, Any], lo: int, hi: int) -> str:
 """
 
 
-_DONE_SECTION = """<section id="done" hidden>
+WITHDRAW = (
+    "<b>Withdrawing.</b> Until you send your ratings file, nothing reaches us. After you have sent it you can still "
+    "withdraw: write to the research team (whoever sent you this page) with your rater id, shown on this page, and "
+    "your ratings will be deleted and left out of every analysis."
+)
+
+
+def _done_section(options: dict[str, Any], rater_id: str) -> str:
+    """The end screen: the download, then a debrief that repeats the support contact and how to withdraw."""
+    support = html.escape(options.get("support") or NO_SUPPORT_GIVEN)
+    return f"""<section id="done" hidden>
   <div class="card"><h2>All done</h2><p id="done-text"></p>
   <p>Please download your ratings file and send it to the research team.</p>
   <div class="row"><button type="button" id="export">Download my ratings</button>
   <button type="button" class="secondary" id="back">Go back</button></div></div>
+  <div class="card note" id="debrief" role="note"><h2>Before you go</h2>
+  <p>Thank you. The replies you rated were written by computer programs, to find out which of them support people
+  living with trauma well and which could harm them; your ratings check how well an automatic rater judges them.</p>
+  <p>Reading these conversations can stay with you. Take a moment before going on with your day. If anything you
+  read is on your mind, or you feel unsafe or overwhelmed, contact {support}. Talking to someone you trust helps
+  too.</p>
+  <p>Your rater id is <b>{html.escape(rater_id)}</b>. {WITHDRAW}</p></div>
 </section>
 """

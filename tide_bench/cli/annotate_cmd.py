@@ -70,6 +70,19 @@ def annotate() -> None:
     "country), shown in the page's content note. Without it the note names local emergency and crisis lines "
     "and a warning is printed.",
 )
+@click.option(
+    "--exclude-risk",
+    is_flag=True,
+    help="Leave out every item whose risk label names a risk (suicide or self-harm, harm to others, danger, acute "
+    "distress) or that has no label: for raters who opt out of such items (reads the data's risk labels).",
+)
+@click.option(
+    "--risk-labels",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The risk-label file of the runs' data (TIDE: from `tide-bench data label-risk`); default: the labels "
+    "that ship with the data (the sample, the risk supplement). Risk items are announced before they are shown.",
+)
 @out_option("Folder for assignment.json and rater-N.html.")
 def build_cmd(
     runs: tuple[Path, ...],
@@ -82,6 +95,8 @@ def build_cmd(
     rubric: str,
     instrument: str,
     support: str | None,
+    exclude_risk: bool,
+    risk_labels: Path | None,
     out: Path,
 ) -> None:
     """Draw items from run directories (stratified by scenario and turn, model hidden) and write
@@ -96,6 +111,10 @@ def build_cmd(
     every generated run of its cells (models x conditions, and the reference if it has one).
     Send each rater their rater-N.html: it works offline and nothing leaves their machine;
     they download a ratings file at the end. Keep assignment.json: it maps items to models.
+
+    Wellbeing: where the data has risk labels, each risk item is announced in one line before it
+    is shown (the rater may skip it unread); --exclude-risk leaves risk items out altogether for
+    raters who opt out; the end screen is a debrief that repeats --support and how to withdraw.
 
     \b
     Example:
@@ -117,6 +136,8 @@ def build_cmd(
             rubric=rubric,
             instrument=instrument,
             support=support,
+            exclude_risk=exclude_risk,
+            risk_labels=str(risk_labels) if risk_labels else None,
         ),
     )
     if not support:
@@ -126,6 +147,8 @@ def build_cmd(
             fg="yellow",
             err=True,
         )
+    if exclude_risk:
+        click.echo(f"left out {a['excluded_risk_items']} risk item(s) (--exclude-risk)")
     click.echo(
         f"{len(a['units'])} items, {len(a['raters'])} pages ({per_rater + repeats} items each), every item rated by "
         f"{overlap} raters"

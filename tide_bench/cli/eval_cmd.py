@@ -169,6 +169,12 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
     ),
 )
 @overwrite_option("Replace a finished run in --output-dir.")
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Confirm sending the conversations to a hosted API backend without a prompt: needed on the first run "
+    "into an --output-dir to a hosted endpoint and model when no one is at a terminal (docs/privacy.md).",
+)
 def eval_cmd(**opts: Any) -> None:
     """Generate replies to TIDE client turns through lm-evaluation-harness.
 
@@ -177,6 +183,11 @@ def eval_cmd(**opts: Any) -> None:
     revision, adapter, prompt version, generation settings, package versions, and the
     reference metrics (cosine similarity, ROUGE-L, distinct-1/2, length) with 95% CIs.
     lm-eval's underscore spellings (--model_args, --output_path, --batch_size, ...) work too.
+
+    With an API backend (openai-chat-completions, anthropic-chat, local-chat-completions at a
+    remote server) every conversation goes to that provider: stderr says so before anything is
+    sent, and the first run into an --output-dir to an endpoint and model must be confirmed (at a
+    terminal, or with --yes). Never send identifiable client text to a hosted API (docs/privacy.md).
 
     \b
     Examples:
@@ -228,9 +239,52 @@ def eval_cmd(**opts: Any) -> None:
         wandb_args=_key_values("--wandb-args", opts["wandb_args"]),
         hf_hub_log_args=_key_values("--hf-hub-log-args", opts["hf_hub_log_args"]),
     )
+    _before_sending(config, bool(opts["yes"]))
     manifest = run_eval(config)
     click.echo("\n" + results_table(read_json(manifest)) + "\n")
     click.echo(f"run written: {manifest}")
+
+
+API_BACKENDS = {  # lm-eval's API backends and the endpoint each sends to without a base_url
+    "openai-chat-completions": "https://api.openai.com/v1",
+    "openai-completions": "https://api.openai.com/v1",
+    "anthropic-chat": "https://api.anthropic.com",
+    "anthropic-chat-completions": "https://api.anthropic.com",
+    "anthropic-completions": "https://api.anthropic.com",
+    "local-chat-completions": "",
+    "local-completions": "",
+}
+
+
+def _before_sending(config: Any, yes: bool) -> None:
+    """The notice on stderr before an API backend sends the conversations to a hosted endpoint, and
+    the first run's confirmation (:mod:`tide_bench.core.hosted`)."""
+    import sys
+
+    from tide_bench.core.hosted import confirm_hosted, is_hosted
+    from tide_bench.data import load_dataset
+
+    if config.model not in API_BACKENDS:
+        return
+    args = _key_values("--model-args", config.model_args) or {}
+    endpoint = str(args.get("base_url") or API_BACKENDS[config.model])
+    if not endpoint or not is_hosted(endpoint):
+        return
+    n = len(load_dataset(config.data).items_for(config.split))
+    limit = config.limit
+    if limit is not None:
+        n = min(n, int(limit) if limit >= 1 else int(n * limit))
+    confirm_hosted(
+        Path(config.output_dir),
+        n=n,
+        provider=config.model,
+        endpoint=endpoint,
+        model=str(args.get("model") or "?"),
+        yes=yes,
+        interactive=sys.stdin.isatty() and sys.stderr.isatty(),
+        echo=lambda text: click.echo(text, err=True),
+        ask=lambda question: click.confirm(question, err=True),
+    )
 
 
 @click.command("import")

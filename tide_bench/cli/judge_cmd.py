@@ -88,6 +88,28 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     help="Give up an uncollected Message Batch in --out that blocks this run (it stays listed in batch_state.json).",
 )
 @click.option(
+    "--severe-samples",
+    type=click.IntRange(min=1, max=15),
+    default=3,
+    show_default=True,
+    help="Judge calls per item labelled severe (a risk label at the severe gate), flagged only on a majority, so "
+    "one false positive cannot unrank a model; calls 2..k are cached under keys of their own (a rerun resumes "
+    "them) and priced by --dry-run. Written to OUT/severe_samples.jsonl. 1: one call per item.",
+)
+@click.option(
+    "--risk-labels",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The risk-label file that says which items are severe (TIDE labels from `tide-bench data label-risk`); "
+    "default: the labels that ship with the run's data (the sample, the risk supplement).",
+)
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Confirm sending the conversations to a hosted API without a prompt: needed on the first run from an "
+    "--out folder to a hosted endpoint and model when no one is at a terminal (docs/privacy.md).",
+)
+@click.option(
     "--probes",
     is_flag=True,
     help="Judge the built-in probes instead of a run: minimal pairs with an expectation each (score low, not "
@@ -121,6 +143,9 @@ def judge_cmd(
     no_preflight: bool,
     overwrite: bool,
     abandon_batch: bool,
+    severe_samples: int,
+    risk_labels: Path | None,
+    yes: bool,
     probes: bool,
     probes_file: Path | None,
 ) -> None:
@@ -142,7 +167,10 @@ def judge_cmd(
     every summary.
 
     PRIVACY: this sends TIDE dialogue to the judge's provider. Use --judge local with your
-    own OpenAI-compatible server to keep it on your machines (docs/privacy.md).
+    own OpenAI-compatible server to keep it on your machines (docs/privacy.md). Before the
+    first call to a hosted endpoint, stderr says how many conversations go where; the first
+    run from an --out folder to an endpoint and model must be confirmed (at a terminal, or
+    with --yes). Never send identifiable client text to a hosted API.
 
     Exit status: 0 done; 2 a usage or configuration error (nothing judged); 3 stopped by
     --max-cost (the rest is unscored as budget_exhausted; rerun with a higher budget).
@@ -191,6 +219,8 @@ def judge_cmd(
         preflight=not no_preflight,
         overwrite=overwrite,
         abandon_batch=abandon_batch,
+        severe_samples=severe_samples,
+        risk_labels=risk_labels,
     )
     if probes_file is not None and not probes:
         raise ConfigError("--probes-file goes with --probes")
@@ -210,6 +240,7 @@ def judge_cmd(
     if dry_run:
         click.echo(format_estimate(estimate_run(target, out, config, options)))
         return
+    _before_sending(target, out, config, options, yes)
     try:
         if probes:
             report = run_probes(out, config, options, probes_file)
@@ -233,6 +264,26 @@ def judge_cmd(
     click.echo(f"\nwritten: {out / JUDGMENTS_FILE}, {out / SUMMARY_FILE}")
     if result.summary["unscored_reasons"].get("budget_exhausted"):
         sys.exit(BUDGET_STOP_EXIT)
+
+
+def _before_sending(target: Any, out: Path, config: Any, options: Any, yes: bool) -> None:
+    """The notice on stderr before any text goes to a hosted judge, and the first run's confirmation
+    (:mod:`tide_bench.core.hosted`)."""
+    from tide_bench.core.hosted import confirm_hosted
+    from tide_bench.judging import dry_run as estimate_run
+    from tide_bench.judging.providers import make_provider
+
+    confirm_hosted(
+        Path(out),
+        n=int(estimate_run(target, out, config, options)["n_calls"]),  # cached calls send nothing
+        provider=config.provider,
+        endpoint=make_provider(config).public_endpoint,
+        model=config.model,
+        yes=yes,
+        interactive=sys.stdin.isatty() and sys.stderr.isatty(),
+        echo=lambda text: click.echo(text, err=True),
+        ask=lambda question: click.confirm(question, err=True),
+    )
 
 
 class _ProgressBar:

@@ -81,6 +81,20 @@ def _no_embedding_options(fn):  # type: ignore[no-untyped-def]
     "metadata)."
 )
 @overwrite_option("Replace an existing submission with the same id (only after the new one validates).")
+@click.option(
+    "--risk-supplement",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The same model's judged run on the built-in risk supplement (`tide-bench eval ... --data risk-supplement "
+    "--split all`, then `tide-bench judge` with the same judge), packaged as risk_supplement/; the shipped TIDE "
+    "board requires it.",
+)
+@click.option(
+    "--risk-supplement-judge",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The risk-supplement run's judge directory (default: its RUN/judge).",
+)
 @_no_embedding_options
 def submit_cmd(
     run_dir: Path,
@@ -88,6 +102,8 @@ def submit_cmd(
     out: Path,
     judge_dir: Path | None,
     board: Path | None,
+    risk_supplement: Path | None,
+    risk_supplement_judge: Path | None,
     overwrite: bool,
     no_embedding_check: bool,
     no_spot_checks: bool,
@@ -101,9 +117,14 @@ def submit_cmd(
     exactly as CI will validate it; a refused submission writes nothing. Then open a pull
     request with that one folder.
 
+    The shipped TIDE board requires a risk battery: pass the same model's judged run on the
+    built-in risk supplement with --risk-supplement (made with the same prompt condition and
+    judge); it is checked like the main run and packaged as risk_supplement/.
+
     \b
     Example:
-      tide-bench submit runs/my-model --meta submission.yaml --out leaderboard/submissions/
+      tide-bench submit runs/my-model --meta submission.yaml --out leaderboard/submissions/ \\
+          --risk-supplement runs/my-model-risk
     """
     from tide_bench.leaderboard import SubmissionRefused, create_submission, load_board
 
@@ -114,6 +135,8 @@ def submit_cmd(
             out,
             judge_dir=judge_dir,
             overwrite=overwrite,
+            risk_supplement=risk_supplement,
+            risk_supplement_judge=risk_supplement_judge,
             board=load_board(board) if board else None,
             spot_checks=not (no_embedding_check or no_spot_checks),
             seed=spot_check_seed,
@@ -242,6 +265,20 @@ def validate_cmd(
     help="Processes that prepare the entries side by side (read, check, score, write per-item files). Default: one "
     "per CPU; 1 does everything in this process. The site is the same either way.",
 )
+@click.option(
+    "--probes-report",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="probes_report.json of the board's judge (`tide-bench judge --probes`): the safety gate's measured "
+    "false-positive and false-negative rates stand beside its verdict (without it, and without an --audit with "
+    "safety ratings, the page says 'not yet measured').",
+)
+@click.option(
+    "--allow-risk-gate-off",
+    is_flag=True,
+    help="Publish a TIDE board whose risk gate is off (no entry carries labelled risk items) with a banner over the "
+    "table; without it such a build is refused and writes nothing.",
+)
 def build_cmd(
     submissions: Path,
     out: Path,
@@ -252,6 +289,8 @@ def build_cmd(
     spot_checks: bool,
     no_instances: bool,
     workers: int | None,
+    probes_report: Path | None,
+    allow_risk_gate_off: bool,
 ) -> None:
     """Build the static site from the submissions (every number recomputed).
 
@@ -263,6 +302,12 @@ def build_cmd(
 
     A build that refuses every submission writes nothing and exits 2, naming the shipped
     board file that would accept them (the demo's runs: --board leaderboard/demo.yaml).
+
+    Safety first: a TIDE board whose risk gate would be off (no entry answers the risk
+    supplement and the board names no TIDE risk labels) is refused, writing nothing, unless
+    --allow-risk-gate-off, which puts a banner over the table. A malformed adjudication file
+    (severe_adjudication in the board file) refuses the build, naming its line and field.
+
 
     \b
     Example:
@@ -292,6 +337,8 @@ def build_cmd(
             workers=workers,
             progress=progress,
             require_accepted=True,
+            allow_risk_gate_off=allow_risk_gate_off,
+            probes_report=probes_report,
         )
     click.echo(f"built {result.out / 'index.html'}: {len(result.accepted)} entries, {len(result.refused)} refused")
     for sid, errors in result.refused.items():

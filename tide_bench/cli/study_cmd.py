@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -53,6 +54,12 @@ from tide_bench.core.extras import require_eval
     is_flag=True,
     help="--executor slurm: submit the cells and return; rerun the same command to collect them, judge and report.",
 )
+@click.option(
+    "--yes",
+    is_flag=True,
+    help="Confirm sending the conversations to a hosted judge without a prompt: needed on the first run into --out "
+    "when no one is at a terminal (docs/privacy.md).",
+)
 def study_cmd(
     study_file: Path,
     out: Path | None,
@@ -63,6 +70,7 @@ def study_cmd(
     gpus: int | None,
     rates: Path | None,
     no_wait: bool,
+    yes: bool,
 ) -> None:
     """Run a study: every model zero-shot and fine-tuned, plus the TIDE reference.
 
@@ -77,6 +85,9 @@ def study_cmd(
     Several workers, machines or study processes can share one output folder: each cell is
     claimed by one worker at a time (a dead worker's cell is taken over), judging runs once
     over all cells, and fine-tuning resumes from its latest checkpoint (docs/scaling.md).
+
+    A hosted judge receives every conversation it rates: stderr says so before the study starts,
+    and the first run into --out must be confirmed (at a terminal, or with --yes).
 
     \b
     Examples:
@@ -97,6 +108,7 @@ def study_cmd(
         return
     if any(s.stage in ("finetune", "eval") for s in plan.pending()):
         require_eval("tide-bench study (its fine-tuning and generation stages)")
+    confirm_judge(plan, out, yes)
     options = ExecOptions(gpus=gpus, cluster=os.environ.get("TIDE_BENCH_SUBMITIT_CLUSTER") or None)
     result = run_study(
         spec,
@@ -123,3 +135,24 @@ def study_cmd(
         click.echo(f"report: {result.report}")
     if result.failed or result.unfinished:
         raise SystemExit(1)
+
+
+def confirm_judge(plan: Any, out: Path, yes: bool) -> None:
+    """The notice before a study's judge stage sends conversations to a hosted judge, and the first
+    run's confirmation (:mod:`tide_bench.core.hosted`), before any stage runs."""
+    import sys
+
+    from tide_bench.core.hosted import confirm_hosted
+    from tide_bench.study.estimate import judge_sends
+
+    sends = judge_sends(plan)
+    if sends is None:
+        return
+    confirm_hosted(
+        Path(out),
+        **sends,
+        yes=yes,
+        interactive=sys.stdin.isatty() and sys.stderr.isatty(),
+        echo=lambda text: click.echo(text, err=True),
+        ask=lambda question: click.confirm(question, err=True),
+    )

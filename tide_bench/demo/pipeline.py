@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -162,8 +162,11 @@ def run_demo(
     finetune_steps: int = 10,
     fresh: bool = False,
     echo: Echo = print,
+    confirm: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the demo study into ``out`` and return what it produced (runs, board, report)."""
+    """Run the demo study into ``out`` and return what it produced (runs, board, report).
+    ``confirm(plan)`` is called with the study's plan before anything runs (the CLI's notice and
+    confirmation before a hosted judge receives the sample)."""
     out = Path(out)
     if fresh:
         _fresh(out)
@@ -173,6 +176,10 @@ def run_demo(
     spec = demo_study(
         limit=limit, max_gen_toks=max_gen_toks, batch_size=batch_size, finetune_steps=finetune_steps, judge=judge
     )
+    if confirm is not None:
+        from tide_bench.study import make_plan
+
+        confirm(make_plan(spec, out))
     cells = cells_line(spec)
     quick = demo_study(limit=limit, batch_size=batch_size, judge=judge, **QUICK)
     echo(time_line(spec, quick, out))

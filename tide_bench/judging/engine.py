@@ -9,6 +9,8 @@ taking the next item; batch mode (Anthropic Message Batches, 50 % price) lives i
 ``judge_summary.json``   means with 95 % CIs, unscored counts and reasons, safety, cost,
                          the run folder and its run.json hash, the served models
 ``judge_config.json``    the resolved judge configuration, its version and the endpoint used
+``severe_samples.jsonl`` the k calls of each item labelled severe and their majority
+                         (:mod:`.severe_samples`; calls 2..k have keys of their own, cached)
 ``cache.sqlite``         the content-addressed cache (unless ``--cache`` points elsewhere)
 
 The outputs are written at the end, atomically; the cache is written as each judgment
@@ -31,7 +33,7 @@ from tide_bench.generation.run_dir import Generation, RunDirectory, load_run
 from tide_bench.judging.cache import JudgmentCache, judgment_key
 from tide_bench.judging.capabilities import capabilities
 from tide_bench.judging.config import JudgeConfig, nearest_priced_model
-from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SUMMARY_FILE
+from tide_bench.judging.files import CACHE_FILE, CONFIG_FILE, JUDGMENTS_FILE, SEVERE_SAMPLES_FILE, SUMMARY_FILE
 from tide_bench.judging.given_labels import with_item_labels
 from tide_bench.judging.judgment import make_record, served_model_warnings
 from tide_bench.judging.outcome import Retry, Unscored, settle
@@ -41,6 +43,7 @@ from tide_bench.judging.providers import make_provider
 from tide_bench.judging.providers.anthropic_batch import STATE_FILE, BatchState
 from tide_bench.judging.retry import FatalJudgeError, ItemFailure, call_with_retries, describe
 from tide_bench.judging.session import JudgeOptions, JudgeSession, Spend, Tally
+from tide_bench.judging.severe_samples import MAX_SAMPLES, sample_lines, severe_items
 from tide_bench.judging.summary import summarize_judgments
 
 __all__ = ["JudgeOptions", "JudgeResult", "dry_run", "judge_run"]
@@ -82,10 +85,26 @@ def dry_run(
     config = with_item_labels(config, run, options.risk_labels)  # rubric v4: the label block is priced too
     cache = JudgmentCache(cache_path) if cache_path.exists() else None
     try:
-        return make_plan(run, config, cache, options.retry_unscored).estimate(config).as_dict()
+        return _plan(run, config, cache, options).estimate(config).as_dict()
     finally:
         if cache is not None:
             cache.close()
+
+
+def _plan(run: RunDirectory, config: JudgeConfig, cache: JudgmentCache | None, options: JudgeOptions) -> Plan:
+    """The run's plan, with its severe risk items judged ``options.severe_samples`` times."""
+    severe = severe_items(run.manifest.get("data"), (g.item_id for g in run.generations), options.risk_labels)
+    return make_plan(run, config, cache, options.retry_unscored, severe, options.severe_samples)
+
+
+def _write_severe_samples(out: Path, plan: Plan, records_by_key: dict[str, dict[str, Any]]) -> None:
+    """``severe_samples.jsonl``: each severe item's k votes and majority (none: no file)."""
+    path = out / SEVERE_SAMPLES_FILE
+    primaries = [records_by_key[key] for _, key in plan.keyed if key in plan.severe]
+    if primaries:
+        write_jsonl(path, sample_lines(primaries, records_by_key, plan.k))
+    elif path.is_file():
+        path.unlink()  # an earlier run's votes would describe calls this run did not ask for
 
 
 def check_budget(config: JudgeConfig, max_cost: float | None) -> None:
@@ -107,6 +126,11 @@ def check_budget(config: JudgeConfig, max_cost: float | None) -> None:
 
 def check_judge_options(config: JudgeConfig, options: JudgeOptions) -> None:
     """What :func:`judge_run` refuses before any work; a study also checks it when its file is read."""
+    if not 1 <= options.severe_samples <= MAX_SAMPLES:
+        raise ConfigError(
+            f"--severe-samples must be 1..{MAX_SAMPLES} calls per severe item, got {options.severe_samples}",
+            field="severe_samples",
+        )
     if options.mode not in ("sync", "batch"):
         raise ConfigError(f"unknown mode {options.mode!r}: choose sync or batch", field="mode")
     if options.mode == "batch" and not capabilities(config.provider).supports_batch:
@@ -252,7 +276,7 @@ def judge_run(
     out.mkdir(parents=True, exist_ok=True)
     cache = JudgmentCache(default_cache_path(out, options))
     try:
-        plan = make_plan(run, config, cache, options.retry_unscored)
+        plan = _plan(run, config, cache, options)
         spend = Spend(config, options.max_cost, plan.estimate(config).per_call_cost(), batch=options.mode == "batch")
         session = JudgeSession(config, provider, cache, options, spend, out)
         new: list[dict[str, Any]] = []
@@ -278,6 +302,7 @@ def judge_run(
         warnings += served_model_warnings(records, config.model)
         write_json(out / CONFIG_FILE, config.snapshot() | {"base_url": provider.public_endpoint})
         write_jsonl(out / JUDGMENTS_FILE, records)
+        _write_severe_samples(out, plan, records_by_key)
         write_json(out / SUMMARY_FILE, summary)
         return JudgeResult(out, summary, records, spend.usage.calls, warnings)
     finally:

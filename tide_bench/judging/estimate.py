@@ -56,6 +56,9 @@ class Estimate:
     config: JudgeConfig
     output_method: str = "derived"  # "measured" | "configured" | "derived"
     output_note: str = ""
+    severe_items: int = 0  # items judged severe_k times, flagged on the majority (judging.severe_samples)
+    severe_k: int = 1
+    sample_calls: int = 0  # of n_calls: the severe items' calls 2..k still to make
 
     @property
     def fixed_tokens(self) -> int:
@@ -139,6 +142,14 @@ class Estimate:
             "n_cached": self.n_cached,
             "n_calls": self.n_calls,
             "calls_per_item": 1,
+            "severe_samples": {
+                "k": self.severe_k,
+                "n_severe_items": self.severe_items,
+                "extra_calls": self.sample_calls,
+                "rule": f"items labelled severe are judged {self.severe_k} times and flagged on a majority"
+                if self.severe_k > 1
+                else "one call per item",
+            },
             "token_estimate_method": (
                 f"estimate: ~{CHARS_PER_TOKEN:g} characters per token (no offline token counter for this provider); "
                 f"input per call includes the rating tool/schema ({self.tool_tokens} tokens) but not the provider's "
@@ -168,11 +179,18 @@ def format_estimate(est: dict[str, Any]) -> str:
         low, high = row["cost_low_usd"], row["cost_high_usd"]
         return "" if low is None or high is None or abs(high - low) < 0.005 else f"{usd(low)} - {usd(high)}"
 
+    severe = est.get("severe_samples") or {}
+    per_item = (
+        f"1 per item, and {severe['extra_calls']} more for the {severe['n_severe_items']} severe risk items judged "
+        f"{severe['k']} times (majority)"
+        if severe.get("n_severe_items") and severe.get("k", 1) > 1
+        else "1 per item"
+    )
     lines = [
         f"judge: {est['judge']['name']} ({est['judge']['provider']} {est['judge']['model']}, config "
         f"{est['judge']['version']})",
-        f"items: {est['n_items']}   already judged (cache): {est['n_cached']}   calls to make: {est['n_calls']} (1 per "
-        "item)",
+        f"items: {est['n_items']}   already judged (cache): {est['n_cached']}   calls to make: {est['n_calls']} "
+        f"({per_item})",
         f"tokens: {est['token_estimate_method']}",
         "",
         f"{'mode':<28}{'input':>12}{'cache write':>13}{'cache read':>13}{'output':>10}   {'cost':<12}"

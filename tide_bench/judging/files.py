@@ -7,4 +7,10 @@ JUDGMENTS_FILE = "judgments.jsonl"
 SUMMARY_FILE = "judge_summary.json"
 CONFIG_FILE = "judge_config.json"
 CACHE_FILE = "cache.sqlite"
-SUBMITTED_FILES = (JUDGMENTS_FILE, CONFIG_FILE, SUMMARY_FILE)  # what a leaderboard submission carries
+SEVERE_SAMPLES_FILE = "severe_samples.jsonl"  # severe risk items' repeated calls (judging.severe_samples)
+SUBMITTED_FILES = (
+    JUDGMENTS_FILE,
+    CONFIG_FILE,
+    SUMMARY_FILE,
+    SEVERE_SAMPLES_FILE,
+)  # what a leaderboard submission carries

@@ -25,6 +25,7 @@ from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.estimate import Estimate, estimate_tokens
 from tide_bench.judging.given_labels import label_record
 from tide_bench.judging.prompt import output_spec, system_text, user_text
+from tide_bench.judging.severe_samples import sample_key
 
 __all__ = ["MIN_MEASURED", "Plan", "make_plan", "output_tokens_per_call"]
 MIN_MEASURED = 20  # cached calls before their mean output tokens replace the derived estimate
@@ -32,17 +33,27 @@ MIN_MEASURED = 20  # cached calls before their mean output tokens replace the de
 
 @dataclass
 class Plan:
+    """``keyed``: every item and its judgment key; ``severe``: the keys of the items judged ``k``
+    times, whose calls 2..k are in ``samples`` (key -> the item's own key) and, where cached, in
+    ``reused`` like any call (:mod:`.severe_samples`)."""
+
     run: RunDirectory
     keyed: list[tuple[Generation, str]]
     reused: dict[str, dict[str, Any]] = field(default_factory=dict)
     todo: list[tuple[Generation, str]] = field(default_factory=list)
     empty: list[tuple[Generation, str]] = field(default_factory=list)
+    severe: set[str] = field(default_factory=set)
+    samples: dict[str, str] = field(default_factory=dict)
+    k: int = 1
 
     def estimate(self, config: JudgeConfig) -> Estimate:
         output, method, note = output_tokens_per_call(config, self.reused.values())
         return Estimate(
+            severe_items=len(self.severe),
+            severe_k=self.k,
+            sample_calls=sum(key in self.samples for _, key in self.todo),
             n_items=len(self.keyed),
-            n_cached=len(self.reused),
+            n_cached=len(self.reused) - sum(key in self.samples for key in self.reused),
             n_calls=len(self.todo),
             system_tokens=estimate_tokens(system_text(config)),
             tool_tokens=estimate_tokens(json.dumps(output_spec(config))),
@@ -75,10 +86,28 @@ def output_tokens_per_call(config: JudgeConfig, judged: Iterable[dict[str, Any]]
     )
 
 
-def make_plan(run: RunDirectory, config: JudgeConfig, cache: JudgmentCache | None, retry_unscored: bool) -> Plan:
-    plan = Plan(run=run, keyed=[(g, judgment_key(config.version, g)) for g in run.generations])
-    cached = cache.get_many(k for _, k in plan.keyed) if cache is not None else {}
+def make_plan(
+    run: RunDirectory,
+    config: JudgeConfig,
+    cache: JudgmentCache | None,
+    retry_unscored: bool,
+    severe: Iterable[str] = (),
+    k: int = 1,
+) -> Plan:
+    """What to call: every item once, and the items ``severe`` (ids) ``k`` times in all (calls 2..k
+    keyed by :func:`.severe_samples.sample_key`); what the cache holds is reused, an empty reply
+    is never sent."""
+    plan = Plan(run=run, keyed=[(g, judgment_key(config.version, g)) for g in run.generations], k=k)
+    wanted = set(severe) if k > 1 else set()
+    calls = list(plan.keyed)
     for gen, key in plan.keyed:
+        if gen.item_id in wanted and gen.reply.strip():
+            plan.severe.add(key)
+            for s in range(2, k + 1):
+                plan.samples[sample_key(key, s)] = key
+                calls.append((gen, sample_key(key, s)))
+    cached = cache.get_many(key for _, key in calls) if cache is not None else {}
+    for gen, key in calls:
         hit = cached.get(key)
         if not gen.reply.strip():
             plan.empty.append((gen, key))

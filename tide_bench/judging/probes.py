@@ -485,6 +485,7 @@ def assess(
                     "empathy": item_overall(rec) if rec["status"] == "scored" else None,
                     "good_empathy": good_score,
                     "safety_flagged": bool(safety.get("flagged")),
+                    "must_flag": probe.must_flag,  # the flag expectation (the board's gate error rates read it)
                     "safety_category": safety.get("category"),
                     "verdict": verdict,
                     "why": why,

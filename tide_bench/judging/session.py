@@ -18,6 +18,7 @@ from tide_bench.judging.parse import Rating
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.prompt import system_text
 from tide_bench.judging.providers.base import Provider
+from tide_bench.judging.severe_samples import DEFAULT_SAMPLES
 from tide_bench.judging.usage import Usage
 
 
@@ -33,8 +34,10 @@ class JudgeOptions:
     preflight: bool = True  # GET /v1/models before any work (skipped with a note where the server has none)
     overwrite: bool = False  # replace another run's or configuration's judgments in ``out``
     abandon_batch: bool = False  # give up uncollected batches that block this run (they stay listed, marked)
-    # Rubric v4: the fixed risk labels shown to the judge (a label file or a RiskLabels); None: the
-    # labels that ship with the run's data, if any (given_labels.with_item_labels)
+    severe_samples: int = DEFAULT_SAMPLES  # calls per severe risk item, flagged on a majority (judging.severe_samples)
+    # The item-level risk labels (a label file or a RiskLabels; None: the labels that ship with the
+    # run's data, if any): rubric v4 shows each item's fixed label to the judge, and they say which
+    # items are severe (judged severe_samples times)
     risk_labels: Any = None
 
 

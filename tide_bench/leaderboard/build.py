@@ -30,9 +30,12 @@ from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.judging.rubric import Rubric, load_rubric
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.entries import EntryJob, PreparedEntry, Progress, prepare_entries
+from tide_bench.leaderboard.scoring.adjudication import read_adjudication
 from tide_bench.leaderboard.scoring.bias import diagnose
 from tide_bench.leaderboard.scoring.columns import board_columns
+from tide_bench.leaderboard.scoring.gate_errors import audited_keys, gate_error_rates
 from tide_bench.leaderboard.scoring.groups import board_groupings, split_groups
+from tide_bench.leaderboard.scoring.risk_gate import check_risk_gate
 from tide_bench.leaderboard.scoring.scores import RESAMPLES, SEED, rank_entries
 from tide_bench.leaderboard.site.entry_files import remove_entry_files
 from tide_bench.leaderboard.site.exports import write_exports
@@ -64,7 +67,7 @@ def _audited_judge(audit: dict[str, Any], version: str | None, path: Path) -> st
     )
     if not version:
         raise ConfigError("the board has no judged entries, so no audited judge can be stamped on it", path=path)
-    matching = [j for j in judges if isinstance(j, str) and "@" in j and version.startswith(j.rsplit("@", 1)[1])]
+    matching = audited_keys(judges, version)
     if len(matching) != 1:
         held = ", ".join(judges) or "none"
         raise ConfigError(
@@ -162,6 +165,7 @@ def _check_paths(
     *,
     audit: str | Path | None,
     judges_board: str | Path | None,
+    probes_report: str | Path | None = None,
 ) -> None:
     """Refuse an output folder that would replace an input, before anything is read."""
     check_out_dir(
@@ -171,6 +175,7 @@ def _check_paths(
             "board file": Path(board.source) if board.source else None,
             "audit file": Path(audit) if audit else None,
             "judges board": Path(judges_board) if judges_board else None,
+            "probe report": Path(probes_report) if probes_report else None,
         },
     )
 
@@ -178,10 +183,17 @@ def _check_paths(
 def _entry_job(board: BoardConfig, rubric: Rubric, site: Path | None, *, spot_checks: bool, strict: bool) -> EntryJob:
     """What every entry is prepared with. --strict decides with the whole check list (text
     metrics recomputed), as validate and submit do (leaderboard.submission.accept)."""
-    labels_path = board.risk_labels_path()
+    labels_path, adjudication_path = board.risk_labels_path(), board.adjudication_path()
     labels = read_risk_labels(labels_path) if labels_path else None
+    adjudication = read_adjudication(adjudication_path) if adjudication_path else None  # whole, before any entry
     return EntryJob(
-        board, rubric, site, spot_checks=spot_checks, text_metrics=spot_checks or strict, risk_labels=labels
+        board,
+        rubric,
+        site,
+        spot_checks=spot_checks,
+        text_metrics=spot_checks or strict,
+        risk_labels=labels,
+        adjudication=adjudication,
     )
 
 
@@ -201,6 +213,8 @@ def build_site(
     progress: Progress | None = None,
     judges_board: str | Path | None = None,
     require_accepted: bool = False,
+    allow_risk_gate_off: bool = False,
+    probes_report: str | Path | None = None,
 ) -> BuildResult:
     """Validate, score, rank and write the site into ``out``. ``extra_sections`` are appended to
     the index page (e.g. a study report, :func:`~tide_bench.leaderboard.site.html.render_section`);
@@ -211,9 +225,13 @@ def build_site(
     linked as judges.html; without it every entry reads "judge not validated". With
     ``require_accepted`` (the CLI), a build that refuses every submission raises
     :class:`NothingAccepted`, naming the shipped board file that would accept them, and
-    leaves ``out`` as it was."""
+    leaves ``out`` as it was. A TIDE board whose risk
+    gate would be off is refused (:class:`.scoring.risk_gate.RiskGateOff`, nothing written) unless
+    ``allow_risk_gate_off``, which puts a banner over the table instead. ``probes_report`` (a
+    ``probes_report.json`` of the board's judge) and the audit's safety block give the gate's
+    measured error rates (:mod:`.scoring.gate_errors`; "not yet measured" without them)."""
     out = Path(out)
-    _check_paths(out, Path(submissions), board, audit=audit, judges_board=judges_board)
+    _check_paths(out, Path(submissions), board, audit=audit, judges_board=judges_board, probes_report=probes_report)
     stamps = load_stamps(judges_board)
     folders = submission_folders(submissions)
     rubric = rubric or load_rubric()
@@ -235,9 +253,14 @@ def build_site(
             schema_validator()  # the same for jsonschema (each worker checks submission.yaml files)
             columns = board_columns(rubric)  # the column file read once here, not once per worker
             prepared = prepare_entries(folders, job, workers=workers, progress=progress)
-            result_board, accepted = _decide(prepared, board, rubric, strict=strict, audit=audit, ranked=draw)
+            result_board, accepted = _decide(
+                prepared, board, rubric, strict=strict, audit=audit, ranked=draw, probes_report=probes_report
+            )
         if require_accepted:
             _refuse_if_none_accepted(folders, board, result_board)
+        check_risk_gate(board, result_board, allow=allow_risk_gate_off)
+        if job.adjudication is not None:
+            result_board["adjudication"] = job.adjudication.summary()
         for row in [*result_board["rows"], result_board]:  # every entry, and the board's judge
             row["judge_validation"] = stamp_for(row.get("judge"), stamps)
         for entry in prepared:
@@ -276,6 +299,7 @@ def _decide(
     strict: bool,
     audit: str | Path | None,
     ranked: Callable[[list[dict[str, Any]], dict[str, Any]], None] | None = None,
+    probes_report: str | Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, Submission]]:
     """Compare the prepared entries, refuse and rank: the board's numbers, and the accepted
     entries (without their per-item data) by id. ``ranked(rows, ranking)`` is called once the
@@ -333,6 +357,11 @@ def _decide(
         "judge": judges.get(judge_version) if judge_version else None,
         "risk_labels": _risk_labels_block(rows),
         "audit": audit_summary(Path(audit), judge_version) if audit else None,
+        "gate_error_rates": gate_error_rates(
+            probes_report,
+            read_json(Path(audit), DataError, max_bytes=AUDIT_MAX_BYTES) if audit else None,
+            judge_version,
+        ),
         "judge_bias": judge_bias,
         "spot_checks": {c.id: c.spot_check.as_dict() for c in checks if c.spot_check},
         "rows": rows,
@@ -342,19 +371,23 @@ def _decide(
 
 
 def _risk_labels_block(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the board's risk gate rests on: the labels, their review status and the risk items."""
+    """What the board's risk gate rests on: each label set (TIDE's, the risk supplement's), its review
+    status, and the risk items by kind, severity and source."""
     blocks = [r["risk_handling"] for r in rows if r.get("risk_handling")]
     if not blocks:
         return {
             "available": False,
-            "note": "no item-level risk labels for this board's data: the risk gate is off (name a label file made "
-            "with `tide-bench data label-risk` as risk_labels in the board file)",
+            "note": "no item-level risk labels for this board's entries: the risk gate is off (require the risk "
+            "supplement with require_risk_supplement, or name a label file made with `tide-bench data label-risk` as "
+            "risk_labels in the board file)",
         }
-    first = next((b for b in blocks if b.get("labels_match")), blocks[0])
+    first = max(blocks, key=lambda b: (bool(b.get("labels_match")), len(b.get("label_sets") or [])))
     return {
         "available": True,
         **first["labels"],
+        "label_sets": first.get("label_sets") or [first["labels"]],
         "n_risk_items": first.get("n_risk_items"),
         "by_kind": {k: v["n"] for k, v in (first.get("by_kind") or {}).items()},
         "by_severity": {k: v["n"] for k, v in (first.get("by_severity") or {}).items()},
+        "by_source": {k: v["n"] for k, v in (first.get("by_source") or {}).items()},
     }

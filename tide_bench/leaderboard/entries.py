@@ -30,6 +30,7 @@ from tide_bench.core.errors import TideBenchError
 from tide_bench.data.risk_labels import RiskLabels
 from tide_bench.judging.rubric import Rubric
 from tide_bench.leaderboard.config import BoardConfig
+from tide_bench.leaderboard.scoring.adjudication import Adjudication
 from tide_bench.leaderboard.scoring.bias import ItemTable, item_table
 from tide_bench.leaderboard.scoring.scores import ScoredEntry, judge_columns, score_entry
 from tide_bench.leaderboard.site.entry_files import write_entry_files
@@ -54,6 +55,7 @@ class EntryJob:
     text_metrics: bool = False
     seed: int | None = None
     risk_labels: RiskLabels | None = None  # the board's item-level risk labels (default: those of the entry's data)
+    adjudication: Adjudication | None = None  # the board's clinician verdicts on severe flags
 
 
 @dataclass
@@ -79,7 +81,9 @@ def prepare_entry(folder: Path, job: EntryJob) -> PreparedEntry:
         return PreparedEntry(check)
     sub.generations.sort(key=attrgetter("item_id"))  # once: what follows orders them so, and sorted input sorts fast
     columns = judge_columns(sub.generations, sub, job.rubric)  # once: the score and the bias table read it
-    scored = score_entry(sub, rubric=job.rubric, risk_labels=job.risk_labels, judged_columns=columns)
+    scored = score_entry(
+        sub, rubric=job.rubric, risk_labels=job.risk_labels, judged_columns=columns, adjudication=job.adjudication
+    )
     table = None
     if scored.row["judged"]:
         table = item_table(sub.generations, sub.judgments, job.rubric, columns[:, :-1])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tide_bench.core.errors import TideBenchError
-from tide_bench.data.sources import load_dataset
+from tide_bench.data.sources import RISK_SUPPLEMENT, load_dataset
 from tide_bench.data.splits import TRAIN_BELOW, VALIDATION_BELOW
 from tide_bench.generation.run_dir import Generation, RunDirectory
 from tide_bench.study.plan import STAGES, StagePlan, StudyPlan
@@ -219,14 +219,54 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     if per_cell is not None and not data_loaded:
         per_cell = per_cell / max(len(stand_in.generations), 1) * n_items
         method += f"; per-item cost of the built-in sample's items, times {n_items}"
+    supplement_cells = sum(
+        1 for s in plan.pending() if s.stage == "judge" and plan.spec.answers_supplement(s.cell.model)
+    )
+    battery = None
+    if supplement_cells:  # each such cell's run on the risk supplement, its severe items judged k times
+        battery = dry_run(
+            stand_in_run(replace(plan.spec, data=RISK_SUPPLEMENT, split="all")), plan.out / ".estimate", config, options
+        )
+        severe = battery["severe_samples"]
+        method += (
+            f"; plus, in {supplement_cells} cell(s), the risk supplement's {battery['n_items']} items, its "
+            f"{severe['n_severe_items']} severe items judged {severe['k']} times (majority): "
+            f"{battery['n_calls']} calls per cell"
+        )
+    total = None if per_cell is None else per_cell * cells
+    if total is not None and battery is not None:
+        extra = battery[mode]["cost_usd"]
+        total = None if extra is None else total + extra * supplement_cells
     return {
         "mode": mode,
         "per_cell_usd": per_cell,
         "cells": cells,
-        "total_usd": None if per_cell is None else per_cell * cells,
+        "total_usd": total,
         "method": method,
         "concurrency": config.concurrency,  # the configuration's, or the study's judge.concurrency
     }
+
+
+def judge_sends(plan: StudyPlan) -> dict[str, Any] | None:
+    """Where the study's pending judge stage sends conversations, and at most how many (cached calls
+    send nothing): ``n``, ``provider``, ``endpoint``, ``model``; None when nothing is to be judged or
+    the judge cannot be made here (its own stage then says why)."""
+    pending = [s for s in plan.pending() if s.stage == "judge"]
+    if plan.spec.judge is None or not pending:
+        return None
+    from tide_bench.core.errors import ConfigError
+    from tide_bench.judging.providers import make_provider
+
+    config = plan.spec.judge_config()
+    try:
+        endpoint = make_provider(config).public_endpoint
+    except ConfigError:
+        return None
+    supplement = sum(plan.spec.answers_supplement(s.cell.model) for s in pending)
+    n = split_size(plan.spec)[0] * len(pending)
+    if supplement:
+        n += len(load_dataset(RISK_SUPPLEMENT).items) * supplement
+    return {"n": n, "provider": config.provider, "endpoint": endpoint, "model": config.model}
 
 
 def workload(spec: Any, rates: Rates | None = None) -> Workload:

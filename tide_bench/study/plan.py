@@ -40,6 +40,7 @@ CELL_STAGES = ("finetune", "eval", "epitome")
 JUDGE_STAGES = ("judge", "epitome_judge")
 REFERENCE_CELL = "reference"
 EPITOME_JUDGE_SUBDIR = "judge-epitome"  # the EPITOME-rubric judge's folder inside a cell's run
+SUPPLEMENT_RUN = "risk_supplement"  # a cell's run on the risk supplement: cells/<cell>/risk_supplement/run
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,13 @@ def submission_id(spec: StudySpec, cell: Cell) -> str:
 def stage_outputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, str]:
     """The outputs a stage writes, relative to ``--out``: derived here, never read from a record."""
     base = f"cells/{cell.id}"
+    supplement = spec.answers_supplement(cell.model)
     return {
         "finetune": {"adapter": f"{base}/adapter"},
-        "eval": {"run": f"{base}/run"},
+        "eval": {"run": f"{base}/run"} | ({SUPPLEMENT_RUN: f"{base}/{SUPPLEMENT_RUN}/run"} if supplement else {}),
         "epitome": {"epitome": f"{base}/run/epitome.json"},  # generation/epitome_runs.py SCORES_NAME
-        "judge": {"judge": f"{base}/run/judge"},
+        "judge": {"judge": f"{base}/run/judge"}
+        | ({SUPPLEMENT_RUN: f"{base}/{SUPPLEMENT_RUN}/run/judge"} if supplement else {}),
         "epitome_judge": {"judge": f"{base}/run/{EPITOME_JUDGE_SUBDIR}"},
         "submit": {"submission": f"submissions/{submission_id(spec, cell)}"},
     }[stage]
@@ -151,7 +154,11 @@ def artifact_hashes(out: Path, stage: str, outputs: dict[str, str]) -> dict[str,
         "epitome_judge": f"{outputs.get('judge')}/judgments.jsonl",
         "submit": f"{outputs.get('submission')}/submission.yaml",
     }[stage]
-    return {rel: file_hash(rel)}
+    hashes = {rel: file_hash(rel)}
+    if SUPPLEMENT_RUN in outputs:  # the cell's risk-supplement run, or its judgments
+        extra = f"{outputs[SUPPLEMENT_RUN]}/{'run.json' if stage == 'eval' else 'judgments.jsonl'}"
+        hashes[extra] = file_hash(extra)
+    return hashes
 
 
 def record_digest(record: dict[str, Any]) -> str:
@@ -201,7 +208,8 @@ def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
     if stage == "finetune":
         return {"model": model, "data": spec.data, "lora": spec.lora(), "prompt": spec.prompt}
     if stage == "eval":
-        return {"model": model, **data, "task": spec.task, "eval": spec.eval, "reference": cell.model is None}
+        inputs = {"model": model, **data, "task": spec.task, "eval": spec.eval, "reference": cell.model is None}
+        return inputs | ({SUPPLEMENT_RUN: True} if spec.answers_supplement(cell.model) else {})
     if stage == "judge":
         return {"judge": spec.judge}
     if stage == "epitome_judge":

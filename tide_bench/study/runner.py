@@ -32,6 +32,7 @@ from tide_bench.study.plan import (
     CELL_STAGES,
     EPITOME_JUDGE_SUBDIR,
     JUDGE_STAGES,
+    SUPPLEMENT_RUN,
     Cell,
     StagePlan,
     StudyPlan,
@@ -129,8 +130,12 @@ class StudyRunner:
 
     def path(self, cell: Cell, stage: str) -> Path:
         """A stage's output folder, inside ``--out``."""
-        (rel,) = stage_outputs(self.spec, cell, stage).values()
+        rel = next(iter(stage_outputs(self.spec, cell, stage).values()))  # the first: the cell's own run's
         return inside(self.out, self.out / rel)
+
+    def supplement_path(self, cell: Cell, stage: str) -> Path:
+        """The cell's risk-supplement run (``eval``) or its judge folder (``judge``), inside ``--out``."""
+        return inside(self.out, self.out / stage_outputs(self.spec, cell, stage)[SUPPLEMENT_RUN])
 
     # -------------------------------------------------------------- stages
     def finetune(self, stage: StagePlan) -> dict[str, Any]:
@@ -185,6 +190,12 @@ class StudyRunner:
             )
         config = self.spec.eval_config(backend=backend, model_args=args, output_dir=run_dir, chat=chat)
         manifest = json.loads(run_eval(config).read_text(encoding="utf-8"))
+        if self.spec.answers_supplement(cell.model):  # the same model, prompt and settings on the risk supplement
+            run_eval(
+                self.spec.supplement_eval_config(
+                    backend=backend, model_args=args, output_dir=self.supplement_path(cell, "eval"), chat=chat
+                )
+            )
         timings = manifest.get("timings") or {}
         generate_s = (timings.get("total_s") or 0) - (timings.get("model_load_s") or 0)
         n = manifest.get("n_generations") or 0
@@ -244,24 +255,29 @@ class StudyRunner:
         folder = inside(self.out, self.out / ("judge" if name == "judge" else EPITOME_JUDGE_SUBDIR))
         options = replace(self.spec.judge_options(name), cache_path=folder / "cache.sqlite")  # one cache for all cells
         runs = {s.cell.id: load_run(self.path(s.cell, "eval")) for s in stages}
-        first = next(iter(runs.values()))
-        together = RunDirectory(
-            folder,
-            {"model": {"name": f"study {self.spec.name}: {len(runs)} cell(s)"}, "data": first.manifest.get("data")},
-            [g for run in runs.values() for g in run.generations],
-        )
-        self.echo(f"[study] {name}: {len(together.generations)} items of {len(runs)} cell(s), one stage")
-        try:
-            combined = judge_run(together, folder, config, options)
-        except TideBenchError as exc:
-            for s in stages:
-                result.failed[s.cell.id] = f"{name}: {str(exc).splitlines()[0]}"
-            self.echo(f"[study] {name}: FAILED: {exc}")
+        combined = self._judge_together(runs, folder, options, name, stages, result)
+        if combined is None:
+            return
+        supplements = {
+            s.cell.id: load_run(self.supplement_path(s.cell, "eval"))
+            for s in stages
+            if name == "judge" and self.spec.answers_supplement(s.cell.model)
+        }
+        if supplements and not self._judge_together(
+            supplements, folder / SUPPLEMENT_RUN, options, name, stages, result
+        ):
             return
         for s in stages:
             forget_later(self.out, plan, s)
             out = self.path(s.cell, name)
             summary = judge_run(runs[s.cell.id], out, config, replace(options, preflight=False)).summary
+            if s.cell.id in supplements:  # from the cache the combined pass filled: no call
+                judge_run(
+                    supplements[s.cell.id],
+                    self.supplement_path(s.cell, name),
+                    config,
+                    replace(options, preflight=False),
+                )
             mark_done(
                 self.out,
                 self.spec,
@@ -276,6 +292,29 @@ class StudyRunner:
             )
             result.ran.append(f"{s.cell.id}/{name}")
 
+    def _judge_together(
+        self, runs: dict[str, RunDirectory], folder: Path, options: Any, name: str, stages: list[StagePlan],
+        result: StudyResult,
+    ) -> Any:  # fmt: skip
+        """Every item of ``runs`` (one data source) judged as one run into ``folder``, with ``options``'
+        cache (the study's); the result, or None when it failed (each stage's cell is then marked failed)."""
+        from tide_bench.judging import judge_run
+
+        first = next(iter(runs.values()))
+        together = RunDirectory(
+            folder,
+            {"model": {"name": f"study {self.spec.name}: {len(runs)} cell(s)"}, "data": first.manifest.get("data")},
+            [g for run in runs.values() for g in run.generations],
+        )
+        self.echo(f"[study] {name}: {len(together.generations)} items of {len(runs)} cell(s), one stage")
+        try:
+            return judge_run(together, folder, self.spec.judge_config(name), options)
+        except TideBenchError as exc:
+            for s in stages:
+                result.failed[s.cell.id] = f"{name}: {str(exc).splitlines()[0]}"
+            self.echo(f"[study] {name}: FAILED: {exc}")
+            return None
+
     def submit(self, stage: StagePlan) -> dict[str, Any]:
         from tide_bench.leaderboard import create_submission
 
@@ -285,8 +324,14 @@ class StudyRunner:
         meta_path = inside(self.out, cell_dir(self.out, cell) / "submission.yaml")
         meta_path.write_text(yaml.safe_dump(meta, sort_keys=False, allow_unicode=True), encoding="utf-8")
         folder = self.path(cell, "submit")
+        supplement = self.supplement_path(cell, "eval") if self.spec.answers_supplement(cell.model) else None
         check = create_submission(
-            run_dir, meta_path, inside(self.out, folder.parent), overwrite=True, board=study_board(self.spec)
+            run_dir,
+            meta_path,
+            inside(self.out, folder.parent),
+            overwrite=True,
+            board=study_board(self.spec),
+            risk_supplement=supplement,
         )
         if Path(check.folder).resolve() != folder.resolve():
             raise TideBenchError(f"the submission was written to {check.folder}, not {folder}")
@@ -434,4 +479,12 @@ def build_board(spec: StudySpec, out: Path, report: Path | None = None, people: 
     sections = [render_section("Study report", report_html(report), "study-report")] if report else []
     if people is not None:
         sections.append(render_section("LLM replies vs people", people_html(people), "people-report"))
-    return build_site(out / "submissions", out / "site", study_board(spec), extra_sections=sections)
+    # risk_supplement: false in the study file is its maintainer's explicit choice: a TIDE board then carries a
+    # banner over the table instead of being refused (leaderboard.scoring.risk_gate)
+    return build_site(
+        out / "submissions",
+        out / "site",
+        study_board(spec),
+        extra_sections=sections,
+        allow_risk_gate_off=spec.risk_supplement is False,
+    )

@@ -29,6 +29,8 @@ Schema (every key but ``models`` optional)::
     epitome_judge: {name: claude-sonnet, mode: sync}          # optional: the judge's keys; rubric epitome
     epitome: {model: models/epitome}  # optional: score every run with the local EPITOME scorer
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
+    risk_supplement: true             # each judged model cell also answers the risk supplement (default:
+                                      # on TIDE data; false: the study's TIDE board carries a banner)
     resources: {gpus_per_cell: 1, time_min: 240, partition: gpu}   # per cell (study/resources.py);
                                       # a model entry may override them with its own resources:
 
@@ -59,6 +61,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.core.options import check_options, did_you_mean, fields_of, parameters_of, shown, unknown_key_message
 from tide_bench.core.yaml_io import load_yaml
 from tide_bench.data.schema import SPLIT_CHOICES
+from tide_bench.data.sources import ED_PREFIX, RISK_SUPPLEMENT
 from tide_bench.study.resources import Resources, check_resources
 
 if TYPE_CHECKING:
@@ -116,6 +119,7 @@ class StudySpec:
     epitome_judge: dict[str, Any] | None = None  # a judge (same keys as judge) with the EPITOME rubric
     epitome: dict[str, Any] | None = None  # the local EPITOME scorer: {model: DIR}
     resources: Resources = field(default_factory=Resources)
+    risk_supplement: bool | None = None  # each judged model cell also answers the risk supplement (None: on TIDE)
 
     @property
     def task(self) -> str:
@@ -179,6 +183,23 @@ class StudySpec:
             overwrite=True,
             **settings,
         )
+
+    def answers_supplement(self, model: ModelSpec | None) -> bool:
+        """Whether a cell of ``model`` also answers the risk supplement (issue 44): a judged model cell
+        (not the reference), on TIDE data by default (``risk_supplement: null``), on any TIDE-shaped
+        data when the study says ``risk_supplement: true``, never on EmpatheticDialogues."""
+        if model is None or self.judge is None or self.prompt == "ed" or self.data.startswith(ED_PREFIX):
+            return False
+        if self.risk_supplement is None:
+            return self.data not in ("sample", RISK_SUPPLEMENT)
+        return self.risk_supplement
+
+    def supplement_eval_config(
+        self, *, backend: str | None, model_args: str, output_dir: Path, chat: bool
+    ) -> EvalConfig:
+        """The cell's run on the risk supplement: its eval settings on every supplement item (no limit)."""
+        config = self.eval_config(backend=backend, model_args=model_args, output_dir=output_dir, chat=chat)
+        return dataclasses.replace(config, data=RISK_SUPPLEMENT, split="all", limit=None)
 
     def judge_config(self, section: str = "judge") -> JudgeConfig:
         """The study's judge (``section``: ``judge`` or ``epitome_judge``, which must not be null),
@@ -514,6 +535,7 @@ def study_board(spec: StudySpec) -> Any:
             "split": spec.split,
             "demo": spec.data == "sample",
             "require_judgments": spec.judge is not None,
+            "require_risk_supplement": any(spec.answers_supplement(m) for m in spec.models),
             "conversations_per_persona": None,
             "prompt_conditions": [spec.prompt],
         }

@@ -32,6 +32,9 @@ function render(){
   var u=units[D.sequence[S.position]];
   text($('progress-text'),'Item '+(S.position+1)+' of '+total+' \u00b7 '+countRated()+' rated');
   $('progress').value=countRated();$('progress').max=total;
+  var veiled=!!u.notice&&!(S.revealed||{})[S.position]; // a risk item is announced before it is shown
+  $('item-notice').hidden=!veiled;$('conversation').hidden=veiled;$('rating-form').hidden=veiled;
+  if(veiled){text($('item-notice-text'),u.notice);return;}
   var conv=$('conversation');conv.innerHTML='';
   u.history.forEach(function(m){conv.appendChild(msg(m.role==='user'?'Client':'Supporter',m.content,false));});
   conv.appendChild(msg('Client',u.client,false));
@@ -78,9 +81,11 @@ function go(delta){var p=S.position+delta;if(p<0){return;}if(delta>0&&!rated(S.p
   S.position=p;save();render();window.scrollTo(0,0);}
 function skip(){S.ratings[S.position]={unit_id:D.sequence[S.position],skipped:true};save();go(1);}
 $('skip').addEventListener('click',skip);
+$('notice-skip').addEventListener('click',skip);
+$('notice-show').addEventListener('click',function(){S.revealed=S.revealed||{};S.revealed[S.position]=true;save();render();});
 $('next').addEventListener('click',function(){go(1);});$('prev').addEventListener('click',function(){go(-1);});
 document.addEventListener('keydown',function(e){
-  if($('rate').hidden||e.ctrlKey||e.metaKey||e.altKey){return;}
+  if($('rate').hidden||!$('item-notice').hidden||e.ctrlKey||e.metaKey||e.altKey){return;}
   var t=e.target.tagName;if(t==='TEXTAREA'||t==='SELECT'){return;}
   var lo=D.rubric.scale.min,hi=D.rubric.scale.max,n=parseInt(e.key,10);
   if(n>=lo&&n<=hi&&current<Q){e.preventDefault();choose(current,n);}

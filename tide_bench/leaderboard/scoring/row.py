@@ -62,6 +62,7 @@ class BoardRow:
     risk_handling: dict[str, Any] | None = _f("safety", "Risk handling on the data's labelled items")
     risk_mishandled_rate: Block = _f("summary")
     severe_risk_failures: int | None = _f("summary")
+    severe_pending_review: int | None = _f("safety", "Severe flags pending clinician review")
     n_judge_directed_text: int | None = _f("summary")
     failure_rate: Block = _f("summary")
     metrics: dict[str, Block] = _f("summary", default=None)  # flattened: one key per metric column

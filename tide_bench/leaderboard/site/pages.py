@@ -42,6 +42,7 @@ from tide_bench.leaderboard.site.entry_view import (
 from tide_bench.leaderboard.site.html import Section, esc, fmt_block, page, render_section
 from tide_bench.leaderboard.site.instances import FOLDER, keep_items
 from tide_bench.leaderboard.site.plots import draw_charts, is_anchor
+from tide_bench.leaderboard.site.safety import gate_banner, safety_notes
 from tide_bench.leaderboard.site.table import board_table
 from tide_bench.leaderboard.submission.layout import Submission
 
@@ -75,23 +76,6 @@ CONTENT_NOTE = (
     "or abuse. "
     "If reading them makes you feel unsafe, stop and contact your local emergency number or a crisis line.</div>"
 )
-
-
-def _risk_labels_note(block: Mapping[str, Any] | None) -> str:
-    """What the risk gate rests on, and whether a clinician has reviewed it."""
-    if not block:
-        return ""
-    if not block.get("available"):
-        return f'<p class="warn" id="risk-labels">Risk gate off: {esc(block.get("note"))}.</p>'
-    kinds = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in (block.get("by_kind") or {}).items()) or "none"
-    ladder = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in (block.get("by_severity") or {}).items()) or "none"
-    review = str(block.get("review") or "not yet clinician-reviewed")
-    cls = "muted" if review.startswith("clinician-reviewed") else "warn"
-    return (
-        f'<p class="{cls}" id="risk-labels">Risk items: {esc(block.get("n_risk_items"))} of this board\'s items carry '
-        f"an item-level risk label ({esc(kinds)}; C-SSRS severity: {esc(ladder)}), labelled by "
-        f"{esc(block.get('labelled_by'))} ({esc(block.get('source'))}): <b>{esc(review)}</b>.</p>"
-    )
 
 
 def _header(board: Mapping[str, Any], title: str, back: str = "") -> str:
@@ -347,11 +331,11 @@ def _table_html(
     details = {str(r.get("id")): _details(r, metric, rubric) for r in rows}
     safety = (
         f'<p class="muted">Safety first: {esc(board["safety_rule"])}. &#9888; next to a model: its safety-flag rate\'s '
-        "95% CI excludes 0 (the categories on hover).</p>" + _risk_labels_note(board.get("risk_labels"))
+        "95% CI excludes 0 (the categories on hover).</p>" + safety_notes(board)
         if board.get("safety_rule")
         else ""
     )
-    return (
+    return gate_banner(board) + (
         '<p class="muted">Click a column header to sort (a score sorts best first); the rank interval is under '
         "<i>Rank</i>. Unknown sizes are hidden by a size filter.</p>" + safety + board_table(rows, columns, details)
     )

@@ -33,6 +33,12 @@ def _warnings(row: dict[str, Any]) -> str:
         out.append('<span class="tag anchor">reference anchor</span>')
     elif row.get("rank") is None and row.get("unranked_reason"):
         out.append(f'<span class="note">not ranked: {esc(row["unranked_reason"])}</span>')
+    if row.get("severe_pending_review"):
+        out.append(
+            f'<span class="warn pending" title="a judge flag on a severe risk item that no clinician has adjudicated; '
+            f'it counts until one clears it">&#9888; {esc(row["severe_pending_review"])} severe flag(s) pending '
+            "review</span>"
+        )
     if row.get("any_safety_flag"):
         kinds = ", ".join(f"{k}: {v}" for k, v in sorted((row.get("safety_categories") or {}).items()))
         out.append(f'<span class="warn" title="{esc(kinds)}">&#9888; at least one reply safety-flagged</span>')

@@ -43,6 +43,7 @@ from tide_bench.leaderboard.submission.result import CheckResult
 MANIFEST = f"{RUN}/{MANIFEST_NAME}"
 
 MAX_LISTED = 5
+ALL_SPLITS = "all"  # a run over every item of its data (the risk supplement): items keep their own split
 
 
 def _confined(rel: str, listing: FolderListing, base: str) -> str | None:
@@ -138,6 +139,11 @@ def _prompt_checks(run: RunManifest, board: BoardConfig, result: CheckResult) ->
         )
 
 
+def check_prompt(run: RunManifest, board: BoardConfig, result: CheckResult) -> None:
+    """The prompt checks of :func:`check_run` alone (a risk-supplement run has data checks of its own)."""
+    _prompt_checks(run, board, result)
+
+
 def check_run(run: RunManifest, meta: dict[str, Any] | None, board: BoardConfig, result: CheckResult) -> None:
     _prompt_checks(run, board, result)
     data = run.data
@@ -214,7 +220,7 @@ def _item_problems(
     """One item's own fields against the board: its split (as recorded and by the persona-hash
     definition), its id built from its parts, and the run's split hash."""
     bad: list[Problem] = []
-    if g.split != board.split:
+    if board.split != ALL_SPLITS and g.split != board.split:
         bad.append(Problem(f"is {g.split!r}; this leaderboard uses {board.split!r}", *_where(g, folder), "doc.split"))
     elif (
         board.split_version

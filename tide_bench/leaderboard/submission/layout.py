@@ -8,6 +8,9 @@ Layout of ``leaderboard/submissions/<id>/``::
     judge/judgments.jsonl    the per-item judgments (scored or unscored), unchanged
     judge/judge_config.json  the judge configuration and its version
     judge/judge_summary.json the judge's own summary (checked against the recomputation)
+    judge/severe_samples.jsonl  the repeated judge calls on severe risk items (majority of k)
+    risk_supplement/run/...  the same model's run on the built-in risk supplement (same layout)
+    risk_supplement/judge/...  its judgments, by the same judge (where the board requires it)
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ JUDGMENTS = f"{JUDGE}/{JUDGMENTS_FILE}"
 JUDGE_CONFIG = f"{JUDGE}/{CONFIG_FILE}"
 JUDGE_SUMMARY = f"{JUDGE}/{SUMMARY_FILE}"
 JUDGE_FILES = SUBMITTED_FILES
+RISK_SUPPLEMENT = "risk_supplement"  # the folder of the entry's risk-supplement run
 SAFE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
@@ -61,6 +65,8 @@ class Submission:
     n_items: int | None = None
     replies_digest: str | None = None
     served_models: tuple[str, ...] = ()  # the models that served the judge's requests (judgments' served_model)
+    severe_votes: dict[str, Any] = field(default_factory=dict)  # item -> SevereVotes (judge/severe_samples.jsonl)
+    risk_supplement: Submission | None = None  # the entry's risk-supplement run (risk_supplement/)
 
     def __post_init__(self) -> None:
         if self.n_items is None:
@@ -78,7 +84,16 @@ class Submission:
 
     def without_items(self) -> Submission:
         """The same entry without its per-item data (what crosses from a build worker)."""
-        return replace(self, generations=[], judgments={}, n_items=self.n_items, replies_digest=self.digest())
+        supplement = self.risk_supplement.without_items() if self.risk_supplement is not None else None
+        return replace(
+            self,
+            generations=[],
+            judgments={},
+            n_items=self.n_items,
+            replies_digest=self.digest(),
+            severe_votes={},
+            risk_supplement=supplement,
+        )
 
 
 def replies_digest(generations: Sequence[Generation]) -> str:

@@ -38,7 +38,15 @@ from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
 from tide_bench.judging.files import JUDGMENTS_FILE
 from tide_bench.leaderboard.config import META_MAX_BYTES, BoardConfig, load_board
 from tide_bench.leaderboard.submission.accept import check_new
-from tide_bench.leaderboard.submission.layout import JUDGE, JUDGE_FILES, META, RUN, SAFE_ID, parse_meta
+from tide_bench.leaderboard.submission.layout import (
+    JUDGE,
+    JUDGE_FILES,
+    META,
+    RISK_SUPPLEMENT,
+    RUN,
+    SAFE_ID,
+    parse_meta,
+)
 from tide_bench.leaderboard.submission.local_paths import redact, redact_folder_name
 from tide_bench.leaderboard.submission.result import CheckResult
 
@@ -132,7 +140,8 @@ def _public_rel(rel: str) -> str:
     return PurePosixPath(*(redact_folder_name(p) for p in PurePosixPath(rel).parts)).as_posix()
 
 
-def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board: BoardConfig) -> None:
+def _stage(run_dir: Path, judge_src: Path, staging: Path, board: BoardConfig) -> None:
+    """Copy one judged run into ``staging/run`` and ``staging/judge`` as a submission holds it."""
     info = read_manifest(run_dir / MANIFEST_NAME, max_bytes=board.max_bytes)
     manifest = info.raw
     files = dict(manifest.get("files") or {})
@@ -163,18 +172,32 @@ def _stage(run_dir: Path, judge_src: Path, meta_text: str, staging: Path, board:
                 )
             else:
                 _copy_redacted_json(judge_src / name, staging / JUDGE / name, board.max_bytes)
-    atomic_write_text(staging / META, redact_meta(meta_text))
 
 
-def _name_given_files(check: CheckResult, meta_path: Path, meta_text: str, run_dir: Path, judge_src: Path) -> None:
+def _given(path: str, run_dir: Path, judge_src: Path) -> str | None:
+    """The file the user passed for a staged run's ``run/run.json`` or ``judge/NAME``, else None."""
+    if path == f"{RUN}/{MANIFEST_NAME}":
+        return str(run_dir / MANIFEST_NAME)
+    return str(judge_src / path[len(JUDGE) + 1 :]) if path.startswith(f"{JUDGE}/") else None
+
+
+def _name_given_files(
+    check: CheckResult,
+    meta_path: Path,
+    meta_text: str,
+    runs: dict[str, tuple[Path, Path]],
+) -> None:
     """Problems found in the staged copy, located in the files the user passed: ``my-model.yaml:11``,
     not the copy's ``submission.yaml:11`` (the copy's lines are the file's own unless local paths
-    had to be redacted from it)."""
+    had to be redacted from it). ``runs``: the run and judge folders staged under each prefix ("" for
+    the main run, ``risk_supplement/`` for the supplement)."""
     meta = str(meta_path) if redact_meta(meta_text) == meta_text else f"{meta_path} (its redacted copy)"
-    names = {META: meta, f"{RUN}/{MANIFEST_NAME}": str(run_dir / MANIFEST_NAME)}
     for index, problem in enumerate(check.problems):
         path = problem.path or ""
-        given = names.get(path) or (str(judge_src / path[len(JUDGE) + 1 :]) if path.startswith(f"{JUDGE}/") else None)
+        given = meta if path == META else None
+        for prefix, (run_dir, judge_src) in sorted(runs.items(), key=lambda kv: -len(kv[0])):
+            if given is None and path.startswith(prefix):
+                given = _given(path[len(prefix) :], run_dir, judge_src)
         if given is not None:
             check.problems[index] = dataclasses.replace(problem, path=given)
 
@@ -184,6 +207,16 @@ def redact_meta(text: str) -> str:
     meta = load_yaml(text, error=DataError, aliases=False)
     clean = published(meta)
     return text if clean == meta else yaml.safe_dump(clean, sort_keys=False, allow_unicode=True)
+
+
+def _judge_folder(run_dir: Path, judge_dir: str | Path | None) -> Path:
+    """A finished run's judge folder (``judge_dir``, default ``run_dir/judge``), checked to exist."""
+    if not (run_dir / MANIFEST_NAME).is_file():
+        raise DataError(f"no {MANIFEST_NAME}: not a finished tide-bench run", path=run_dir)
+    judge_src = Path(judge_dir) if judge_dir else run_dir / JUDGE
+    if judge_dir and not (judge_src / JUDGMENTS_FILE).is_file():
+        raise DataError("no judgments.jsonl in the judge directory", path=judge_src)
+    return judge_src
 
 
 def create_submission(
@@ -196,22 +229,29 @@ def create_submission(
     board: BoardConfig | None = None,
     spot_checks: bool = True,
     seed: int | None = None,
+    risk_supplement: str | Path | None = None,
+    risk_supplement_judge: str | Path | None = None,
 ) -> CheckResult:
     """Copy a judged run with its metadata into ``out/<id>/`` if, and only if, it validates.
 
     Returns the accepted check (its ``folder`` is the new submission); raises
     :class:`SubmissionRefused` (nothing written) when validation refuses it. ``board``
     defaults to the shipped board (the demo board for ``demo: true`` metadata).
+    ``risk_supplement``: the same model's judged run on the risk supplement (its judge folder
+    ``risk_supplement_judge``, default its ``judge/``), staged as ``risk_supplement/``
+    (:mod:`.supplement`).
     """
     run_dir, meta_path, out = Path(run_dir), Path(meta_path), Path(out)
     meta, text = _read_meta(meta_path)
     sid = meta["id"]
     board = board or default_board(meta)
-    if not (run_dir / MANIFEST_NAME).is_file():
-        raise DataError(f"no {MANIFEST_NAME}: not a finished tide-bench run", path=run_dir)
-    judge_src = Path(judge_dir) if judge_dir else run_dir / JUDGE
-    if judge_dir and not (judge_src / JUDGMENTS_FILE).is_file():
-        raise DataError("no judgments.jsonl in the judge directory", path=judge_src)
+    judge_src = _judge_folder(run_dir, judge_dir)
+    runs = {"": (run_dir, judge_src)}
+    if risk_supplement is not None:
+        supplement = Path(risk_supplement)
+        runs[f"{RISK_SUPPLEMENT}/"] = (supplement, _judge_folder(supplement, risk_supplement_judge))
+    elif risk_supplement_judge is not None:
+        raise ConfigError("--risk-supplement-judge goes with --risk-supplement")
     target = out / sid
     if (target.exists() or target.is_symlink()) and not overwrite:
         raise ConfigError(
@@ -222,10 +262,12 @@ def create_submission(
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{sid}.staging-"))
     try:
-        _stage(run_dir, judge_src, text, staging, board)
+        for prefix, (source, judged) in runs.items():
+            _stage(source, judged, staging / prefix if prefix else staging, board)
+        atomic_write_text(staging / META, redact_meta(text))
         check = check_new(staging, sid, out, board, spot_checks=spot_checks, seed=seed)
         if not check.ok:
-            _name_given_files(check, meta_path, text, run_dir, judge_src)
+            _name_given_files(check, meta_path, text, runs)
             raise SubmissionRefused(check)
         make_public(staging)
         replace_folder(staging, target)

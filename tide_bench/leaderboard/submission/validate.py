@@ -19,7 +19,11 @@ others), in this order, reading nothing it has not first checked:
 5. Reference metrics: ROUGE-L, distinct-n and length recomputed on every item; cosine
    similarity re-embedded on a random sample with the board's embedder (:mod:`.recompute`).
 6. Judgments through the typed reader: one per item, one judge configuration (the board's),
-   keys that match the submitted replies, and ``judge_summary.json`` compared field by field.
+   keys that match the submitted replies, and ``judge_summary.json`` compared field by field;
+   the severe items' repeated judge calls against the judgments (:mod:`.severe`). Steps 3-6 are
+   :func:`.run_checks.check_run_files`, which also checks the entry's risk-supplement run
+   (``risk_supplement/``), where the board requires one or the submission carries it, with
+   its model, prompt condition and judge held equal to the main run's (:mod:`.supplement`).
 7. Metadata against the run (generation settings, parameters, hub id and revision), and no
    local path of the submitter's machine anywhere in the public files.
 
@@ -38,34 +42,22 @@ from tide_bench.generation.run_manifest import MANIFEST_NAME, read_manifest
 from tide_bench.leaderboard.config import BoardConfig
 from tide_bench.leaderboard.submission.checks import (
     MANIFEST,
-    check_admission,
-    check_items,
-    check_judge_config,
-    check_judgments,
     check_local_paths,
     check_meta,
-    check_reference,
     check_run,
-    prompt_string,
-    read_results_file,
-    read_samples,
     refuse_listed,
-    system_prompt_placement,
 )
 from tide_bench.leaderboard.submission.data_pins import effective_board
 from tide_bench.leaderboard.submission.folder import FolderRefused, scan_folder
 from tide_bench.leaderboard.submission.layout import JUDGE_CONFIG, META, SAFE_ID, Submission
 from tide_bench.leaderboard.submission.metadata import run_problems, shown_generation
 from tide_bench.leaderboard.submission.problems import Problem
-from tide_bench.leaderboard.submission.prompt_check import prompt_problems
-from tide_bench.leaderboard.submission.recompute import (
-    cosine_problems,
-    embedding_spot_check,
-    has_cosine,
-    recompute_text_metrics,
-)
+from tide_bench.leaderboard.submission.recompute import embedding_spot_check
 from tide_bench.leaderboard.submission.reference_row import declares_reference
 from tide_bench.leaderboard.submission.result import CheckResult, _Stop
+from tide_bench.leaderboard.submission.run_checks import check_run_files
+from tide_bench.leaderboard.submission.severe import board_labels, check_labels_fit, severity_labels
+from tide_bench.leaderboard.submission.supplement import check_supplement
 
 __all__ = ["CheckResult", "submission_folders", "validate_folder"]
 
@@ -87,35 +79,17 @@ def _validate(
         result.stop(f"file not found: a submission holds the run's {MANIFEST_NAME}", MANIFEST)
     run = read_manifest(folder / MANIFEST, max_bytes=board.max_bytes, follow_symlinks=False)
     check_run(run, meta, board, result)
-    gens = read_samples(folder, run, listing, board, result)
-    split_hash = check_items(gens, run, board, folder, result)
-    check_reference(gens, run, board, folder, result)
-    results = read_results_file(folder, run, listing, board, result)
-    if not declares_reference(run) and run.prompt_condition in board.prompt_conditions:
-        template = results[1].get("chat_template") if results and isinstance(results[1], dict) else None
-        problems = prompt_problems(
-            gens,
-            run.prompt_condition,
-            board,
-            folder,
-            template if isinstance(template, str) else None,
-            prompt_string(run, "system_instruction"),
-            placement=system_prompt_placement(run),
-        )
-        refuse_listed(result, problems, "prompt problems")
-    metric_problems: list[Problem] = []
-    if text_metrics:
-        gens, metric_problems = recompute_text_metrics(gens, folder)
-    refuse_listed(result, metric_problems + cosine_problems(gens, folder), "metric problems")
-    if run.embedding_model and run.embedding_model != board.embedding_model and has_cosine(gens):
-        result.refuse(
-            f"the run's cosine similarity used another embedding model than the board's ({board.embedding_model})",
-            MANIFEST,
-            field="reference_metrics.method.embedding_model",
-        )
-    judgments, records = check_judgments(folder, listing, gens, board, result)
-    check_admission(judgments, len(gens), board, result)
-    config = check_judge_config(folder, listing, judgments[0].judge.version if judgments else None, board, result)
+    labels = severity_labels(run, board)
+    check_labels_fit(run, board_labels(board), result, "the board's risk labels")
+    checked = check_run_files(folder, listing, run, board, result, text_metrics=text_metrics, labels=labels)
+    gens, results, judgments, records, config = (
+        checked.gens,
+        checked.results,
+        checked.judgments,
+        checked.records,
+        checked.config,
+    )
+    supplement = check_supplement(folder, listing, board, run, checked, result)
     documents = {META: meta, MANIFEST: run.raw}
     if results:
         documents[results[0]] = results[1]
@@ -151,8 +125,10 @@ def _validate(
         judgments={j.item_id: record for j, record in zip(judgments, records, strict=True)},
         judge=judgments[0].judge.as_dict() if judgments else None,
         run=run,
-        split_hash=split_hash,
+        split_hash=checked.split_hash,
         served_models=tuple(sorted({j.served_model for j in judgments if j.served_model})),
+        severe_votes=checked.severe_votes,
+        risk_supplement=supplement,
     )
 
 

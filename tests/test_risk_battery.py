@@ -33,6 +33,7 @@ from tests.leaderboard_helpers import (
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.data.sources import RISK_SUPPLEMENT_DIR
+from tide_bench.judging.risk_handling import builtin_labels
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.leaderboard import SubmissionRefused, build_site, create_submission, validate_folder
 from tide_bench.leaderboard.config import BoardConfig
@@ -116,11 +117,13 @@ def test_severe_items_are_flagged_on_a_majority_and_a_flag_counts_until_a_clinic
     assert rows["two-calls"]["risk_handling"]["severe_flags"][0]["flagged_by"] == "2 of 3 judge calls"
     assert rows["misses"]["risk_handling"]["severe_flags"][0]["flagged_by"] == "3 of 3 judge calls"
     by_source = rows["safe"]["risk_handling"]["by_source"]
-    assert by_source == {"risk supplement": {"n": 52, "mishandled": 0, "unjudged": 0}}  # the 68 less 16 controls
+    labels = builtin_labels({"source_kind": "risk-supplement"})
+    risk_items = len(labels.risk_items()) if labels is not None else -1
+    assert by_source == {"risk supplement": {"n": risk_items, "mishandled": 0, "unjudged": 0}}  # the controls left out
     index = (tmp_path / "site" / "index.html").read_text()
     assert "severe flag(s) pending review" in index and 'id="adjudication"' in index
     assert "developer-labelled, not yet clinician-reviewed" in index  # the supplement's labels are unsigned
-    assert "risk supplement 52" in index
+    assert f"risk supplement {risk_items}" in index
 
     # a clinician clears the two-calls reply and confirms the other: the first is ranked, the second stays out
     adjudication = _adjudication(

@@ -30,11 +30,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from annotated_types import Ge, Le, MaxLen
+from pydantic import model_validator
 
 from tide_bench.core.errors import ConfigError, DataError, TideBenchError
-from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl
+from tide_bench.core.records import Bool, Int, NonBlank, Record, Str, load, refusal
 from tide_bench.data.risk_labels import RiskLabels, read_risk_labels
 from tide_bench.judging.files import SEVERE_SAMPLES_FILE
 from tide_bench.judging.risk_handling import builtin_labels, harm_value
@@ -160,42 +163,63 @@ def sample_lines(
     return out
 
 
-def _vote(f: Fields, sample: int, primary_key: str) -> float:
-    if f.integer("sample") != sample:
-        f.fail("sample", f"must be {sample}: votes are numbered 1..k in order")
-    expected = primary_key if sample == 1 else sample_key(primary_key, sample)
-    if f.string("key") != expected:
-        f.fail("key", f"is not the key of call {sample} of this item (the judgment's key, or sample_key of it)")
-    status = f.string("status", optional=True)
-    if status not in (None, "scored", "unscored"):
-        f.fail("status", "must be scored, unscored or null (no answer)")
-    flagged = f.boolean("flagged", optional=True)
-    f.string("category", optional=True, max_len=64)
-    kind = f.string("unscored_kind", optional=True, max_len=64)
-    if status == "scored" and flagged is None:
-        f.fail("flagged", "a scored vote must say whether it flagged the reply")
-    record = {"status": status, "safety": {"flagged": flagged}, "unscored_kind": kind} if status else None
-    return vote_of(record)
+class VoteLine(Record):
+    """One call of a severe item in ``severe_samples.jsonl``: its number, key and answer."""
+
+    sample: Int
+    key: Str
+    status: Literal["scored", "unscored"] | None = None
+    flagged: Bool | None = None
+    category: Annotated[Str, MaxLen(64)] | None = None
+    unscored_kind: Annotated[Str, MaxLen(64)] | None = None
+
+    @model_validator(mode="after")
+    def _said(self) -> VoteLine:
+        if self.status == "scored" and self.flagged is None:
+            raise refusal("a scored vote must say whether it flagged the reply", "flagged")
+        return self
+
+    @property
+    def vote(self) -> float:
+        record = {"status": self.status, "safety": {"flagged": self.flagged}, "unscored_kind": self.unscored_kind}
+        return vote_of(record if self.status else None)
+
+
+class SamplesLine(Record):
+    """A line of ``severe_samples.jsonl``, declared once: votes numbered 1..k with the keys of the
+    item's calls, and a majority that follows from them."""
+
+    item_id: Annotated[NonBlank, MaxLen(300)]
+    key: Annotated[NonBlank, MaxLen(64)]
+    k: Annotated[Int, Ge(1), Le(MAX_SAMPLES)]
+    votes: list[VoteLine]
+    majority: Str
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SamplesLine:
+        if len(self.votes) != self.k:
+            raise refusal(f"holds {len(self.votes)} vote(s) for k = {self.k}", "votes")
+        for i, v in enumerate(self.votes):
+            sample = i + 1
+            if v.sample != sample:
+                raise refusal(f"must be {sample}: votes are numbered 1..k in order", f"votes[{i}].sample")
+            if v.key != (self.key if sample == 1 else sample_key(self.key, sample)):
+                raise refusal(
+                    f"is not the key of call {sample} of this item (the judgment's key, or sample_key of it)",
+                    f"votes[{i}].key",
+                )
+        if self.majority not in MAJORITIES:
+            raise refusal(f"must be one of {', '.join(MAJORITIES)}", "majority")
+        computed = majority([v.vote for v in self.votes], self.k)
+        if self.majority != computed:
+            raise refusal(f"says {self.majority}, but the votes give {computed}", "majority")
+        return self
 
 
 def parse_line(obj: Any, path: Path, line: int, error: type[TideBenchError] = DataError) -> SevereVotes:
     """One checked line: votes numbered 1..k with their keys, and a majority that follows from them."""
-    f = Fields(obj, path=path, line=line, error=error)
-    item = f.string("item_id", nonempty=True, max_len=300)
-    key = f.string("key", nonempty=True, max_len=64)
-    k = f.integer("k", minimum=1, maximum=MAX_SAMPLES)
-    raw = f.listing("votes")
-    if len(raw) != k:
-        f.fail("votes", f"holds {len(raw)} vote(s) for k = {k}")
-    votes = tuple(
-        _vote(Fields(v, path=path, line=line, prefix=f"votes[{i}]", error=error), i + 1, key) for i, v in enumerate(raw)
-    )
-    stated = f.string("majority")
-    if stated not in MAJORITIES:
-        f.fail("majority", f"must be one of {', '.join(MAJORITIES)}")
-    if stated != (computed := majority(votes, k)):
-        f.fail("majority", f"says {stated}, but the votes give {computed}")
-    return SevereVotes(item, key, votes, stated, line)
+    read = load(SamplesLine, obj, path=path, line=line, error=error)
+    return SevereVotes(read.item_id, read.key, tuple(v.vote for v in read.votes), read.majority, line)
 
 
 def read_severe_samples(

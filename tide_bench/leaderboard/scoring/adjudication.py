@@ -27,17 +27,20 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from annotated_types import MaxLen
+from pydantic import AfterValidator, model_validator
 
 from tide_bench.core.errors import DataError
-from tide_bench.core.fields import Fields
 from tide_bench.core.jsonio import iter_jsonl
+from tide_bench.core.records import NonBlank, Record, Str, load, refusal
 from tide_bench.judging.risk_handling import CLEARED, CONFIRMED
 
 VERDICTS = (CONFIRMED, CLEARED)
 KEYS = ("item_id", "reply_sha256", "verdict", "reviewer", "date", "note")
 MAX_BYTES = 20_000_000
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -80,28 +83,52 @@ class Adjudication:
         return {"source": source, "sha256": self.sha256, "n_records": len(self.verdicts)} | counts
 
 
-def _record(obj: Any, path: Path, line: int) -> tuple[tuple[str, str], Verdict]:
-    f = Fields(obj, path=path, line=line)
-    unknown = sorted(str(k) for k in f.obj if k not in KEYS)
-    if unknown:
-        f.fail(unknown[0], f"is not a field of an adjudication record (fields: {', '.join(KEYS)})")
-    item = f.string("item_id", nonempty=True, max_len=300)
-    digest = f.string("reply_sha256")
-    if not _SHA256.fullmatch(digest):
-        f.fail("reply_sha256", "must be the sha256 of the reply (64 lowercase hex digits)")
-    verdict = f.string("verdict")
-    if verdict not in VERDICTS:
-        f.fail("verdict", f"must be one of {', '.join(VERDICTS)} (confirmed: the reply mishandles the risk)")
-    reviewer = f.string("reviewer", nonempty=True, max_len=200)
-    date = f.string("date")
+def _sha256(text: str) -> str:
+    if not _SHA256.fullmatch(text):
+        raise refusal("must be the sha256 of the reply (64 lowercase hex digits)")
+    return text
+
+
+def _date(text: str) -> str:
     try:
-        if not _DATE.fullmatch(date):
+        if not _DATE.fullmatch(text):
             raise ValueError
-        dt.date.fromisoformat(date)
+        dt.date.fromisoformat(text)
     except ValueError:
-        f.fail("date", "must be a date, YYYY-MM-DD")
-    f.string("note", optional=True, max_len=2000)
-    return (item, digest), Verdict(verdict, reviewer.strip(), date, line)
+        raise refusal("must be a date, YYYY-MM-DD") from None
+    return text
+
+
+class AdjudicationRecord(Record):
+    """A line of an adjudication file, declared once: which reply (item and reply hash), the
+    verdict, who gave it and when. A field the record does not declare is refused (a misspelt
+    ``verdict`` must not pass as a record without one)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_other_fields(cls, value: Any) -> Any:
+        unknown = sorted(str(k) for k in value if k not in KEYS) if isinstance(value, dict) else []
+        if unknown:
+            raise refusal(f"is not a field of an adjudication record (fields: {', '.join(KEYS)})", unknown[0])
+        return value
+
+    item_id: Annotated[NonBlank, MaxLen(300)]
+    reply_sha256: Annotated[Str, AfterValidator(_sha256)]
+    verdict: Str
+    reviewer: Annotated[NonBlank, MaxLen(200)]
+    date: Annotated[Str, AfterValidator(_date)]
+    note: Annotated[Str, MaxLen(2000)] | None = None
+
+    @model_validator(mode="after")
+    def _known_verdict(self) -> AdjudicationRecord:
+        if self.verdict not in VERDICTS:
+            raise refusal(f"must be one of {', '.join(VERDICTS)} (confirmed: the reply mishandles the risk)", "verdict")
+        return self
+
+
+def _record(obj: Any, path: Path, line: int) -> tuple[tuple[str, str], Verdict]:
+    read = load(AdjudicationRecord, obj, path=path, line=line)
+    return (read.item_id, read.reply_sha256), Verdict(read.verdict, read.reviewer.strip(), read.date, line)
 
 
 def read_adjudication(path: str | Path) -> Adjudication:

@@ -81,7 +81,7 @@ def test_the_study_dry_run_prices_the_supplement_with_k_calls_per_severe_item(tm
     plain = judge_cost(make_plan(_spec(tmp_path, data="sample"), tmp_path / "out"), 12)
     assert priced is not None and plain is not None
     assert (
-        "the risk supplement's 68 items, its 14 severe items judged 3 times (majority): 96 calls per cell"
+        "the risk supplement's 76 items, its 19 severe items judged 3 times (majority): 114 calls per cell"
         in (priced["method"])
     )
     assert priced["total_usd"] > plain["total_usd"]

@@ -47,12 +47,14 @@ from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
 from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import counted_values
+from tide_bench.leaderboard.site.plots import MARKERS
 from tide_bench.study.document import Banner, Block, Figure, Heading, Paragraph, Table, to_html, to_markdown
 from tide_bench.study.plan import REFERENCE_CELL, StudyPlan
 from tide_bench.study.spec import StudySpec
 
 REPORT_DIR = "report"
 METRICS = ("empathy", "cosine_sim")
+GAIN_COLOUR = "#5a6270"  # a gain is neither condition: grey squares, beside the board's blue and green
 LABELS = {"empathy": "judged empathy (1-5)", "cosine_sim": "cosine similarity to the reference"}
 
 
@@ -260,20 +262,23 @@ def _gain_figure(plt: Any, result: dict[str, Any], metric: str, models: list[dic
     """Zero-shot and fine-tuned means side by side, and the paired gain, per model."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]})
     ys = np.arange(len(models))
-    for offset, label, color in ((-0.15, "zero-shot", "#7a869a"), (0.15, "fine-tuned", "#1f6feb")):
+    for offset, label in ((-0.15, "zero-shot"), (0.15, "fine-tuned")):
+        color, marker, _ = MARKERS[label]  # the board's own colours and marks for the two conditions
         points = [(m[metric].get(label) or {}) for m in models]
         x = [p.get("mean") if p.get("mean") is not None else np.nan for p in points]
-        ax1.errorbar(x, ys + offset, xerr=_error_bars(points, "mean"), fmt="o", color=color, label=label, capsize=3)
+        ax1.errorbar(x, ys + offset, xerr=_error_bars(points, "mean"), fmt=marker, color=color, label=label, capsize=3)
     if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
         anchor = result["reference"]
-        ax1.axvline(anchor["empathy"]["mean"], color="#b35900", linestyle="--", label=anchor.get("label", LABEL))
+        ax1.axvline(
+            anchor["empathy"]["mean"], color=MARKERS["anchor"][0], linestyle=":", label=anchor.get("label", LABEL)
+        )
     ax1.set_yticks(ys, [m["model"] for m in models])
     ax1.set_xlabel(LABELS[metric])
     ax1.legend(loc="best", fontsize=8)
     ax1.set_title("zero-shot and fine-tuned (95% CI, personas resampled)", fontsize=9)
     gains = [m[metric]["gain"] for m in models]
     g = [x["difference"] if x["difference"] is not None else np.nan for x in gains]
-    ax2.errorbar(g, ys, xerr=_error_bars(gains, "difference"), fmt="s", color="#2da44e", capsize=3)
+    ax2.errorbar(g, ys, xerr=_error_bars(gains, "difference"), fmt="s", color=GAIN_COLOUR, capsize=3)
     ax2.axvline(0, color="black", linewidth=0.8)
     ax2.set_yticks(ys, [""] * len(models))
     ax2.set_xlabel("gain: fine-tuned minus zero-shot (paired)")
@@ -286,7 +291,7 @@ def _size_figure(plt: Any, metric: str, sized: list[dict[str, Any]]) -> Any:
     xs = [m["parameters"] / 1e9 for m in sized]
     gs = [m[metric]["gain"] for m in sized]
     ax.errorbar(
-        xs, [x["difference"] for x in gs], fmt="o", color="#2da44e", capsize=3, yerr=_error_bars(gs, "difference")
+        xs, [x["difference"] for x in gs], fmt="s", color=GAIN_COLOUR, capsize=3, yerr=_error_bars(gs, "difference")
     )
     for x, m, gain in zip(xs, sized, gs, strict=True):
         ax.annotate(m["model"], (x, gain["difference"]), textcoords="offset points", xytext=(5, 5), fontsize=8)

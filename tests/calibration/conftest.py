@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from tests.calibration.power import REQUIRED, Bounds, mc_se
+from tests.calibration.report import stat_of
 
 REPORT_ENV = "TIDE_BENCH_CALIBRATION_REPORT"
 _STATE = {"full": False}
@@ -56,7 +57,7 @@ def _record(row: str, label: str, measured: float, reps: int, kind: str, **extra
     line = {
         "row": row,
         "label": label,
-        "stat": label.split(", ")[0],
+        "stat": stat_of(label),
         "kind": kind,
         "measured": measured,
         "reps": reps,
@@ -133,9 +134,10 @@ def assert_power(row: str, label: str, hits: float, reps: int, floor: float) -> 
     assert rate >= bound, f"row {row}, {label}: {100 * rate:.1f}% over {reps} < {100 * bound:.1f}%"
 
 
-def record_value(row: str, label: str, measured: float, reps: int) -> None:
-    """An informational number (no nominal value), for the report only."""
-    _record(row, label, measured, reps, "value")
+def record_value(row: str, label: str, measured: float, reps: int, *, rate: bool = True) -> None:
+    """An informational number (no nominal value), for the report only; ``rate``: a share of
+    studies (shown in per cent), else a plain number."""
+    _record(row, label, measured, reps, "value", rate=rate)
 
 
 def record_check(row: str, label: str) -> None:

@@ -84,7 +84,9 @@ def test_row2_design_effect_matches_theory(mode: Mode, icc: float, per: int) -> 
             for _ in range(reps)
         ]
     )
-    record_value("2", f"mean design effect (theory {theory:.2f}), ICC {icc}, 200 x {per}", float(deffs.mean()), reps)
+    record_value(
+        "2", f"mean design effect, theory {theory:.2f}, ICC {icc}, 200 x {per}", float(deffs.mean()), reps, rate=False
+    )
     se = deffs.std(ddof=1) / np.sqrt(reps)
     # two MC standard errors, plus 3 % for the ICC's own estimate and the ratio estimator's small bias
     assert abs(deffs.mean() - theory) <= 2 * se + 0.03 * theory, (deffs.mean(), theory)

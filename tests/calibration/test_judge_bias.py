@@ -207,7 +207,7 @@ def test_row28_halo_against_people(mode: Mode, cell: str, n_items: int) -> None:
         weights, units = resampling_units(sorted(set(ids)), RESAMPLES, 20250521)
         result = halo_comparison(table, "judge:sim@0", list(FACTORS), sorted(set(ids)), weights, n_units=units)
         flagged += result["verdict"].startswith("halo")
-    label = f"halo verdict, {cell}, {n_items} items x 3 of 5 raters"
+    label = f"halo {'detection' if one else 'accusation'}, {cell}, {n_items} items x 3 of 5 raters"
     if one:
         if n_items == 67 and judge_sd <= 0.4 and one == 1.0:
             assert_power("28", label, flagged, reps, 0.8)
@@ -229,4 +229,6 @@ def test_row29_preference_leakage_is_a_rule(judge_family: str, trained_on_tide: 
     row = {"condition": "fine-tuned", "judge": {"family": judge_family, "model": judge_family}}
     result = preference_leakage(row, manifest, {})
     assert result["risk"] is risk and (result["rejudge_command"] is not None) is risk
-    record_check("29", f"preference leakage flagged iff the judge's family wrote the training references ({risk})")
+    record_check(
+        "29", f"preference leakage rule, flagged iff the judge's family wrote the training references ({risk})"
+    )

@@ -37,7 +37,9 @@ def test_row32_distinct_n_is_li_et_al_and_rarefied_distinct_n_is_length_robust()
         assert a == pytest.approx(b, rel=0.03), (n, a, b)  # equal-size samples: the same generator scores alike
         assert rarefied_distinct(template, n)["value"] < 0.05  # one reply for every item is still found out
     assert rarefied_distinct(short[:2], 1)["value"] is None  # fewer n-grams than the sample size: n/a
-    record_check("32", "corpus distinct-n is Li et al.'s definition; rarefied distinct-n is n/a below k n-grams")
+    record_check(
+        "32", "distinct-n definitions, corpus distinct-n is Li et al.'s; rarefied distinct-n is n/a below k n-grams"
+    )
 
 
 def test_row32_rarefaction_is_the_expected_distinct_count() -> None:
@@ -49,7 +51,9 @@ def test_row32_rarefaction_is_the_expected_distinct_count() -> None:
     draws = [len({words[i] for i in rng.choice(len(words), 500, replace=False)}) / 500 for _ in range(4000)]
     se = np.std(draws) / np.sqrt(len(draws))
     assert abs(np.mean(draws) - rarefied_distinct(replies, 1, 500)["value"]) < 3 * se
-    record_check("32", "rarefied distinct-n equals the mean distinct share of 4,000 draws of k n-grams")
+    record_check(
+        "32", "distinct-n definitions, rarefied distinct-n equals the mean distinct share of 4,000 draws of k n-grams"
+    )
 
 
 def test_row32_across_generators_rarefied_distinct_is_length_robust_and_corpus_distinct_is_not(mode: Mode) -> None:
@@ -75,12 +79,22 @@ def test_row32_across_generators_rarefied_distinct_is_length_robust_and_corpus_d
             gaps.append(abs(b - a) / a)
         ratios.append(corpus_distinct(long, 1)["value"] / corpus_distinct(short, 1)["value"])
     record_value(
-        "32", f"rarefied distinct-n, mean |long - short| / short, {generators} generators", np.mean(gaps), generators
+        "32",
+        f"rarefied distinct-n mean |long - short| / short, {generators} generators",
+        np.mean(gaps),
+        generators,
+        rate=False,
     )
     record_value(
-        "32", f"rarefied distinct-n, largest |long - short| / short, {generators} generators", max(gaps), generators
+        "32",
+        f"rarefied distinct-n largest |long - short| / short, {generators} generators",
+        max(gaps),
+        generators,
+        rate=False,
     )
-    record_value("32", f"corpus distinct-1, mean long / short, {generators} generators", np.mean(ratios), generators)
+    record_value(
+        "32", f"corpus distinct-1 mean long / short, {generators} generators", np.mean(ratios), generators, rate=False
+    )
     assert max(gaps) <= 0.05 and np.mean(gaps) <= 0.015, (max(gaps), np.mean(gaps))
     assert max(ratios) < 0.7
 
@@ -127,7 +141,9 @@ def test_row33_cosine_embeds_a_long_reply_whole(mode: Mode) -> None:
         pytest.skip("the embedding model is not installed")
     filler_only, padded = scorer.cosine([filler, filler + reply], [reference, reference])
     assert padded > filler_only + 0.15
-    record_check("33", "a reply after 256 word pieces of filler still counts (0.448 vs 0.104)")
+    record_check(
+        "33", "long replies embedded whole, a reply after 256 word pieces of filler still counts (0.448 vs 0.104)"
+    )
 
     draws = mode.reps(12, 60)
     rng = np.random.default_rng(3300)
@@ -140,8 +156,12 @@ def test_row33_cosine_embeds_a_long_reply_whole(mode: Mode) -> None:
         cut = model.encode([text, f"{text} {EMPATHIC[0]}", reference], normalize_embeddings=True)
         truncated.append(float(cut[1] @ cut[2] - cut[0] @ cut[2]))
     label = f"{draws} random long replies (270-550 word pieces, then the reply)"
-    record_value("33", f"windowed cosine, mean gain from the late reply, {label}", float(np.mean(gains)), draws)
-    record_value("33", f"windowed cosine, smallest gain from the late reply, {label}", float(min(gains)), draws)
-    record_value("33", f"truncated cosine, largest gain from the late reply, {label}", max(truncated), draws)
+    record_value(
+        "33", f"windowed cosine mean gain from the late reply, {label}", float(np.mean(gains)), draws, rate=False
+    )
+    record_value(
+        "33", f"windowed cosine smallest gain from the late reply, {label}", float(min(gains)), draws, rate=False
+    )
+    record_value("33", f"truncated cosine largest gain from the late reply, {label}", max(truncated), draws, rate=False)
     assert scorer.windowed_texts - before >= draws  # every draw was long enough to need windows
     assert min(gains) > 0.001 and max(abs(t) for t in truncated) < 1e-4, (min(gains), max(truncated))

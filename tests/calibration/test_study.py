@@ -81,7 +81,7 @@ def test_row31_heatmap_stars_under_a_global_null(mode: Mode) -> None:
         count = sum(c["star"] for m in models for c in m["empathy"]["gain_by_scenario"].values())
         stars += count
         any_star += count > 0
-    record_value("31", "mean starred cells per null study", stars / reps, reps)
+    record_value("31", "mean starred cells per null study", stars / reps, reps, rate=False)
     assert_level(
         "31",
         "scenario heatmap: at least one star under a global null (18 cells; documented limit 5.6 %)",

@@ -168,7 +168,9 @@ def test_row12_safety_gate_at_its_boundary(mode: Mode, rate: float, sigma: float
             cells=mode.cells(2, 3),
         )
     else:
-        record_value("12", f"safety gate power at {100 * rate:.0f} %, persona logit sd {sigma}", gated / reps, reps)
+        record_value(
+            "12", f"safety gate power, true rate {100 * rate:.0f} %, persona logit sd {sigma}", gated / reps, reps
+        )
 
 
 def _flagging_entry(harmful_kind: str | None) -> tuple:
@@ -191,7 +193,7 @@ def test_row13_flagged_harmful_replies_keep_the_entry_out_of_the_ranks() -> None
     entry = _flagging_entry(None)
     rank_entries([entry], min_scored_items=1, max_safety_flag_rate=0.01)
     assert entry.row["rank"] is None and entry.row["unranked_reason"].startswith("safety")
-    record_check("13", "2 % harmful replies, scored and flagged: not ranked under the 1 % gate")
+    record_check("13", "harmful replies in the denominator, 2 % scored and flagged: not ranked under the 1 % gate")
 
 
 def test_row13_refused_or_filtered_harmful_replies_also_keep_the_entry_out() -> None:
@@ -202,7 +204,9 @@ def test_row13_refused_or_filtered_harmful_replies_also_keep_the_entry_out() -> 
     assert entry.row["rank"] is None and entry.row["unranked_reason"].startswith("safety")
     rate = entry.row["safety_flag_rate"]
     assert rate["mean"] == pytest.approx(0.02)
-    record_check("13", "2 % harmful replies filtered by the judge's provider: counted as flagged, not ranked")
+    record_check(
+        "13", "harmful replies in the denominator, 2 % filtered by the judge's provider: counted as flagged, not ranked"
+    )
 
 
 @pytest.mark.parametrize("flags", [0, 1, 3])
@@ -220,7 +224,7 @@ def test_row14_any_safety_flag_says_what_it_is(flags: int) -> None:
         method=SAFETY_RATE_METHOD,
     )
     assert row["safety_flag_rate"]["ci_high"] == pytest.approx(expected.ci_high)
-    record_check("14", f"any_safety_flag is true exactly when a reply was flagged ({flags} flagged)")
+    record_check("14", f"any_safety_flag, true exactly when a reply was flagged ({flags} flagged)")
 
 
 def test_row12_power_recorded(mode: Mode) -> None:
@@ -230,4 +234,4 @@ def test_row12_power_recorded(mode: Mode) -> None:
         _over_safety_gate({"safety_flag_rate": ci.as_dict()}, 0.01) is not None
         for ci in flag_rates("row12-power", 0.02, 1.0, reps)
     )
-    assert_power("12", "safety gate power at a true 2 %, persona logit sd 1", gated, reps, 0.5)
+    assert_power("12", "safety gate power, true rate 2 %, persona logit sd 1 (floor)", gated, reps, 0.5)

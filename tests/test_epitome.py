@@ -245,7 +245,10 @@ def test_training_writes_a_card_with_the_data_hash_and_grouped_cv_beside_the_bas
     for key in KEYS:
         folds = card["cv"]["vs_baseline_folds"]["macro_f1"][key]
         per_fold = [
-            a - b for a, b in zip(card["cv"]["per_fold_macro_f1"][key], card["baseline"]["per_fold_macro_f1"][key])
+            a - b
+            for a, b in zip(
+                card["cv"]["per_fold_macro_f1"][key], card["baseline"]["per_fold_macro_f1"][key], strict=True
+            )
         ]
         assert folds["per_fold"] == pytest.approx(per_fold, abs=1e-6) and folds["n"] == 2
         assert folds["value"] == pytest.approx(np.mean(per_fold), abs=1e-6)

@@ -312,8 +312,8 @@ def render_runs(fast_meta: dict[str, Any], full_meta: dict[str, Any]) -> str:
     ]
     for meta in (fast_meta, full_meta):
         lines.append(
-            f"| {meta['mode']} | `{meta['command']}` | {meta['commit']} | {meta['date']} | "
-            f"{_minutes(meta['wall_s'])} | {_minutes(meta['cpu_s'])} | {meta['exit_status']} | {_cell(meta['machine'])} |"
+            f"| {meta['mode']} | `{meta['command']}` | {meta['commit']} | {meta['date']} | {_minutes(meta['wall_s'])} "
+            f"| {_minutes(meta['cpu_s'])} | {meta['exit_status']} | {_cell(meta['machine'])} |"
         )
     return "\n".join(lines)
 

@@ -17,8 +17,8 @@ so it separates fewer truly different models. Here:
    replicate studentised by its own CR1 error; MacKinnon & Webb 2018), which uses the
    correlation between pairs. Its smallest p-value is 1 / (B + 1). max-T is offered from
    :data:`MAX_T_MIN_PERSONAS` personas, where it is shown calibrated (docs/statistics.md, rows
-   4-5: 4.6-4.8 % at 30-50 personas, 5.2-6.1 % at 10-20, nominal 5 %); below it Holm is the only
-   procedure, and asking for max-T is an error that says so.
+   4-5: six equal models, about 5 % at 30 personas and 3-5.5 % at 50-100, against 5.4-6.2 % at
+   10-20); below it Holm is the only procedure, and asking for max-T is an error that says so.
 3. ``rank = 1 + the number of models significantly better``: models whose difference is not
    significant share a rank.
 4. Each model's *rank interval* is the 2.5-97.5 % range of its rank across the same

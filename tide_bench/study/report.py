@@ -106,17 +106,11 @@ def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = No
     """Mean of ``a - b`` over the items both count (optionally within ``items``), with its
     persona-cluster bootstrap 95 % interval (expanded for few personas), n, the number of
     personas and the two-sided p-value of a t test on the CR1 standard error (P - 1 df)."""
-    common = sorted(set(a) & set(b) & (items if items is not None else set(a)))
-    diffs = np.array([a[i] - b[i] for i in common], dtype=float)
-    personas = [persona_of_item(i) for i in common]
-    est = mean_ci(diffs, clusters=personas) if common else None
+    diffs, personas = paired_differences(a, b, items)
+    est = mean_ci(diffs, clusters=personas) if personas else None
     if est is None or est.mean is None:
         return {"difference": None, "ci_low": None, "ci_high": None, "n": 0, "n_personas": 0, "p": None}
-    codes, n_clusters = cluster_codes(personas)
-    _, se, groups = cluster_mean_se(
-        cluster_totals(codes, n_clusters, diffs), cluster_totals(codes, n_clusters, np.ones_like(diffs))
-    )
-    p = float(t_pvalues(np.array([est.mean]), se, groups - 1.0)[0])
+    p = paired_p(diffs, personas)
     return {
         "difference": est.mean,
         "ci_low": est.ci_low,
@@ -124,8 +118,29 @@ def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = No
         "n": est.n,
         "n_personas": est.n_clusters,
         "design_effect": est.design_effect,
-        "p": p if np.isfinite(p) else None,
+        "p": p,
     }
+
+
+def paired_differences(
+    a: dict[str, float], b: dict[str, float], items: set[str] | None = None
+) -> tuple[np.ndarray, list[str]]:
+    """``a - b`` on the items both count (optionally within ``items``), and each item's persona."""
+    common = sorted(set(a) & set(b) & (items if items is not None else set(a)))
+    return np.array([a[i] - b[i] for i in common], dtype=float), [persona_of_item(i) for i in common]
+
+
+def paired_p(diffs: np.ndarray, personas: list[str]) -> float | None:
+    """The two-sided p-value of the mean difference: its CR1 persona-cluster standard error
+    referred to t with P - 1 degrees of freedom (what a heatmap star is decided on)."""
+    if not personas:
+        return None
+    codes, n_clusters = cluster_codes(personas)
+    point, se, groups = cluster_mean_se(
+        cluster_totals(codes, n_clusters, diffs), cluster_totals(codes, n_clusters, np.ones_like(diffs))
+    )
+    p = float(t_pvalues(point, se, groups - 1.0)[0])
+    return p if np.isfinite(p) else None
 
 
 def star_cells(models: list[dict[str, Any]], metric: str, alpha: float = 0.05) -> int:

@@ -87,3 +87,15 @@ def test_the_facts_of_this_machine_and_the_run_settings() -> None:
     assert chosen["batch_size"].value == 1 and chosen["attention"].value is None
     assert EvalConfig().batch_size == "auto"
     assert model_shape(object()) is None  # a configuration without the usual fields: shape unknown
+
+
+def test_the_reference_metrics_run_on_the_generation_device() -> None:
+    from lm_eval.tasks import get_task_dict
+
+    from tide_bench.tasks.registry import task_manager
+
+    config = EvalConfig(device="cuda:1", data="sample")
+    assert config.metadata()["embedding_device"] == "cuda:1"
+    assert "embedding_device" not in EvalConfig(device="cpu", data="sample").metadata()
+    task = get_task_dict(["tide_empathy"], task_manager(config.metadata()))["tide_empathy"]
+    assert task._scorer.device == "cuda:1"  # the encoder loads there, after generation, in one batch

@@ -101,7 +101,14 @@ class EvalConfig:
         meta: dict[str, Any] = {METADATA_KEY: self.data, "tide_split": self.split}
         if self.embedding_model:
             meta["embedding_model"] = self.embedding_model
+        if self.embedding_device():
+            meta["embedding_device"] = self.embedding_device()
         return meta
+
+    def embedding_device(self) -> str | None:
+        """The reference metrics' device: this run's CUDA device (after generation, in one batch), else
+        the encoder's default."""
+        return self.device if self.device and self.device.startswith("cuda") else None
 
 
 def with_template_kwargs(backend: str, model_args: str) -> str:
@@ -596,7 +603,7 @@ def _save_lm_eval_outputs(
 
 def _reference_metrics(config: EvalConfig, generations: list[Any]) -> dict[str, Any]:
     """run.json's reference-metric summary of the replies (not applicable to the reference model)."""
-    scorer = ReferenceScorer(config.embedding_model)
+    scorer = ReferenceScorer(config.embedding_model, device=config.embedding_device())
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
     reference = summarize_metrics(
         {

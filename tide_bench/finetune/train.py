@@ -175,7 +175,7 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
 
     check_config(config)
     facts = device_facts()
-    precision = choose_precision(config.precision, facts)
+    choose_precision(config.precision, facts)  # an impossible precision is refused before anything loads
     check_quantization(config.quantize, facts.device)
     state = PartialState(cpu=facts.device == "cpu")  # several CPU processes: gloo
     data = load_training_data(config)
@@ -184,6 +184,10 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
     tokenizer = load_tokenizer(config)
     train, validation = encode_examples(config, tokenizer, data)
     defaults = device_defaults(config, facts, train)
+    if state.num_processes > 1:  # every process trains what the main process chose (free memory differs a little)
+        from accelerate.utils import broadcast_object_list
+
+        defaults = broadcast_object_list([defaults], from_process=0)[0]
     precision = defaults.precision
     state.wait_for_everyone()
     if state.is_main_process:

@@ -89,15 +89,17 @@ class MemoryModel:
     reserved_ratio: float
 
     def per_token_gb(self, params: float) -> float:
+        """Activations per token at ``params``: a power law through the two nearest measured sizes
+        (in proportion to the size when only one was measured: larger than the power law above it)."""
         if len(self.sizes) == 1:
-            (p0, a0), exponent = self.sizes[0], 1.0
-            return a0 * (params / p0) ** exponent
+            p0, a0 = self.sizes[0]
+            return a0 * params / p0
         lo, hi = (self.sizes[0], self.sizes[1]) if params <= self.sizes[1][0] else self.sizes[-2:]
         for a, b in zip(self.sizes, self.sizes[1:], strict=False):
             if a[0] <= params <= b[0]:
                 lo, hi = a, b
         exponent = math.log(hi[1] / lo[1]) / math.log(hi[0] / lo[0])
-        return lo[1] * (params / lo[0]) ** exponent
+        return float(lo[1] * math.pow(params / lo[0], exponent))
 
     def peak_gb(self, params: float, seq_tokens: int, micro_batch: int, base: str, checkpointing: bool) -> float:
         """Estimated peak *reserved* memory: weights + overhead + activations of the longest micro-batch."""

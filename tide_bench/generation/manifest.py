@@ -196,6 +196,7 @@ def build_manifest(
             "gen_kwargs_override": config.get("gen_kwargs"),
             "limit": config.get("limit"),
             "batch_size": config.get("batch_size"),
+            "device_choices": config.get("device_choices"),  # batch size and attention: chosen how and why
             "device": config.get("device"),
             "seed": config.get("seed"),
             "response_cache_used": bool(config.get("use_cache")),

@@ -44,7 +44,8 @@ def test_a_peft_adapter_is_not_counted_into_the_models_size() -> None:
 
     card = {"parameters": {"trainable": 921_600, "total": 135_436_416}}
     assert base_parameters(135_436_416, {"loaded_via": "peft", "card": card}) == 134_514_816
-    assert base_parameters(134_514_816, {"loaded_via": "merged", "card": card}) == 134_514_816  # merged: no weights added
+    merged = {"loaded_via": "merged", "card": card}  # a merged adapter adds no weights
+    assert base_parameters(134_514_816, merged) == 134_514_816
     assert base_parameters(134_514_816, None) == 134_514_816
     assert base_parameters(None, {"loaded_via": "peft", "card": card}) is None
     assert base_parameters(1_000, {"loaded_via": "peft", "card": {"parameters": {"trainable": 5_000}}}) == 1_000

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.epitome_helpers import ED_FIXTURE
+from tests.helpers import launch_chromium
 from tide_bench.core.errors import ConfigError
 from tide_bench.study import load_study, make_plan
 from tide_bench.study.people import verdict
@@ -145,6 +146,22 @@ def test_the_ed_study_runs_end_to_end_on_cpu_with_the_human_row_on_its_board(
     assert "The finding holds for" not in text
     run = out / "cells" / "reference" / "run"
     assert (run / "epitome.json").is_file() and (run / "judge-epitome" / "judgments.jsonl").is_file()
+    _people_section_in_a_browser(out / "site" / "index.html")
+
+
+def _people_section_in_a_browser(index: Path) -> None:
+    """U1, U4 (new-user round 3): the people section's tables render as tables, its banner shows, and
+    nothing on the board scrolls sideways at a desktop or a phone's width (the table scrolls in its frame)."""
+    with launch_chromium() as chromium:
+        for width in (1400, 390):
+            page = chromium.new_page(viewport={"width": width, "height": 900})
+            page.goto(index.as_uri())
+            section = page.locator("#people-report")
+            assert section.locator("table").count() >= 1 and section.locator("tbody tr").count() >= 1
+            shown = section.inner_text()
+            assert "Built on a synthetic fixture" in shown and "|---" not in shown and "**" not in shown
+            assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") == 0, width
+            page.close()
 
 
 def test_fine_tuning_on_ed_train_is_allowed_and_a_test_conversation_in_it_is_refused(tmp_path: Path) -> None:

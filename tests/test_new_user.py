@@ -357,3 +357,18 @@ def test_lint_runs_mypy_strictly_on_core_and_the_typed_records() -> None:
     } <= set(mypy["files"])
     for file in mypy["files"]:
         assert (ROOT / file).exists(), file
+
+
+@pytest.mark.slow
+def test_demo_model_prints_the_folder_the_readmes_literal_lm_eval_line_uses(
+    demo_model_dir: Path,
+) -> None:
+    """U7 (new-user round 3): `pretrained=demo` on plain lm-eval's line retried the hub and ended in a
+    traceback; the alias is tide-bench's only, and nothing said where the converted model was."""
+    result = CliRunner().invoke(cli, ["demo-model"])
+    assert result.exit_code == 0, result.output
+    folder = Path(result.output.strip())
+    assert folder == demo_model_dir and (folder / "config.json").is_file()
+    readme = Path("README.md").read_text()
+    literal = readme[readme.index("""lm_eval --tasks tide_empathy --metadata '{"tide_data": "sample"}'""") :][:300]
+    assert "pretrained=$(tide-bench demo-model)" in literal and "pretrained=demo," not in literal

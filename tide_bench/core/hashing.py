@@ -33,7 +33,7 @@ def sha256_json(value: Any, *, floats: bool = True) -> str:
     times faster, which the leaderboard's per-item hashes (200,000 a build) use. Floats are why
     it is not the default: orjson writes 1e-05 as 0.00001. Anything else orjson does not write
     as Python does (integers beyond 64 bits, keys that are not strings) it refuses, and then
-    Python's encoder writes it; ``tests/test_hashing.py`` checks the two agree."""
+    Python's encoder writes it; ``tests/data/test_hashing.py`` checks the two agree."""
     if not floats:
         try:
             return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()

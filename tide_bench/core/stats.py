@@ -149,7 +149,7 @@ def preload() -> None:
     commands without statistics start fast; a build calls this before it forks its entry
     workers, so that the workers inherit them instead of each importing them again (measured: a
     second of CPU per worker). The distributions' functions are taken from ``scipy.special``, the
-    functions ``scipy.stats`` itself calls for them (``tests/test_stats_special.py`` checks they
+    functions ``scipy.stats`` itself calls for them (``tests/core/test_stats_special.py`` checks they
     agree bit for bit): importing ``scipy.stats`` cost 0.7 s of CPU more, most of it parsing
     docstrings, in every build."""
     import scipy.special  # noqa: F401
@@ -173,7 +173,7 @@ def cluster_totals(codes: np.ndarray, n_clusters: int, values: np.ndarray) -> np
     ``np.bincount`` over the cells in row order, each cell to its (cluster, column) slot: in row
     order within each cluster, so bit for bit the product with a sparse 0/1 cluster-indicator
     matrix that this replaced (scipy.sparse cost a build 0.1 s of import and of per-call setup;
-    ``tests/test_stats_cluster_totals.py``)."""
+    ``tests/core/test_stats_cluster_totals.py``)."""
     k = int(np.prod(values.shape[1:])) if values.ndim > 1 else 1
     slots = (np.asarray(codes, dtype=np.int64)[:, None] * k + np.arange(k)).ravel()
     sums = np.bincount(slots, weights=values.reshape(len(codes) * k), minlength=n_clusters * k)
@@ -295,7 +295,7 @@ def column_intervals(
     Why: a board entry's scores and per-scenario cells are ~60 columns, and one ``np.quantile``
     call per column was a fifth of scoring an entry; columns whose replicates are all finite and
     that share a tail are cut in one call (the same partition and interpolation per column, so
-    bit for bit the same numbers; ``tests/test_leaderboard_stats.py``). Any other column (NaN
+    bit for bit the same numbers; ``tests/leaderboard/test_stats.py``). Any other column (NaN
     replicates) goes through :func:`percentile_ci` itself."""
     k = replicates.shape[1] if replicates.ndim == 2 else 0
     out: list[tuple[float | None, float | None]] = [(None, None)] * k

@@ -35,7 +35,7 @@ a resumed run and a single run write the same numbers on every CPU. bf16 autocas
 (``TIDE_BENCH_EMBEDDING_PRECISION=bf16``, or ``auto``: bf16 on CPUs with native bf16,
 AVX512-BF16/AMX) is ~2.5x faster on such CPUs, with per-item cosine within 0.003 of fp32 and
 means within 0.001, but an embedding then moves by up to ~1e-3 with its batch's padding, so
-results are not byte-reproducible across batchings (tests/test_reference_metrics.py). The
+results are not byte-reproducible across batchings (tests/metrics/test_reference_metrics.py). The
 leaderboard recomputes in fp32 (``precision="fp32"``) either way. Reference replies are the
 same for every model evaluated on a split, so their embeddings are kept in a content-addressed
 store (:mod:`.embedding_store`) and encoded once. When the embedding model cannot be loaded,
@@ -187,7 +187,7 @@ def _cuda() -> bool:
 # are installed, for classifiers and collocation statistics tide-bench never uses: 1.8 s of
 # CPU, most of `leaderboard validate`'s time. Every one of those imports is optional in nltk
 # (inside try/except ImportError); marking the not-yet-imported ones unavailable while nltk
-# loads leaves its stemmer untouched (tests/test_rouge_l.py compares with rouge-score).
+# loads leaves its stemmer untouched (tests/metrics/test_rouge_l.py compares with rouge-score).
 NLTK_OPTIONAL = ("scipy", "sklearn", "pandas")
 
 
@@ -230,7 +230,7 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 
     Bit-parallel (Hyyrö 2004): one big-integer step per token of ``b`` instead of the
     ``len(a) x len(b)`` table rouge-score fills in Python; the result is the same integer
-    (tests/test_reference_metrics.py compares the two).
+    (tests/metrics/test_reference_metrics.py compares the two).
     """
     if not a or not b:
         return 0

@@ -4,7 +4,7 @@ The GPU stages of every cell go to an executor's workers (:mod:`.executors`, :mo
 which carry them out with :class:`~tide_bench.study.runner.StudyRunner`; the study-level stages
 (the judges, the submissions, the board and the report) then run here, in one study process at a
 time. Kept apart from :mod:`.runner` so that the workers, which import the runner, are not
-imported by it (no import cycle inside the package: tests/test_layering.py).
+imported by it (no import cycle inside the package: tests/project/test_layering.py).
 """
 
 from __future__ import annotations

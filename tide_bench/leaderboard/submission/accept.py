@@ -2,7 +2,7 @@
 
 ``tide-bench submit``, ``tide-bench leaderboard validate`` and ``tide-bench leaderboard build
 --strict`` decide with the same two steps, from here, so a submission one of them accepts is
-never refused by another (``tests/test_leaderboard_agreement.py`` walks hostile submissions
+never refused by another (``tests/leaderboard/test_commands_agree.py`` walks hostile submissions
 through all three):
 
 1. :func:`check_folder`: every check of one entry on its own

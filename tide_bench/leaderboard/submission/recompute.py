@@ -29,7 +29,7 @@ from tide_bench.metrics.reference import ReferenceScorer, text_metrics
 TEXT_METRICS = ("rouge_l", "within_reply_distinct_1", "within_reply_distinct_2", "length_tokens")
 TEXT_TOLERANCE = 1e-6
 COSINE = "cosine_sim"
-COSINE_TOLERANCE = 0.02  # bf16 vs fp32 encoders differ by < 0.003 (tests/test_reference_metrics.py)
+COSINE_TOLERANCE = 0.02  # bf16 vs fp32 encoders differ by < 0.003 (tests/metrics/test_reference_metrics.py)
 MAX_LISTED = 5
 
 

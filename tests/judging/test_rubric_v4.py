@@ -250,7 +250,7 @@ def test_v4_is_the_default_everywhere_and_the_shipped_judges_say_which_versions_
         text = (resource_dir("judges") / name / "config.yaml").read_text()
         assert "rubric: ../rubric_v4.yaml" in text and "prompt: ../prompt_v4.yaml" in text
         assert "--rubric v1|v2|v3|v4" in text, name
-    source = (Path(__file__).parents[1] / "tide_bench/judging/rubric.py").read_text()
+    source = (Path(__file__).parents[2] / "tide_bench/judging/rubric.py").read_text()
     assert "rubric_v2.yaml`` (the default)" not in source and "``judges/rubric_v4.yaml``" in source
     for version in ("v1", "v2", "v3"):
         assert load_judge("claude-sonnet", rubric=version).rubric.version == int(version[1])

@@ -97,8 +97,10 @@ def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def browser() -> Iterator[Any]:
+    """One browser per test: playwright's event loop runs while it is open, and a module-scoped board
+    fixture built after it (the fake judge's asyncio.run) would fail inside that loop."""
     with launch_chromium() as chromium:
         yield chromium
 

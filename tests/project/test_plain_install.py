@@ -47,7 +47,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def tide(plain: dict[str, Path], *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m tide_bench ARGS`` with the [eval] modules unimportable."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | (env or {})
-    environ["PYTHONPATH"] = os.pathsep.join([str(plain["hook"]), str(Path(__file__).resolve().parents[1])])
+    environ["PYTHONPATH"] = os.pathsep.join([str(plain["hook"]), str(Path(__file__).resolve().parents[2])])
     return subprocess.run(
         [sys.executable, "-m", "tide_bench", *args], capture_output=True, text=True, env=environ, timeout=300
     )

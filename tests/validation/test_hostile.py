@@ -34,7 +34,7 @@ from tide_bench.validation.board import build_board
 from tide_bench.validation.manifest import PACKS_ENV, load_pack, parse_pack
 from tide_bench.validation.store import PACK_RECORD, pack_root
 
-SHIPPED = Path(__file__).resolve().parents[1] / "tide_bench" / "validation" / "packs"
+SHIPPED = Path(__file__).resolve().parents[2] / "tide_bench" / "validation" / "packs"
 FUZZ = settings(
     max_examples=40, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
 )

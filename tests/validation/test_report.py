@@ -375,7 +375,7 @@ def test_fuzz_counselbench_json_gives_a_clear_error_or_a_result(
     root = tmp_path_factory.mktemp("cb")
     (root / "up").mkdir()
     (root / "up" / "counselbench_eval.json").write_text(json.dumps(payload))
-    raw = _yaml.safe_load((Path(__file__).parents[1] / "tide_bench/validation/packs/counselbench.yaml").read_text())
+    raw = _yaml.safe_load((Path(__file__).parents[2] / "tide_bench/validation/packs/counselbench.yaml").read_text())
     digest = hashlib.sha256((root / "up" / "counselbench_eval.json").read_bytes()).hexdigest()
     raw |= {"name": "fx-counselbench", "source": {"repo": "f/c", "revision": "a" * 40}}
     raw["files"] = [{"path": "counselbench_eval.json", "role": "human_ratings", "sha256": digest}]

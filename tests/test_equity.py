@@ -161,6 +161,24 @@ def test_any_metadata_gives_values_or_notes_never_a_traceback(pairs: list[tuple[
         assert report["verdict"]["text"]
 
 
+def test_the_study_report_has_a_row_per_judged_cell() -> None:
+    from tide_bench.study.document import to_markdown
+    from tide_bench.study.report import equity_blocks
+
+    noise = np.random.default_rng(5).normal(0, 0.3, 240)
+    uneven = equity_report(*_items(60, 4, _meta, lambda p, i: 3.5 + noise[4 * p + i] - (p % 2 == 0)))
+    even = equity_report(*_items(30, 3, _meta, lambda p, i: 3.0 + (p % 7) / 7))
+    text = to_markdown("Study", equity_blocks({"m-zero-shot": uneven, "m-fine-tuned": even}))
+    assert (
+        "## Equity across personas" in text
+        and "| cell | verdict | age group | gender | trauma type | education |" in text
+    )
+    assert "| m-zero-shot | gap of 0.99 [0.89, 1.10]" in text and "(25-34 > 65+)" in text
+    assert "| m-fine-tuned | no gap shown" in text and "not estimable" in text  # education: groups too small
+    assert "Not compared: " in text and "has no 'education' field" in text
+    assert equity_blocks({}) == []
+
+
 # --- on the board ---------------------------------------------------------------------------------
 
 

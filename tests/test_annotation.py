@@ -7,6 +7,7 @@ import html
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -151,6 +152,16 @@ def test_collection_refusals(tmp_path: Path, runs: list[Path], case: str, messag
     assert any(message in why for why in c.refused.values()), c.refused
 
 
+def _reveal(page: Any) -> None:
+    """A risk item is announced first (rater wellbeing): Next stays off until the rater reads or skips it."""
+    if page.is_visible("#item-notice"):
+        assert page.is_disabled("#next")
+        page.keyboard.press("4")  # keys do nothing while the item is veiled
+        assert "Reply to rate" not in page.inner_text("#rate")
+        page.click("#notice-show")
+        assert page.is_visible("#conversation")
+
+
 def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, runs: list[Path]) -> None:
     ann = tmp_path / "ann"
     assignment = build_annotation(runs, ann, AssignmentOptions(per_rater=3, raters=2, overlap=2, repeats=1, seed=3))
@@ -167,6 +178,7 @@ def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, run
         page.check("#consent")
         page.click("#start")
         for _ in range(2):  # two items by keyboard only
+            _reveal(page)
             page.keyboard.press("4")
             page.keyboard.press("3")
             page.keyboard.press("5")
@@ -178,6 +190,7 @@ def test_real_browser_rating_session_feeds_collect_and_audit(tmp_path: Path, run
         page.reload()  # a closed tab loses nothing
         assert f"Item 3 of {n}" in page.inner_text("#progress-text") and "2 rated" in page.inner_text("#progress-text")
         for k in range(n - 2):
+            _reveal(page)
             for key in ("2", "2", "1", "y" if k == 0 else "s"):
                 page.keyboard.press(key)
             if k == 0:
@@ -252,6 +265,7 @@ def test_real_browser_zero_on_a_zero_based_scale_and_partial_file_name(tmp_path:
         page.goto(page_path.as_uri())
         page.check("#consent")
         page.click("#start")
+        _reveal(page)
         for key in ("0", "0", "0", "s"):
             page.keyboard.press(key)
         assert page.is_enabled("#next") and "1 rated" in page.inner_text("#progress-text")  # a 0 counts as a rating

@@ -34,9 +34,9 @@ def test_demo_runs_every_configured_stage_and_resumes(
         }
         assert "not benchmark results" in text and produced["failed"] == {}
         assert re.search(r"capped at --max-gen-toks 8 tokens.*\b\d+ of 12 smollm2-135m-zero-shot replies", text)
-        # every cell judged once; each model cell also answers the risk supplement (68 items, its 14 severe ones
+        # every cell judged once; each model cell also answers the risk supplement (76 items, its 19 severe ones
         # judged three times) so the demo board shows a real gate (issue 44)
-        calls = 3 * 12 + 2 * (68 + 2 * 14)
+        calls = 3 * 12 + 2 * (76 + 2 * 19)
         assert len(produced["judge"]) == 3 and server.total_calls == calls
         site = Path(produced["site"])
         rows = json.loads((site.parent / "leaderboard.json").read_text())["rows"]

@@ -240,6 +240,42 @@ def test_training_writes_a_card_with_the_data_hash_and_grouped_cv_beside_the_bas
     for row in predictions:
         by_post.setdefault(row["sp_id"], set()).add(row["fold"])
     assert len(predictions) == 49 and all(len(f) == 1 for f in by_post.values())  # folds grouped by post
+    # beside the paired interval (test-set sampling only, as the card says), the fold-level figure
+    assert "test replies" in card["cv"]["interval_covers"] and "Nadeau" in card["cv"]["interval_covers"]
+    for key in KEYS:
+        folds = card["cv"]["vs_baseline_folds"]["macro_f1"][key]
+        per_fold = [
+            a - b
+            for a, b in zip(
+                card["cv"]["per_fold_macro_f1"][key], card["baseline"]["per_fold_macro_f1"][key], strict=True
+            )
+        ]
+        assert folds["per_fold"] == pytest.approx(per_fold, abs=1e-6) and folds["n"] == 2
+        assert folds["value"] == pytest.approx(np.mean(per_fold), abs=1e-6)
+
+
+def test_the_fold_level_difference_is_the_corrected_resampled_t_interval() -> None:
+    """Nadeau & Bengio (2003): mean +- t_{J-1} sqrt((1/J + n_test/n_train) s^2) over the folds'
+    differences, far wider than the naive s^2/J; the per-fold macro-F1 of docs/validation.md."""
+    from scipy import stats
+
+    from tide_bench.epitome.agreement import fold_difference
+
+    scorer, baseline = [0.763, 0.755, 0.742, 0.769, 0.739], [0.750, 0.705, 0.723, 0.720, 0.735]
+    sizes = [625, 636, 607, 613, 603]
+    train = [sum(sizes) - n for n in sizes]
+    est = fold_difference(scorer, baseline, sizes, train)
+    diffs = np.subtract(scorer, baseline)
+    ratio = np.mean(np.divide(sizes, train))
+    half = stats.t.isf(0.025, 4) * np.sqrt((1 / 5 + ratio) * diffs.var(ddof=1))
+    assert (est.value, est.ci_low, est.ci_high) == pytest.approx(
+        (diffs.mean(), diffs.mean() - half, diffs.mean() + half)
+    )
+    assert round(est.ci_low, 3) == -0.013 and round(est.ci_high, 3) == 0.067  # the figure in docs/validation.md
+    naive = stats.t.isf(0.025, 4) * diffs.std(ddof=1) / np.sqrt(5)
+    assert est.ci_high - est.ci_low > 2 * naive
+    assert fold_difference([0.7], [0.6], [10], [40]).ci_low is None
+    assert fold_difference([0.7, None, 0.8], [0.6, 0.5, None], [10] * 3, [20] * 3).ci_low is None
 
 
 def test_no_post_or_reply_of_the_training_data_is_stored_in_the_model(tiny_model: Path) -> None:

@@ -112,7 +112,12 @@ def test_the_readmes_demo_eval_command_runs_on_a_machine_without_a_gpu(tmp_path:
         "--gen-kwargs", "max_gen_toks=4", "--output-dir", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert json.loads((out / "run.json").read_text())["generation"]["device"] == "cpu"
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["generation"]["device"] == "cpu"
+    chosen = manifest["generation"]["device_choices"]["batch_size"]  # no --batch-size: auto, 1 on a CPU
+    assert chosen["requested"] == "auto" and chosen["chosen"] == manifest["generation"]["batch_size"] == 1
+    timings = manifest["timings"]  # issue 46: generation apart from what the harness does around it
+    assert 0 < timings["generate_s"] <= timings["evaluate_s"] <= timings["total_s"] - timings["model_load_s"]
     # --device cuda on this machine: the hint says so, not "check the model path or hub id"
     result = _invoke("eval", "--data", "sample", "--model-args", "pretrained=demo", "--device", "cuda",
                      "--limit", "1", "--output-dir", str(tmp_path / "cuda"))  # fmt: skip

@@ -80,6 +80,12 @@ def test_card_records_what_produced_the_adapter(adapter: Path, demo_model_dir: P
     assert hp["rank"] == 8 and hp["alpha"] == 16 and hp["target_modules"] == ["k_proj", "o_proj", "q_proj", "v_proj"]
     assert hp["precision"] == choose_precision("auto", device_facts()).name  # bf16 only on a CPU with native bf16
     assert hp["sequences_per_step"] == 2 and hp["eval_steps"] == 3
+    chosen = card["device_defaults"]  # issue 46: what the device chose, and why (--batch-size 2 won here)
+    assert chosen["micro_batch"] == 2 and "--batch-size" in chosen["micro_batch_reason"]
+    assert (
+        chosen["lora_dtype"] == "float32"
+        and chosen["base_dtype"] == choose_precision("auto", device_facts()).torch_dtype
+    )
     assert card["parameters"]["trainable"] < card["parameters"]["total"] / 50
     assert card["packages"]["peft"] and card["packages"]["transformers"] and len(card["prompt"]["prompt_sha256"]) == 64
     template = card["template"]

@@ -64,9 +64,13 @@ def test_native_bf16_is_read_from_the_cpu_flags(tmp_path: Path, monkeypatch: pyt
 
 def test_batch_defaults_keep_sixteen_sequences_per_step_and_the_schedule_matches_trainer() -> None:
     config = FinetuneConfig(model="m", out=Path("o"))
-    gpu, cpu = plan_steps(config, 100, "cuda", 1), plan_steps(config, 100, "cpu", 1)
+    gpu, cpu = plan_steps(config, 100, "cuda", 1, micro_batch=4), plan_steps(config, 100, "cpu", 1)
     assert (gpu.batch_size, gpu.grad_accum) == (4, 4) and (cpu.batch_size, cpu.grad_accum) == (1, 16)
     assert gpu.steps_per_epoch == 7 and gpu.total_steps == 21 and gpu.eval_steps == 7 and gpu.warmup_steps == 0
+    big = plan_steps(config, 100, "cuda", 1)  # a GPU's largest: what the device's memory allows (finetune/defaults.py)
+    assert (big.batch_size, big.grad_accum) == (16, 1) and big.total_steps == 21
+    accum = plan_steps(FinetuneConfig(model="m", out=Path("o"), grad_accum=4), 100, "cuda", 1)
+    assert (accum.batch_size, accum.grad_accum) == (4, 4)  # the user's accumulation: the micro-batch fills 16
     two = plan_steps(FinetuneConfig(model="m", out=Path("o"), batch_size=1, grad_accum=1, max_steps=4), 8, "cpu", 2)
     assert two.steps_per_epoch == 4 and two.total_steps == 4 and two.eval_steps == 4
     mine = plan_steps(

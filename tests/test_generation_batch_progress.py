@@ -29,13 +29,14 @@ def test_each_batch_reports_replies_done_and_time_left_and_the_model_is_restored
         now[0] += 60.0
         return now[0]
 
-    with batch_progress(lm, 12, say=said.append, clock=clock):
+    with batch_progress(lm, 12, say=said.append, clock=clock) as generated:
         assert lm._model_generate(_Tensor(4), 100, stop=[]) == "batch of 4"
         lm._model_generate(_Tensor(4), 100, stop=[])
         lm._model_generate(_Tensor(4), 100, stop=[])
     assert lm.calls == 3 and "_model_generate" not in vars(lm)  # the class's own method again
     assert said[0] == "[generate] batch 1: 4/12 replies, this batch 60 s; about 4 min left at this rate"
     assert said[-1] == "[generate] batch 3: 12/12 replies, this batch 60 s"
+    assert (generated.batches, generated.replies, generated.seconds) == (3, 12, 180.0)  # run.json's generate_s
 
 
 def test_a_backend_without_batches_is_left_alone() -> None:
@@ -43,6 +44,6 @@ def test_a_backend_without_batches_is_left_alone() -> None:
         pass
 
     said: list[str] = []
-    with batch_progress(API(), 12, say=said.append):
+    with batch_progress(API(), 12, say=said.append) as generated:
         pass
-    assert said == []
+    assert said == [] and generated.seconds is None

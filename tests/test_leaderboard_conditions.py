@@ -193,7 +193,7 @@ def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     assert index.count('data-prompt_condition="neutral"') == 2
     assert 'data-safety_adjusted_empathy="3"' in index and 'data-safety_adjusted_empathy="4"' in index
     assert index.count("&#9888; at least one reply safety-flagged") == 1 and 'title="dangerous_action: 6"' in index
-    assert "Safety first: ranked on safety_adjusted_empathy, which counts every safety-flagged reply" in index
+    assert "Safety first: ranked on the safety-adjusted empathy score, which counts every safety-flagged reply" in index
     assert "suicidal thoughts, self-harm" in index  # the content note
     assert 'id="risk-labels">Risk gate off' in index  # a stand-in snapshot has no risk labels
     instances = (site / "instances" / "warm-but-harmful.js").read_text()

@@ -35,3 +35,17 @@ def test_an_extra_instruction_is_hashed_with_the_prompt() -> None:
         == prompt_sha256("prompt neutral", "Say it makes sense.")
         != prompt_sha256("prompt neutral")
     )
+
+
+def test_a_peft_adapter_is_not_counted_into_the_models_size() -> None:
+    """U5 (new-user round 3): the demo's fine-tuned entry was listed at 136M parameters beside its
+    135M base: lm-eval counts a peft-loaded LoRA's weights into the model."""
+    from tide_bench.generation.manifest import base_parameters
+
+    card = {"parameters": {"trainable": 921_600, "total": 135_436_416}}
+    assert base_parameters(135_436_416, {"loaded_via": "peft", "card": card}) == 134_514_816
+    merged = {"loaded_via": "merged", "card": card}  # a merged adapter adds no weights
+    assert base_parameters(134_514_816, merged) == 134_514_816
+    assert base_parameters(134_514_816, None) == 134_514_816
+    assert base_parameters(None, {"loaded_via": "peft", "card": card}) is None
+    assert base_parameters(1_000, {"loaded_via": "peft", "card": {"parameters": {"trainable": 5_000}}}) == 1_000

@@ -277,7 +277,7 @@ def test_the_results_table_shows_every_metric_with_n_and_ci_or_why_not() -> None
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in text.splitlines()[4:8]}
     assert rows["cosine similarity to the reference"] == ["0.512", "[0.410, 0.600]", "12"]
     assert rows["ROUGE-L F1 against the reference"][1] == "n/a: one persona (a CI needs two)"
-    assert rows["reply length (tokens)"][1] == "n/a: too little variation to resample"
+    assert rows["reply length (words and punctuation)"][1] == "n/a: too little variation to resample"
     assert rows["distinct-1 over all replies"] == ["0.400", "(one value over the corpus)", "12"]
     cosine = {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
     why = {"notes": {"cosine_sim": "not computed: embedding model failed to load"}}

@@ -24,7 +24,7 @@ from tide_bench.tasks.prompts import prompt_sha256
 # ---------------------------------------------------------------- M1
 @pytest.mark.parametrize(
     ("processes", "device", "step"),
-    [(1, "cuda", (4, 4)), (2, "cuda", (4, 2)), (4, "cuda", (4, 1)), (8, "cuda", (2, 1)), (16, "cuda", (1, 1)),
+    [(1, "cuda", (16, 1)), (2, "cuda", (8, 1)), (4, "cuda", (4, 1)), (8, "cuda", (2, 1)), (16, "cuda", (1, 1)),
      (2, "cpu", (1, 8))],
 )  # fmt: skip
 def test_every_step_sees_sixteen_sequences_whatever_the_process_count(processes: int, device: str, step) -> None:
@@ -57,7 +57,7 @@ def test_one_process_on_eight_gpus_trains_on_one_never_data_parallel(monkeypatch
     plan = plan_steps(config, 64, "cuda", 1)
     _fake_gpus(monkeypatch, 8)
     args = training_arguments(config, plan, Precision("fp32", "test"), "cuda", True)
-    assert args.n_gpu == 1 and args.train_batch_size == plan.batch_size == 4
+    assert args.n_gpu == 1 and args.train_batch_size == plan.batch_size == 16
     assert str(args.device) == "cuda:0"
     # L3: DDP is told every parameter gets a gradient; L2: a resumed run does not re-evaluate its checkpoint
     assert args.ddp_find_unused_parameters is False and args.eval_on_start is True

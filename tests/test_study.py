@@ -177,8 +177,10 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         assert {m["model"] for m in report["models"]} == {"chat", "plain"}
         gain = report["models"][0]["empathy"]["gain"]
         assert gain["n"] == 4 and gain["difference"] is not None and report["reference"]["empathy"]["n"] == 4
-        assert {"gain_empathy.png", "gain_vs_size_empathy.png", "scenario_gains_empathy.png"} <= set(report["figures"])
-        assert all((out / "report" / name).stat().st_size > 1000 for name in report["figures"])
+        names = [figure["name"] for figure in report["figures"]]
+        assert {"gain_empathy.png", "gain_vs_size_empathy.png", "scenario_gains_empathy.png"} <= set(names)
+        assert all((out / "report" / name).stat().st_size > 1000 for name in names)
+        assert all(figure["caption"] and not figure["caption"].endswith(".png") for figure in report["figures"])
         assert "| chat |" in (out / "report" / "report.md").read_text()
         # equity per judged cell (issue 49): the sample's few personas make every group too small to compare
         assert len(report["equity"]) == 5 and all(

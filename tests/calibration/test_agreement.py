@@ -25,7 +25,7 @@ from tide_bench.agreement.audit import item_clusters, leave_one_out, pairwise_ka
 from tide_bench.agreement.pairwise import pair_metrics
 from tide_bench.agreement.ratings import SAFETY, JudgeInfo, Rating, RatingsTable
 from tide_bench.agreement.safety import audit_safety
-from tide_bench.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from tide_bench.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_ci
 
 DOMAIN = [1.0, 2.0, 3.0, 4.0, 5.0]
 HUMAN_SD = 0.45
@@ -67,13 +67,16 @@ def boundary_sd(epsilon: float, k: int, n: int) -> float:
 )
 def test_row19_alt_test_holds_its_level_at_the_margin(mode: Mode, k: int, n: int) -> None:
     """At the null's boundary (E d = epsilon = 0.15), and with epsilon = 0 for a judge exactly as
-    good as a person: the verdict "yes" and each rater's rejection at most 5 %."""
+    good as a person: the verdict "yes" and each rater's rejection at most 5 %, and the
+    Benjamini-Yekutieli step holds the false discovery rate across raters: with every rater's
+    null true, some rater's null rejected in at most 5 % of studies (each rater at 5 % without
+    the step: 12-16 %)."""
     reps = mode.reps(300, 1000)
     rng = np.random.default_rng(seed_of("row19", k, n))
     edge = boundary_sd(0.15, k, 200_000 if mode.full else 50_000)
     names = [f"h{i}" for i in range(k)]
     for label, judge_sd, epsilon in (("E d = eps = 0.15", edge, 0.15), ("human-like judge, eps = 0", HUMAN_SD, 0.0)):
-        passed = rejected = tested = 0
+        passed = rejected = tested = discovered = 0
         for _ in range(reps):
             truth = rng.normal(3, 0.9, n)
             result = alt_test(_ratings(rng, truth, HUMAN_SD, k), _ratings(rng, truth, judge_sd), names, epsilon=epsilon)
@@ -81,11 +84,19 @@ def test_row19_alt_test_holds_its_level_at_the_margin(mode: Mode, k: int, n: int
             passed += verdict(dim, "J").startswith("yes")
             rejected += sum(r["p"] < 0.05 for r in result["per_rater"])
             tested += len(result["per_rater"])
+            discovered += any(r["judge_wins"] for r in result["per_rater"])
         cells = mode.cells(2, 12)
-        assert_level("19", f"alt-test verdict 'yes', {label}, {k} raters x {n} items", passed, reps, cells=cells)
+        design = f"{label}, {k} raters x {n} items"
+        assert_level("19", f"alt-test verdict 'yes', {design}", passed, reps, cells=cells)
         assert_level(
-            "19", f"alt-test per-rater rejection, {label}, {k} raters x {n} items", rejected, tested, cells=cells
+            "19",
+            f"alt-test per-rater rejection, {design}",
+            rejected,
+            tested,
+            cells=cells,
+            unpowered="per-rater p-values of one study are correlated (k per study); the FDR check below is per study",
         )
+        assert_level("19", f"alt-test false discovery across raters (BY), {design}", discovered, reps, cells=cells)
     power = 0
     for _ in range(reps // 3):
         truth = rng.normal(3, 0.9, n)
@@ -122,6 +133,7 @@ def _panel(rng: np.random.Generator, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 FIXED_PANEL = _panel(np.random.default_rng(20261206), 4)
+BOOTSTRAP_HALF_COVERAGE = 0.92  # the persona bootstrap alone at 20 personas of 10 items (docs/statistics.md, row 20)
 
 
 @lru_cache(maxsize=4)
@@ -141,10 +153,11 @@ def panel_alpha(level: str, clustered: bool, n: int) -> float:
 def test_row20_alpha_interval_covers_this_panels_alpha(mode: Mode, clustered: bool, n: int) -> None:
     """A fixed panel of 4 raters, 30 % missing; the items i.i.d. or 10 per persona (ICC .5): the
     audit resamples personas (an item bootstrap covered 81-88 % with clustered items)."""
-    reps = mode.reps(300 if clustered else 600, 400 if clustered else 1000)  # alpha at 50 items: the slow cell
+    reps = mode.reps(400 if clustered else 600, 400 if clustered else 1000)  # alpha at 50 items: the slow cell
     rng = np.random.default_rng(seed_of("row20", clustered, n))
     truth = {lv: panel_alpha(lv, clustered, 100_000) for lv in ("ordinal", "interval")}
     hits = dict.fromkeys(truth, 0)
+    boot_hits = dict.fromkeys(truth, 0)
     undefined = dict.fromkeys(truth, 0)
     for _ in range(reps):
         t, ids = _truth_scores(rng, n, clustered)
@@ -152,21 +165,37 @@ def test_row20_alpha_interval_covers_this_panels_alpha(mode: Mode, clustered: bo
         weights, units = resampling_units(ids, DEFAULT_RESAMPLES, DEFAULT_SEED)
         codes, _ = item_clusters(ids)
         for level in hits:
-            est, _ = alpha_replicates(data, level, DOMAIN, weights=weights, n_units=units, clusters=codes)
+            est, boot = alpha_replicates(data, level, DOMAIN, weights=weights, n_units=units, clusters=codes)
             undefined[level] += est.ci_low is None and "personas" in (est.note or "")
             hits[level] += est.ci_low is not None and est.ci_low <= truth[level] <= est.ci_high
+            low, high = percentile_ci(boot, n_units=units)
+            boot_hits[level] += low is not None and low <= truth[level] <= high
+    design = "10 items per persona" if clustered else "i.i.d. items"
     for level, h in hits.items():
-        design = "10 items per persona" if clustered else "i.i.d. items"
         if undefined[level]:  # 5 personas: no interval is given (fewer than MIN_CLUSTERS), never a wrong one
             assert undefined[level] == reps
             continue
-        assert_coverage("20", f"alpha CI ({level}), {design}, {n} items", h, reps, cells=mode.cells(4, 6))
+        # the interval is the wider of a persona bootstrap and a persona jackknife: conservative by construction
+        label = f"alpha CI ({level}), {design}, {n} items"
+        assert_coverage("20", label, h, reps, cells=mode.cells(4, 6), ceiling=0.985)
+        if clustered:  # the bootstrap half alone resamples personas (items: 86 %); why the jackknife is joined
+            assert_coverage(
+                "20",
+                f"alpha persona-bootstrap half alone ({level}, documented about 92 %), {design}, {n} items",
+                boot_hits[level],
+                reps,
+                nominal=BOOTSTRAP_HALF_COVERAGE,
+                cells=mode.cells(2, 4),
+                ceiling=1.0,
+            )
 
 
 @lru_cache(maxsize=4)
-def pool_values(k: int, panels: int, n: int = 20_000) -> tuple[float, float]:
+def pool_values(k: int, panels: int, n: int = 2_000) -> tuple[float, float]:
     """The leave-one-out ratio and the pairwise-kappa difference of a random panel of k raters
-    from the pool (ratios of expectations over panels)."""
+    from the pool (ratios of expectations over panels). The panel is what varies: 200 panels of
+    2,000 items give the ratio within 0.005 and the difference within 0.002 (one MC se; 100
+    panels of 20,000 items agree), a twentieth of the intervals' half-width."""
     rng = np.random.default_rng(100 + k)
     num = den = difference = 0.0
     for _ in range(panels):
@@ -183,9 +212,9 @@ def pool_values(k: int, panels: int, n: int = 20_000) -> tuple[float, float]:
 def test_rows21_22_two_way_intervals_cover_the_pool_value(mode: Mode, k: int) -> None:
     """A new panel each study: the leave-one-out ratio and the pairwise-kappa difference resample
     items and raters, and cover the pool's value (items alone: 86-87 % for the difference)."""
-    reps = mode.reps(150, 400)
+    reps = mode.reps(300, 400)
     rng = np.random.default_rng(seed_of("rows21-22", k))
-    ratio_truth, difference_truth = pool_values(k, 300 if mode.full else 80)
+    ratio_truth, difference_truth = pool_values(k, 1000 if mode.full else 200)
     n = 200
     ratio_hits = difference_hits = 0
     for _ in range(reps):
@@ -198,35 +227,58 @@ def test_rows21_22_two_way_intervals_cover_the_pool_value(mode: Mode, k: int) ->
         ratio_hits += ratio["ci_low"] <= ratio_truth <= ratio["ci_high"]
         difference_hits += difference["ci_low"] <= difference_truth <= difference["ci_high"]
     cells = mode.cells(1, 2)
+    # both resample items and raters: conservative for the pool's value by construction (97-100 %)
     assert_coverage(
-        "21", f"leave-one-rater-out ratio CI, random panel of {k}, {n} items", ratio_hits, reps, cells=cells
+        "21",
+        f"leave-one-rater-out ratio CI, random panel of {k}, {n} items",
+        ratio_hits,
+        reps,
+        cells=cells,
+        ceiling=1.0,
     )
     assert_coverage(
-        "22", f"pairwise-kappa difference CI, random panel of {k}, {n} items", difference_hits, reps, cells=cells
+        "22",
+        f"pairwise-kappa difference CI, random panel of {k}, {n} items",
+        difference_hits,
+        reps,
+        cells=cells,
+        ceiling=1.0,
     )
 
 
 # --- row 23: Spearman ----------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def spearman_truth(noise: float) -> float:
     rng = np.random.default_rng(23)
     t = rng.normal(3, 0.9, 400_000)
     return float(stats.spearmanr(_ratings(rng, t, noise), _ratings(rng, t, noise)).statistic)
 
 
-@pytest.mark.parametrize("n", [pytest.param(60), pytest.param(200, marks=pytest.mark.full_only)])
-def test_row23_spearman_interval_covers(mode: Mode, n: int) -> None:
+@pytest.mark.parametrize(
+    ("n", "noise"),
+    [pytest.param(60, 0.7)]
+    + [
+        pytest.param(n, s, marks=pytest.mark.full_only)
+        for n in (30, 60, 200)
+        for s in (0.4, 0.7, 1.2)
+        if (n, s) != (60, 0.7)
+    ],
+)
+def test_row23_spearman_interval_covers(mode: Mode, n: int, noise: float) -> None:
+    """Two raters with rating noise ``noise`` on 1-5 around a shared truth: Spearman's rho and its
+    Bonett-Wright interval (rho from 0.33 to 0.76 over the cells; ties from the 1-5 scale)."""
     reps = mode.reps(500, 1000)
-    rng = np.random.default_rng(seed_of("row23", n))
-    truth = spearman_truth(0.7)
+    rng = np.random.default_rng(seed_of("row23", n) if noise == 0.7 else seed_of("row23", n, noise))
+    truth = spearman_truth(noise)
     hits = 0
     for _ in range(reps):
         t = rng.normal(3, 0.9, n)
-        ci = pair_metrics(_ratings(rng, t, 0.7), _ratings(rng, t, 0.7), DOMAIN)["spearman_ci"]
+        ci = pair_metrics(_ratings(rng, t, noise), _ratings(rng, t, noise), DOMAIN)["spearman_ci"]
         hits += ci[0] <= truth <= ci[1]
-    assert_coverage("23", f"Spearman CI (Bonett-Wright), {n} shared items", hits, reps, cells=mode.cells(1, 2))
+    label = f"Spearman CI (Bonett-Wright), {n} shared items, rating noise {noise} (rho {truth:.2f})"
+    assert_coverage("23", label, hits, reps, cells=mode.cells(1, 9))
 
 
 # --- rows 24-25: the audit's safety block --------------------------------------------------------
@@ -249,7 +301,7 @@ def safety_truths(k: int) -> tuple[np.ndarray, float, float, float]:
 def test_rows24_25_audit_safety_intervals(mode: Mode, n: int) -> None:
     """Three raters share a latent harm per item: the people's flag rate resamples items, not
     answers (a Wilson interval over answers covered 88-89 %); the judge against the majority."""
-    reps = mode.reps(200, 400)
+    reps = mode.reps(300, 400)
     k = 3
     bias, rate, sensitivity, specificity = safety_truths(k)
     rng = np.random.default_rng(seed_of("rows24-25", n))
@@ -272,6 +324,11 @@ def test_rows24_25_audit_safety_intervals(mode: Mode, n: int) -> None:
     cells = mode.cells(1, 2)
     assert_coverage("24", f"audit human_flag_rate CI, {k} raters x {n} items", hits["rate"], reps, cells=cells)
     assert_coverage(
-        "25", f"judge sensitivity CI against the majority, {n} items", hits["sens"], sens_n, cells=2 * cells
+        "25",
+        f"judge sensitivity CI against the majority, {n} items",
+        hits["sens"],
+        sens_n,
+        cells=2 * cells,
+        unpowered="only studies whose majority flagged some item have a sensitivity",
     )
     assert_coverage("25", f"judge specificity CI against the majority, {n} items", hits["spec"], reps, cells=2 * cells)

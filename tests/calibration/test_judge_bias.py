@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_value
+from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_check, record_value
 from tests.calibration.sim import FACTORS, personas, seed_of
 from tide_bench.leaderboard.scoring.bias import ItemTable, length_bias, preference_leakage
 from tide_bench.leaderboard.scoring.padding import padding_effect
@@ -70,7 +70,7 @@ def test_rows26_27_length_slope_verdict_and_lc(mode: Mode, cell: str) -> None:
     """The association verdict holds its level under both nulls (two-sided 5 %), has power under
     a planted slope; the slope's and the length-controlled score's intervals cover."""
     n_p, m, b, kind, corr = CELLS[cell]
-    reps = mode.reps(150, 400)
+    reps = mode.reps(300, 400)
     rng = np.random.default_rng(seed_of("rows26-27", cell))
     verdicts = slope_hits = lc_hits = lc_n = 0
     for _ in range(reps):
@@ -100,7 +100,7 @@ def test_row26_padding_probe_tests_the_judge(mode: Mode, b: float, kind: str) ->
     """The padding probe: the same replies with 40 neutral tokens appended, judged again (a new
     judge noise draw). A judge indifferent to length is accused in at most 5 % of boards, also
     when longer replies are truly better (N3); a judge with b = 0.3 is caught."""
-    reps = mode.reps(150, 400)
+    reps = mode.reps(300, 400)
     rng = np.random.default_rng(seed_of("row26-padding", b, kind))
     accused = 0
     for _ in range(reps):
@@ -199,7 +199,7 @@ def test_row28_halo_against_people(mode: Mode, cell: str, n_items: int) -> None:
     from tide_bench.agreement.halo import halo_comparison
 
     rho, judge_sd, one = HALO_CELLS[cell]
-    reps = mode.reps(100, 400)
+    reps = mode.reps(300, 400)
     rng = np.random.default_rng(seed_of("row28", cell, n_items))
     flagged = 0
     for _ in range(reps):
@@ -207,12 +207,12 @@ def test_row28_halo_against_people(mode: Mode, cell: str, n_items: int) -> None:
         weights, units = resampling_units(sorted(set(ids)), RESAMPLES, 20250521)
         result = halo_comparison(table, "judge:sim@0", list(FACTORS), sorted(set(ids)), weights, n_units=units)
         flagged += result["verdict"].startswith("halo")
-    label = f"halo verdict, {cell}, {n_items} items x 3 of 5 raters"
+    label = f"halo {'detection' if one else 'accusation'}, {cell}, {n_items} items x 3 of 5 raters"
     if one:
         if n_items == 67 and judge_sd <= 0.4 and one == 1.0:
             assert_power("28", label, flagged, reps, 0.8)
         else:
-            record_value("28", f"power: {label}", flagged / reps, reps)
+            record_value("28", label, flagged / reps, reps)
     else:
         assert_level("28", label, flagged, reps, cells=mode.cells(1, 6))
 
@@ -229,3 +229,6 @@ def test_row29_preference_leakage_is_a_rule(judge_family: str, trained_on_tide: 
     row = {"condition": "fine-tuned", "judge": {"family": judge_family, "model": judge_family}}
     result = preference_leakage(row, manifest, {})
     assert result["risk"] is risk and (result["rejudge_command"] is not None) is risk
+    record_check(
+        "29", f"preference leakage rule, flagged iff the judge's family wrote the training references ({risk})"
+    )

@@ -1,7 +1,8 @@
 """Rows 3-8 of the review: the board's paired comparisons (``leaderboard.scoring.ranking.paired_ranking``,
 what ``scores.rank_entries`` calls): pair intervals, Holm and max-T family-wise error (also with
-20 personas, where the normal reference gave 7-11 % and 10-13 %), power, rank intervals and the
-rank column. K models answer the same P personas x 20 items (:func:`sim.board`).
+20 personas, where the normal reference gave 7-11 % and 10-13 %; max-T is offered from 30),
+power, rank intervals and the rank column. K models answer the same P personas x 20 items
+(:func:`sim.board`).
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_value
+from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_check, record_value
 from tests.calibration.sim import board, board_truths, personas, seed_of
-from tide_bench.leaderboard.scoring.ranking import CORRECTIONS, paired_ranking
+from tide_bench.core.errors import ConfigError
+from tide_bench.leaderboard.scoring.ranking import CORRECTIONS, MAX_T_MIN_PERSONAS, paired_ranking
 from tide_bench.leaderboard.scoring.scores import RESAMPLES, SAFETY_ADJUSTED, ScoredEntry, rank_entries
 
-FAST_NULL = [(6, 20, 0.0)]
-FULL_NULL = [(k, p, s) for k in (2, 6) for p in (20, 50, 100) for s in (0.0, 0.15)]
+FAST_NULL = [(6, 10, 0.15), (6, 30, 0.15)]  # 10 personas: a normal reference instead of t(9) fails (21 %)
+FULL_NULL = [(k, p, s) for k in (2, 6) for p in (10, 20, 30, 50, 100) for s in (0.0, 0.15)]
 
 
 @pytest.mark.parametrize(
@@ -28,24 +30,64 @@ FULL_NULL = [(k, p, s) for k in (2, 6) for p in (20, 50, 100) for s in (0.0, 0.1
     ],
 )
 def test_rows4_5_equal_models_family_wise_error(mode: Mode, k: int, n_personas: int, interaction: float) -> None:
-    """Equal models: some pair declared different in at most 5 % of boards, Holm and max-T."""
-    reps = mode.reps(400, 500)
+    """Equal models: some pair declared different in at most 5 % of boards, Holm at any persona
+    count, max-T from MAX_T_MIN_PERSONAS. With a model x persona interaction the paired
+    differences vary by persona, so a bootstrap over items instead of personas fails here; with
+    10 personas, so does Holm on a normal reference instead of t(P - 1)."""
+    reps = mode.reps(400, 1000)
     rng = np.random.default_rng(seed_of("rows4-5", k, n_personas, interaction))
     persona = personas(n_personas, 20)
     labels = persona.astype(str)
-    hits = dict.fromkeys(CORRECTIONS, 0)
+    offered = [c for c in CORRECTIONS if c != "max-t" or n_personas >= MAX_T_MIN_PERSONAS]
+    hits = dict.fromkeys(offered, 0)
     for _ in range(reps):
         values = board(rng, [3.0] * k, persona, interaction)
-        for correction in CORRECTIONS:
+        for correction in offered:
             hits[correction] += paired_ranking(values, labels, correction=correction).n_significant > 0
-    for correction, row in (("holm", "4"), ("max-t", "5")):
+    for correction in offered:
         assert_level(
-            row,
+            "4" if correction == "holm" else "5",
             f"FWER {correction}, {k} equal models, {n_personas} x 20, interaction {interaction}",
             hits[correction],
             reps,
             cells=mode.cells(len(FAST_NULL), len(FULL_NULL)),
         )
+
+
+@pytest.mark.full_only
+@pytest.mark.parametrize("n_personas", [10, 15, 20])
+def test_row5_max_t_below_its_persona_count_for_the_record(
+    mode: Mode, n_personas: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why max-T is not offered below MAX_T_MIN_PERSONAS: its family-wise error there (six equal
+    models, interaction 0.15), measured without the guard, for docs/statistics.md."""
+    from tide_bench.leaderboard.scoring import ranking
+
+    monkeypatch.setattr(ranking, "MAX_T_MIN_PERSONAS", 0)
+    reps = mode.reps(400, 2000)
+    rng = np.random.default_rng(seed_of("row5-below", n_personas))
+    persona = personas(n_personas, 20)
+    hits = 0
+    for _ in range(reps):
+        values = board(rng, [3.0] * 6, persona, 0.15)
+        hits += ranking.paired_ranking(values, persona.astype(str), correction="max-t").n_significant > 0
+    record_value(
+        "5", f"FWER max-t (not offered), 6 equal models, {n_personas} x 20, interaction 0.15", hits / reps, reps
+    )
+
+
+def test_row5_max_t_is_refused_below_its_persona_count() -> None:
+    """A board that asks for max-T with fewer personas than it is calibrated for gets an error
+    that says why and what to use; from the minimum on it ranks."""
+    persona = personas(MAX_T_MIN_PERSONAS - 1, 5)
+    values = board(np.random.default_rng(5), [3.0, 3.1], persona)
+    with pytest.raises(ConfigError, match=r"max-t is offered from 30 personas.*from 29") as err:
+        paired_ranking(values, persona.astype(str), correction="max-t")
+    assert err.value.field == "rank_correction" and "holm" in (err.value.hint or "")
+    assert paired_ranking(values, persona.astype(str)).correction == "holm"
+    enough = personas(MAX_T_MIN_PERSONAS, 5)
+    assert paired_ranking(board(np.random.default_rng(5), [3.0, 3.1], enough), enough.astype(str), correction="max-t")
+    record_check("5", "max-t refused below 30 personas, with the reason and the alternative")
 
 
 RANK_DESIGNS = {
@@ -63,25 +105,34 @@ RANK_DESIGNS = {
 )
 def test_rows3_7_8_pair_intervals_rank_intervals_and_ranks(mode: Mode, design: str) -> None:
     means, full_reps = RANK_DESIGNS[design]
-    reps = mode.reps(100, full_reps)
+    reps = mode.reps(300, full_reps)
     rng = np.random.default_rng(seed_of("rows3-7-8", design))
     persona = personas(100, 20)
     labels = persona.astype(str)
     truth = board_truths(means, 0.1)
     true_rank = 1 + (truth[None, :] > truth[:, None]).sum(axis=1)
-    simultaneous = worse = pair_hits = pair_n = 0
+    simultaneous = worse = 0
+    pair_share = 0.0
     for _ in range(reps):
         result = paired_ranking(board(rng, means, persona, 0.1), labels)
         inside = [lo <= t <= hi for (lo, hi), t in zip(result.rank_interval, true_rank, strict=True)]
         simultaneous += all(inside)
         worse += bool((np.array(result.rank) > true_rank).any())
-        for p in result.pairs:
-            pair_hits += p["ci_low"] <= truth[p["a"]] - truth[p["b"]] <= p["ci_high"]
-            pair_n += 1
+        covered = [p["ci_low"] <= truth[p["a"]] - truth[p["b"]] <= p["ci_high"] for p in result.pairs]
+        pair_share += float(np.mean(covered))
     cells = mode.cells(2, len(RANK_DESIGNS))
-    assert_coverage("3", f"pairwise difference CI, design {design}", pair_hits, pair_n, cells=cells)
+    # the pairs of one board are correlated: the board is the unit (its share of covering pairs), and
+    # the binomial standard error of one pair per board bounds the error of that share from above
     assert_coverage(
-        "7", f"all rank intervals cover the true ranks at once, design {design}", simultaneous, reps, cells=cells
+        "3", f"pairwise difference CI (share of a board's pairs), design {design}", pair_share, reps, cells=cells
+    )
+    assert_coverage(
+        "7",
+        f"all rank intervals cover the true ranks at once, design {design}",
+        simultaneous,
+        reps,
+        cells=cells,
+        ceiling=1.0,  # integer ranks and 2.5-97.5 % ranges: conservative by construction (96-100 %)
     )
     assert_level("8", f"some published rank worse than the true rank, design {design}", worse, reps, cells=cells)
 

@@ -46,22 +46,23 @@ def study(rng: np.random.Generator, n_items: int, sizes: tuple[int, int], effect
     + [pytest.param(c[0], c[1], marks=pytest.mark.full_only) for c in (((6, 6), 100), ((6, 6), 300), ((9, 3), 300))],
 )
 def test_rows15_18_rater_groups_under_the_null(mode: Mode, sizes: tuple[int, int], n_items: int) -> None:
-    reps = mode.reps(200, 400)
+    reps = mode.reps(300, 400)
+    with_mixed = mode.reps(240, 400)  # the mixed model's fit is 20x the rest of a study: fitted in these
     rng = np.random.default_rng(seed_of("rows15-18", sizes, n_items))
     truth = rounded_mean(3.0, math.sqrt(ITEM_SD**2 + LENIENCY_SD**2 + NOISE_SD**2))
     perm = judge_perm = mixed = fitted = 0
     cover = {"A": 0, "B": 0}
-    for _ in range(reps):
+    for study_index in range(reps):
         table, info = study(rng, n_items, sizes, 0.0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # statsmodels' convergence chatter
-            block = analyze_groups(table, info, [JUDGE], mixed_model=True)["columns"]["group"]["d"]
+            block = analyze_groups(table, info, [JUDGE], mixed_model=study_index < with_mixed)["columns"]["group"]["d"]
         perm += block["test"]["p"] < 0.05
         judge_perm += block["judge_agreement"][JUDGE]["test"]["p"] < 0.05
         for g in "AB":
             m = block["groups"][g]
             cover[g] += m["ci_low"] <= truth <= m["ci_high"]
-        terms = block["mixed_model"].get("terms") or {}
+        terms = (block.get("mixed_model") or {}).get("terms") or {}
         if terms:
             fitted += 1
             mixed += next(iter(terms.values()))["p_t"] < 0.05
@@ -71,7 +72,7 @@ def test_rows15_18_rater_groups_under_the_null(mode: Mode, sizes: tuple[int, int
     assert_level("16", f"judge agreement per group p < .05, {design}", judge_perm, reps, cells=cells)
     for g, n in zip("AB", sizes, strict=True):
         assert_coverage("17", f"group-mean CI, {n} raters in the group, {design}", cover[g], reps, cells=2 * cells)
-    assert fitted >= 0.9 * reps
+    assert fitted >= 0.95 * with_mixed
     assert_level("18", f"mixed model p < .05 (t, raters - groups df), {design}", mixed, fitted, cells=cells)
 
 

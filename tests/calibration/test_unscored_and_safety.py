@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_value
+from tests.calibration.conftest import Mode, assert_coverage, assert_level, assert_power, record_check, record_value
 from tests.calibration.sim import (
     clustered_flags,
     item_ids,
@@ -34,21 +34,24 @@ from tide_bench.leaderboard.submission.admission import admission_errors
 RUBRIC = load_rubric()
 PERSONA = personas(100, 20)
 IDS = item_ids(PERSONA)
+SMALL_PERSONA = personas(50, 20)  # the fast mode's boards: half the items, twice the studies
+SMALL_IDS = item_ids(SMALL_PERSONA)
 
 
-def _entries(rng: np.random.Generator, share: float, kind: str, selection: str, delta: float = 0.0):
-    shared = shared_quality(rng, PERSONA, 0.6, 0.2)
-    a = rounded_factors(3.0 + shared + rng.normal(0, 0.5, PERSONA.size), rng)
-    b = rounded_factors(3.0 - delta + shared + rng.normal(0, 0.5, PERSONA.size), rng)
-    k = round(share * PERSONA.size)
-    lost = np.argsort(b.mean(axis=1), kind="stable")[:k] if selection == "worst" else rng.choice(PERSONA.size, k, False)
-    unscored = np.zeros(PERSONA.size, dtype=bool)
+def _entries(rng: np.random.Generator, share: float, kind: str, selection: str, small: bool = False):
+    persona, ids = (SMALL_PERSONA, SMALL_IDS) if small else (PERSONA, IDS)
+    shared = shared_quality(rng, persona, 0.6, 0.2)
+    a = rounded_factors(3.0 + shared + rng.normal(0, 0.5, persona.size), rng)
+    b = rounded_factors(3.0 + shared + rng.normal(0, 0.5, persona.size), rng)
+    k = round(share * persona.size)
+    lost = np.argsort(b.mean(axis=1), kind="stable")[:k] if selection == "worst" else rng.choice(persona.size, k, False)
+    unscored = np.zeros(persona.size, dtype=bool)
     unscored[lost] = True
-    records_a = [judgment(i, s) for i, s in zip(IDS, a, strict=True)]
-    records_b = [judgment(i, None if u else s, kind=kind) for i, s, u in zip(IDS, b, unscored, strict=True)]
+    records_a = [judgment(i, s) for i, s in zip(ids, a, strict=True)]
+    records_b = [judgment(i, None if u else s, kind=kind) for i, s, u in zip(ids, b, unscored, strict=True)]
     return (
-        score_entry(submission("A", IDS, records_a), rubric=RUBRIC),
-        score_entry(submission("B", IDS, records_b), rubric=RUBRIC),
+        score_entry(submission("A", ids, records_a), rubric=RUBRIC),
+        score_entry(submission("B", ids, records_b), rubric=RUBRIC),
         float(b.mean()),
     )
 
@@ -60,24 +63,23 @@ SCENARIOS = {
     "2% rejected requests on B's worst items (depends on the reply)": ("10", 0.02, "api_rejected", "worst"),
     "2% transient failures at random (content-independent)": ("10", 0.02, "transient_failure", "random"),
 }
+FAST_SCENARIOS = ("12%", "2% malformed")
 
 
 @pytest.mark.parametrize(
     "scenario",
-    [
-        pytest.param(s, marks=() if s.startswith(("12%", "2% malformed", "2% transient")) else pytest.mark.full_only)
-        for s in SCENARIOS
-    ],
+    [pytest.param(s, marks=() if s.startswith(FAST_SCENARIOS) else pytest.mark.full_only) for s in SCENARIOS],
 )
 def test_rows9_10_unscored_items_never_help(mode: Mode, scenario: str) -> None:
     """An equal model whose items the judge could not score is ranked significantly above in at
-    most 5 % of boards, and its mean never rises (the former rule: +0.04 and 21 %)."""
+    most 5 % of boards, and its mean never rises (the former rule: +0.04 and 21 %). The fast
+    mode runs one cell per row on boards of 50 personas x 20 items (the full mode: 100 x 20)."""
     row, share, kind, selection = SCENARIOS[scenario]
-    reps = mode.reps(40, 300)
-    rng = np.random.default_rng(seed_of("rows9-10", scenario))
+    reps = mode.reps(250, 400)
+    rng = np.random.default_rng(seed_of("rows9-10", scenario, mode.full))
     above = gained = refused = 0
     for _ in range(reps):
-        entry_a, entry_b, b_all = _entries(rng, share, kind, selection)
+        entry_a, entry_b, b_all = _entries(rng, share, kind, selection, small=not mode.full)
         gained += entry_b.row["empathy"]["mean"] > b_all + 1e-12
         if admission_errors(entry_b.row, max_infrastructure_unscored=0.02):
             refused += 1
@@ -87,13 +89,10 @@ def test_rows9_10_unscored_items_never_help(mode: Mode, scenario: str) -> None:
     record_value(row, f"refused (above the 2 % limit), {scenario}", refused / reps, reps)
     assert refused == (reps if share > 0.02 and kind != "empty_reply" else 0)  # a refused entry is not ranked above
     row_cells = sum(1 for v in SCENARIOS.values() if v[0] == row)
-    assert_level(
-        row,
-        f"B ranked significantly above an equal A, {scenario}",
-        above,
-        reps,
-        cells=mode.cells(1 if row == "9" else 2, row_cells),
-    )
+    if not refused:  # a refused entry is never ranked: nothing to measure
+        assert_level(
+            row, f"B ranked significantly above an equal A, {scenario}", above, reps, cells=mode.cells(1, row_cells)
+        )
     if selection == "worst":
         assert gained == 0, "an unscored item raised a score"
 
@@ -110,6 +109,8 @@ def flag_rates(tag: str, rate: float, sigma: float, reps: int):
 
 RATE_CELLS = [(p, s) for p in (0.005, 0.01, 0.05, 0.2) for s in (0.0, 1.0, 2.0)]
 FAST_RATES = [(0.01, 2.0), (0.05, 2.0), (0.2, 1.0)]
+LIMIT_CELLS = [(0.01, 2.0), (0.05, 2.0)]  # flags from few personas: the documented limit
+FLAG_RATE_LIMIT = 0.925
 
 
 @pytest.mark.parametrize(
@@ -121,18 +122,21 @@ def test_row11_flag_rate_interval_covers(mode: Mode, rate: float, sigma: float) 
     ``score_entry`` computes it) under persona clustering (a logit random effect)."""
     reps = mode.reps(400, 1000)
     hits = sum(ci.ci_low <= rate <= ci.ci_high for ci in flag_rates("row11", rate, sigma, reps))
-    # A known limit, kept as a floor so that it cannot get worse: when a persona's logit sd is 2 (most
-    # flags from a few personas), the design effect rests on a handful of flagged personas and the
-    # interval runs 1-2.5 points low (the review: Wilson 92-93 %; docs/statistics.md, row 11).
-    nominal = 0.935 if sigma >= 2 else 0.95
+    # A documented limit (docs/statistics.md, row 11): when a persona's logit sd is 2 (most flags from a
+    # few personas) the design effect rests on a handful of flagged personas and the interval covers
+    # about 92.5 % at a 1 % rate and 94 % at 5 % (3,000 boards each); checked against that figure so
+    # that it cannot get worse unseen. Clopper-Pearson is conservative by construction (up to 97-98 %
+    # with few flags): its ceiling is 99.5 %, which still fails a far too wide interval.
+    limit = (rate, sigma) in LIMIT_CELLS
     assert_coverage(
         "11",
         f"safety-flag rate CI, rate {rate}, persona logit sd {sigma}"
-        + (" (known limit: floor 93.5 %)" if sigma >= 2 else ""),
+        + (f" (documented limit: {100 * FLAG_RATE_LIMIT:.1f} %)" if limit else ""),
         hits,
         reps,
-        nominal=nominal,
+        nominal=FLAG_RATE_LIMIT if limit else 0.95,
         cells=mode.cells(len(FAST_RATES), len(RATE_CELLS)),
+        ceiling=0.995,
     )
 
 
@@ -164,7 +168,9 @@ def test_row12_safety_gate_at_its_boundary(mode: Mode, rate: float, sigma: float
             cells=mode.cells(2, 3),
         )
     else:
-        record_value("12", f"safety gate power at {100 * rate:.0f} %, persona logit sd {sigma}", gated / reps, reps)
+        record_value(
+            "12", f"safety gate power, true rate {100 * rate:.0f} %, persona logit sd {sigma}", gated / reps, reps
+        )
 
 
 def _flagging_entry(harmful_kind: str | None) -> tuple:
@@ -187,6 +193,7 @@ def test_row13_flagged_harmful_replies_keep_the_entry_out_of_the_ranks() -> None
     entry = _flagging_entry(None)
     rank_entries([entry], min_scored_items=1, max_safety_flag_rate=0.01)
     assert entry.row["rank"] is None and entry.row["unranked_reason"].startswith("safety")
+    record_check("13", "harmful replies in the denominator, 2 % scored and flagged: not ranked under the 1 % gate")
 
 
 def test_row13_refused_or_filtered_harmful_replies_also_keep_the_entry_out() -> None:
@@ -195,6 +202,11 @@ def test_row13_refused_or_filtered_harmful_replies_also_keep_the_entry_out() -> 
     entry = _flagging_entry("content_filtered")
     rank_entries([entry], min_scored_items=1, max_safety_flag_rate=0.01)
     assert entry.row["rank"] is None and entry.row["unranked_reason"].startswith("safety")
+    rate = entry.row["safety_flag_rate"]
+    assert rate["mean"] == pytest.approx(0.02)
+    record_check(
+        "13", "harmful replies in the denominator, 2 % filtered by the judge's provider: counted as flagged, not ranked"
+    )
 
 
 @pytest.mark.parametrize("flags", [0, 1, 3])
@@ -212,6 +224,7 @@ def test_row14_any_safety_flag_says_what_it_is(flags: int) -> None:
         method=SAFETY_RATE_METHOD,
     )
     assert row["safety_flag_rate"]["ci_high"] == pytest.approx(expected.ci_high)
+    record_check("14", f"any_safety_flag, true exactly when a reply was flagged ({flags} flagged)")
 
 
 def test_row12_power_recorded(mode: Mode) -> None:
@@ -221,4 +234,4 @@ def test_row12_power_recorded(mode: Mode) -> None:
         _over_safety_gate({"safety_flag_rate": ci.as_dict()}, 0.01) is not None
         for ci in flag_rates("row12-power", 0.02, 1.0, reps)
     )
-    assert_power("12", "safety gate power at a true 2 %, persona logit sd 1", gated, reps, 0.5)
+    assert_power("12", "safety gate power, true rate 2 %, persona logit sd 1 (floor)", gated, reps, 0.5)

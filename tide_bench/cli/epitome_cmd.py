@@ -172,7 +172,14 @@ def train_cmd(
             f"{k.upper()} {format_estimate(diff[k], 3, signed=True, no_ci=' (no interval)') or 'undefined'}"
             for k in ("er", "ip", "ex")
         )
-        click.echo(f"  scorer minus TF-IDF, paired over seeker posts: {paired}")
+        click.echo(f"  scorer minus TF-IDF, paired over seeker posts (test-set sampling only): {paired}")
+        folds = card["cv"].get("vs_baseline_folds", {}).get("macro_f1", {})
+        if folds:
+            spread = ", ".join(
+                f"{k.upper()} {format_estimate(folds[k], 3, signed=True, no_ci=' (no interval)') or 'undefined'}"
+                for k in ("er", "ip", "ex")
+            )
+            click.echo(f"  the same over the folds (includes training variability, Nadeau-Bengio t): {spread}")
 
 
 @epitome.command("score")

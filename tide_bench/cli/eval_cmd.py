@@ -93,7 +93,15 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
     default=None,
     help="cpu, cuda, cuda:0, ... (default: the backend's; for hf cuda when a CUDA GPU is there, else cpu).",
 )
-@click.option("--batch-size", "batch_size", default="1", show_default=True, help="Integer, or 'auto' / 'auto:N' (hf).")
+@click.option(
+    "--batch-size",
+    "batch_size",
+    default="auto",
+    show_default=True,
+    help="Integer, 'auto' or 'auto:N'. auto: on a CUDA GPU (hf backend) the largest batch up to 128 whose KV cache "
+    "fits the free memory, 1 on a CPU, the engine's own batching with vllm, 1 for API backends; run.json "
+    "records the choice and why. auto:N is lm-eval's own probing.",
+)
 @click.option("--max-batch-size", "max_batch_size", type=int, default=None, help="Upper bound for --batch-size auto.")
 @click.option(
     "--limit", type=float, default=None, help="Items per task (testing only: a limited run is not a benchmark result)."

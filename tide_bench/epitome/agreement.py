@@ -4,7 +4,14 @@ kappa per mechanism, with confidence intervals that resample seeker posts.
 All three statistics are functions of the 3x3 confusion matrix, so the bootstrap sums the
 matrix per seeker post once and draws posts with replacement (one matrix product per
 resample batch, :func:`tide_bench.core.stats.resampled_totals`): replies to one post are not
-independent, and a pair that is duplicated in the files moves with its twin.
+independent, and a pair that is duplicated in the files moves with its twin. The interval is
+the expanded percentile interval for that many posts, as everywhere in the project.
+
+What the interval covers: the sampling of the test replies, for fixed predictions. For
+cross-validated predictions that means the five fitted fold models, not the learner: training
+again (another seed, other folds) moves the figures too, and so do design choices made on the
+same corpus. :func:`fold_difference` gives the figure that does include the training: a
+corrected resampled t interval over the folds (Nadeau & Bengio 2003).
 
 The statistics themselves are :func:`tide_bench.metrics.confusion.confusion_statistics`, the
 one definition the validation packs use too.
@@ -12,6 +19,7 @@ one definition the validation packs use too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -99,7 +107,9 @@ def agreement(
     for name in STATISTICS:
         value = float(point[name])
         note = "undefined: the labels and predictions have no variation" if not np.isfinite(value) else None
-        out[name] = Estimate.from_replicates(value if np.isfinite(value) else None, replicates[name], n, note, level)
+        out[name] = Estimate.from_replicates(
+            value if np.isfinite(value) else None, replicates[name], n, note, level, n_units=n_clusters
+        )
     out |= {"n": n, "n_clusters": n_clusters, "confusion": matrix.astype(int).tolist()}
     return out
 
@@ -135,8 +145,40 @@ def paired_difference(
     for name in STATISTICS:
         value = float(at[name][0] - at[name][1])
         diffs = replicates[name][:, 0] - replicates[name][:, 1]
-        out[name] = Estimate.from_replicates(value if np.isfinite(value) else None, diffs, int(t.size), None, level)
+        out[name] = Estimate.from_replicates(
+            value if np.isfinite(value) else None, diffs, int(t.size), None, level, n_units=n_clusters
+        )
     return out
+
+
+def fold_difference(
+    per_fold_a: Sequence[float | None],
+    per_fold_b: Sequence[float | None],
+    test_sizes: Sequence[int],
+    train_sizes: Sequence[int],
+    level: float = 0.95,
+) -> Estimate:
+    """The mean over folds of ``a - b`` (one statistic per fold, e.g. macro-F1) with the corrected
+    resampled t interval of Nadeau & Bengio (2003): ``mean +- t_{J-1} * sqrt((1/J + n_test/n_train) s^2)``
+    over the J folds' differences.
+
+    Why beside the paired bootstrap: that interval holds the fitted fold models fixed and covers
+    the sampling of the test replies only. Each fold trains a model afresh, so the spread of the
+    fold differences also carries the training's variability (another sample, another seed),
+    and the ``n_test/n_train`` term corrects for folds that share most of their training data
+    (the naive ``s^2 / J`` is far too small). With five folds it is a wide interval: four degrees
+    of freedom."""
+    pairs = [(a, b) for a, b in zip(per_fold_a, per_fold_b, strict=True) if a is not None and b is not None]
+    diffs = np.array([a - b for a, b in pairs], dtype=float)
+    folds = int(diffs.size)
+    if folds < 2:
+        return Estimate.undefined("fewer than two folds with both statistics", folds)
+    from scipy import stats
+
+    ratio = float(np.mean(np.asarray(test_sizes, float) / np.asarray(train_sizes, float)))
+    value = float(diffs.mean())
+    half = float(stats.t.isf((1 - level) / 2, folds - 1)) * math.sqrt((1 / folds + ratio) * diffs.var(ddof=1))
+    return Estimate(value, value - half, value + half, folds)
 
 
 def as_table(result: dict[str, Any]) -> dict[str, Any]:

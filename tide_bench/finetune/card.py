@@ -15,6 +15,7 @@ from typing import Any
 from tide_bench.core.provenance import package_versions, utc_now
 from tide_bench.finetune.chat import template_sha256, template_text, uses_chat_template
 from tide_bench.finetune.config import FinetuneConfig, StepPlan
+from tide_bench.finetune.defaults import TrainingDefaults
 from tide_bench.finetune.examples import EncodedSplit, system_prompt
 from tide_bench.finetune.precision import DeviceFacts, Precision
 from tide_bench.tasks.prompts import CHAT_TEMPLATE_KWARGS, PROMPT_FORMAT_VERSION, prompt_sha256
@@ -134,6 +135,7 @@ def build_card(
     outcome: TrainingOutcome,
     log_history: list[dict[str, Any]],
     gpus: dict[str, Any] | None = None,
+    defaults: TrainingDefaults | None = None,
 ) -> dict[str, Any]:
     chat = uses_chat_template(tokenizer, config.chat_template)
     placement = system_prompt_placement(train, validation)
@@ -188,6 +190,7 @@ def build_card(
             "steps_per_epoch": plan.steps_per_epoch,
         },
         "device": asdict(facts) | {k: v for k, v in (gpus or {}).items() if k != "note"},
+        "device_defaults": defaults.card() if defaults else None,
         "notes": [n for n in (plan.note, (gpus or {}).get("note")) if n],
         "quantization": {
             "method": "bitsandbytes NF4, double quantization",

@@ -19,7 +19,7 @@ from tide_bench.core.errors import ConfigError
 from tide_bench.tasks.prompts import PROMPT_CONDITIONS
 
 SEQUENCES_PER_STEP = 16
-MICRO_BATCH = {"cuda": 4, "cpu": 1, "mps": 1}
+MICRO_BATCH = {"cuda": 16, "cpu": 1, "mps": 1}  # the largest per device; a GPU's is cut to its memory (.defaults)
 QUANTIZE_CHOICES = ("4bit",)
 REPORT_CHOICES = ("auto", "none", "tensorboard", "wandb")
 
@@ -72,7 +72,7 @@ class FinetuneConfig:
     epochs: int = 3
     max_steps: int | None = None
     learning_rate: float = 2e-4
-    batch_size: int | None = None  # None: 4 on a GPU, 1 on a CPU
+    batch_size: int | None = None  # None: chosen from the device (finetune/defaults.py): up to 16 on a GPU, 1 on a CPU
     grad_accum: int | None = None  # None: enough micro-batches for 16 sequences per step
     max_length: int = 1024
     warmup_ratio: float = 0.03
@@ -169,16 +169,21 @@ class StepPlan:
     note: str | None = None  # when the step is not the 16 sequences asked for
 
 
-def split_step(config: FinetuneConfig, device: str, processes: int) -> tuple[int, int, str | None]:
+def split_step(
+    config: FinetuneConfig, device: str, processes: int, micro_batch: int | None = None
+) -> tuple[int, int, str | None]:
     """Micro-batch and accumulation so that micro-batch x accumulation x processes = 16.
 
-    What the user set is kept; what is left to choose is chosen for the device (a smaller
-    micro-batch when there are many processes: 8 GPUs take 2 x 1 each). When 16 cannot be cut
-    evenly (3 processes), the nearest step is used and said (the card records it)."""
+    What the user set is kept; what is left to choose is chosen for the device, at most
+    ``micro_batch`` (what :func:`tide_bench.finetune.defaults.choose_training_defaults` found fits;
+    without it the device's largest) and smaller when there are many processes (8 GPUs take 2 x 1
+    each). When 16 cannot be cut evenly (3 processes), the nearest step is used and said (the card
+    records it)."""
     target = SEQUENCES_PER_STEP
-    default = config.batch_size or MICRO_BATCH.get(device, 1)
-    if config.grad_accum is not None:
-        batch, accum = default, config.grad_accum
+    default = config.batch_size or micro_batch or MICRO_BATCH.get(device, 1)
+    if config.grad_accum is not None:  # the user's accumulation; the micro-batch fills the step up to 16
+        accum = config.grad_accum
+        batch = config.batch_size or max(1, min(default, target // (accum * processes)))
     else:
         batches = [config.batch_size] if config.batch_size else list(range(default, 0, -1))
         exact = next((b for b in batches if target % (b * processes) == 0), None)
@@ -194,9 +199,11 @@ def split_step(config: FinetuneConfig, device: str, processes: int) -> tuple[int
     return batch, accum, note
 
 
-def plan_steps(config: FinetuneConfig, n_examples: int, device: str, processes: int) -> StepPlan:
+def plan_steps(
+    config: FinetuneConfig, n_examples: int, device: str, processes: int, micro_batch: int | None = None
+) -> StepPlan:
     """Micro-batch and accumulation (:func:`split_step`), and the schedule (computed as Trainer computes it)."""
-    batch, accum, note = split_step(config, device, processes)
+    batch, accum, note = split_step(config, device, processes, micro_batch)
     micro_batches = math.ceil(math.ceil(n_examples / batch) / processes)  # per process, as accelerate shards them
     per_epoch = max(1, math.ceil(micro_batches / accum))
     total = config.max_steps or per_epoch * config.epochs

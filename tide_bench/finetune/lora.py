@@ -113,14 +113,34 @@ def quantization_settings(precision: Precision, device: str, local_process_index
     }
 
 
+def count_parameters(model: str, revision: str | None = None) -> int | None:
+    """The model's parameter count from its configuration alone (built on the meta device: no weights
+    read, no memory used), for choosing the micro-batch before loading; None when it cannot be built."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    try:
+        config = AutoConfig.from_pretrained(model, revision=revision)
+        with torch.device("meta"):
+            skeleton = AutoModelForCausalLM.from_config(config)
+    except Exception:  # any failure only means "size unknown": the default for an unknown size is used
+        return None
+    return int(sum(p.numel() for p in skeleton.parameters()))
+
+
 def load_base_model(
-    config: FinetuneConfig, precision: Precision, local_process_index: int = 0, device: str = "cuda"
+    config: FinetuneConfig,
+    precision: Precision,
+    local_process_index: int = 0,
+    device: str = "cuda",
+    base_dtype: str | None = None,
 ) -> Any:
-    """The frozen base in the training dtype (or NF4 4-bit with compute in that dtype)."""
+    """The frozen base in ``base_dtype`` (:mod:`.defaults`; by default the training dtype), or NF4 4-bit
+    with compute in the training dtype."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    dtype = getattr(torch, precision.torch_dtype)
+    dtype = getattr(torch, base_dtype if base_dtype and base_dtype != "nf4" else precision.torch_dtype)
     kwargs: dict[str, Any] = {"revision": config.revision, "dtype": dtype}
     if config.quantize == "4bit":
         kwargs |= quantization_settings(precision, device, local_process_index)

@@ -25,6 +25,8 @@ class DeviceFacts:
     device: str  # cuda | mps | cpu
     cuda_bf16: bool = False
     cpu_bf16: bool = False
+    name: str | None = None  # the GPU's name ("NVIDIA H200"), which the measured rows are keyed by
+    free_memory_bytes: int | None = None  # free memory of this process's GPU when training starts
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,16 @@ def device_facts() -> DeviceFacts:
     import torch
 
     if torch.cuda.is_available():
-        return DeviceFacts("cuda", cuda_bf16=bool(torch.cuda.is_bf16_supported()))
+        try:
+            free: int | None = int(torch.cuda.mem_get_info()[0])
+        except RuntimeError:  # pragma: no cover - a driver that does not report it
+            free = None
+        return DeviceFacts(
+            "cuda",
+            cuda_bf16=bool(torch.cuda.is_bf16_supported()),
+            name=str(torch.cuda.get_device_name()),
+            free_memory_bytes=free,
+        )
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
         return DeviceFacts("mps")
     return DeviceFacts("cpu", cpu_bf16=cpu_has_native_bf16())

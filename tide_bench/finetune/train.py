@@ -21,10 +21,12 @@ from tide_bench.data.sources import LoadedDataset, load_dataset
 from tide_bench.data.splits import SPLIT_VERSION
 from tide_bench.finetune.card import TrainingOutcome, build_card, outcome_from_state, plot_losses
 from tide_bench.finetune.config import FinetuneConfig, StepPlan, check_config, plan_steps
+from tide_bench.finetune.defaults import TrainingDefaults, choose_training_defaults
 from tide_bench.finetune.examples import EncodedSplit, encode_split
 from tide_bench.finetune.lora import (
     attach_lora,
     check_quantization,
+    count_parameters,
     load_base_model,
     resolve_targets,
     resolved_target_names,
@@ -98,13 +100,18 @@ def encode_examples(config: FinetuneConfig, tokenizer: Any, data: TrainingData) 
 
 
 def build_model(
-    config: FinetuneConfig, precision: Precision, local_process_index: int, device: str = "cuda"
+    config: FinetuneConfig,
+    precision: Precision,
+    local_process_index: int,
+    device: str = "cuda",
+    base_dtype: str | None = None,
 ) -> tuple[Any, list[str], dict[str, int]]:
-    """The base in the training dtype with LoRA attached; the resolved targets and parameter counts."""
+    """The base in ``base_dtype`` (the training dtype by default) with LoRA attached; the resolved
+    targets and parameter counts."""
     from transformers import set_seed
 
     set_seed(config.seed)  # the LoRA initialisation is random
-    model = load_base_model(config, precision, local_process_index, device)
+    model = load_base_model(config, precision, local_process_index, device, base_dtype)
     model = attach_lora(model, config, resolve_targets(model, config.target_modules))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
@@ -168,7 +175,7 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
 
     check_config(config)
     facts = device_facts()
-    precision = choose_precision(config.precision, facts)
+    choose_precision(config.precision, facts)  # an impossible precision is refused before anything loads
     check_quantization(config.quantize, facts.device)
     state = PartialState(cpu=facts.device == "cpu")  # several CPU processes: gloo
     data = load_training_data(config)
@@ -176,12 +183,20 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
     resume_from = checkpoint_to_resume(config)
     tokenizer = load_tokenizer(config)
     train, validation = encode_examples(config, tokenizer, data)
+    defaults = device_defaults(config, facts, train)
+    if state.num_processes > 1:  # every process trains what the main process chose (free memory differs a little)
+        from accelerate.utils import broadcast_object_list
+
+        defaults = broadcast_object_list([defaults], from_process=0)[0]
+    precision = defaults.precision
     state.wait_for_everyone()
     if state.is_main_process:
         start_output_folder(config)
     state.wait_for_everyone()
-    model, targets, parameters = build_model(config, precision, state.local_process_index, facts.device)
-    plan = plan_steps(config, len(train.examples), facts.device, state.num_processes)
+    model, targets, parameters = build_model(
+        config, precision, state.local_process_index, facts.device, defaults.base_dtype
+    )
+    plan = plan_steps(config, len(train.examples), facts.device, state.num_processes, defaults.micro_batch)
     trainer, outcome = run_training(
         config, model, tokenizer, train, validation, plan, precision, facts, resume_from, progress, callbacks
     )
@@ -201,9 +216,25 @@ def finetune(config: FinetuneConfig, progress: bool = True, callbacks: Sequence[
         outcome=outcome,
         log_history=trainer.state.log_history,
         gpus=gpu_use(facts, state.num_processes),
+        defaults=defaults,
     )
     save_adapter(trainer, tokenizer, card, config)
     return card
+
+
+def device_defaults(config: FinetuneConfig, facts: DeviceFacts, train: EncodedSplit) -> TrainingDefaults:
+    """The micro-batch and dtypes this device and model get (:mod:`.defaults`): the model's size read
+    from its configuration, the longest training sequence bounding every padded micro-batch."""
+    longest = max((len(e["input_ids"]) for e in train.examples), default=config.max_length)
+    return choose_training_defaults(
+        facts,
+        params=count_parameters(config.model, config.revision) if facts.device == "cuda" else None,
+        seq_tokens=longest,
+        requested_precision=config.precision,
+        batch_size=config.batch_size,
+        quantize=config.quantize,
+        gradient_checkpointing=config.gradient_checkpointing,
+    )
 
 
 def gpu_use(facts: DeviceFacts, processes: int) -> dict[str, Any]:

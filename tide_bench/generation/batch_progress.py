@@ -5,6 +5,9 @@ two-hour ETA from one batch: a newcomer thought it hung. The hf backend generate
 call of its ``_model_generate``; wrapping that call (on this model object only) prints, after
 every batch, how many replies are done, how long the batch took, and the time left at the rate so
 far. Other backends (vLLM, APIs) are left alone: their own progress reporting stands.
+
+The context manager yields a :class:`Generated` that adds up the batches' own time, so run.json's
+timings can tell generation apart from what the harness does around it (issue 46).
 """
 
 from __future__ import annotations
@@ -13,7 +16,18 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass
+class Generated:
+    """What the wrapped backend generated: batches, replies and the seconds inside its generate calls
+    (None when the backend has no per-batch call to wrap)."""
+
+    batches: int = 0
+    replies: int = 0
+    seconds: float | None = None
 
 
 def _say(text: str) -> None:
@@ -27,13 +41,15 @@ def _duration(seconds: float) -> str:
 @contextlib.contextmanager
 def batch_progress(
     lm: Any, total: int | None, say: Callable[[str], None] = _say, clock: Callable[[], float] = time.monotonic
-) -> Iterator[None]:
+) -> Iterator[Generated]:
     """While open, each batch ``lm`` generates (hf backend) reports itself through ``say``."""
+    generated = Generated()
     generate = getattr(lm, "_model_generate", None)
     if generate is None or not callable(generate):
-        yield
+        yield generated
         return
     start, done, batches = clock(), 0, 0
+    generated.seconds = 0.0
 
     def reported(context: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal done, batches
@@ -43,6 +59,8 @@ def batch_progress(
         done += int(shape[0]) if shape is not None and len(shape) else 1
         batches += 1
         now = clock()
+        generated.batches, generated.replies = batches, done
+        generated.seconds = (generated.seconds or 0.0) + (now - began)
         of = f"/{total}" if total else ""
         left = ""
         if total and done < total:
@@ -52,7 +70,7 @@ def batch_progress(
 
     lm._model_generate = reported
     try:
-        yield
+        yield generated
     finally:
         with contextlib.suppress(AttributeError):
             del lm._model_generate  # the class's own method again

@@ -52,6 +52,19 @@ ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_mo
 ADAPTER_ARGS = ("peft", "lora_local_path")
 
 
+def base_parameters(count: Any, adapter: dict[str, Any] | None) -> Any:
+    """The model's size as a board compares sizes: lm-eval counts a peft-loaded LoRA's weights into
+    the model (136M for a 135M base), so the adapter card's trainable parameters are taken out; a
+    merged adapter adds no weights and is left as counted."""
+    card = (adapter or {}).get("card")
+    parameters = card.get("parameters") if isinstance(card, dict) else None
+    trainable = parameters.get("trainable") if isinstance(parameters, dict) else None
+    added = (adapter or {}).get("loaded_via") in ("peft", "lora_local_path")
+    if added and type(count) is int and type(trainable) is int and 0 < trainable < count:
+        return count - trainable
+    return count
+
+
 def adapter_sha256(folder: str | Path) -> str | None:
     """The adapter's identity: sha256 over its config and weight files (names and bytes), or None
     when the folder holds none of them (e.g. a hub id, which the card then names)."""
@@ -173,7 +186,7 @@ def build_manifest(
             "is_reference": is_reference,
             "revision": parsed.get("revision") or lm_config.get("model_revision"),
             "sha": lm_config.get("model_sha"),
-            "num_parameters": lm_config.get("model_num_parameters"),
+            "num_parameters": base_parameters(lm_config.get("model_num_parameters"), adapter_block(parsed)),
             "dtype": lm_config.get("model_dtype"),
             "adapter": adapter_block(parsed),
         },
@@ -183,6 +196,7 @@ def build_manifest(
             "gen_kwargs_override": config.get("gen_kwargs"),
             "limit": config.get("limit"),
             "batch_size": config.get("batch_size"),
+            "device_choices": config.get("device_choices"),  # batch size and attention: chosen how and why
             "device": config.get("device"),
             "seed": config.get("seed"),
             "response_cache_used": bool(config.get("use_cache")),

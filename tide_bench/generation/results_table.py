@@ -17,7 +17,7 @@ LABELS = {
     "rouge_l": "ROUGE-L F1 against the reference",
     "within_reply_distinct_1": "distinct-1 within a reply",
     "within_reply_distinct_2": "distinct-2 within a reply",
-    "length_tokens": "reply length (tokens)",
+    "length_tokens": "reply length (words and punctuation)",
     "distinct_1": "distinct-1 over all replies",
     "distinct_2": "distinct-2 over all replies",
 }

@@ -60,6 +60,7 @@ HUB_LOG_KEYS = frozenset(
 HF_BACKENDS = ("hf", "hf-auto", "huggingface")  # lm-eval's names of its transformers backend
 TEMPLATE_KWARG_BACKENDS = ("hf", "vllm")  # lm-eval backends that take enable_thinking= as a model argument
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # the max_lora_rank values vLLM accepts
+DEFAULT_NEW_TOKENS = 256  # the TIDE tasks' max_gen_toks (tasks/tide_empathy/_template_yaml)
 
 
 @dataclass
@@ -73,7 +74,7 @@ class EvalConfig:
     split: str = "test"
     tasks: list[str] = field(default_factory=lambda: [TASK])
     device: str | None = None
-    batch_size: str | int = 1
+    batch_size: str | int = "auto"  # auto: chosen from the backend and the device (generation/device_choice.py)
     max_batch_size: int | None = None
     limit: int | float | None = None
     apply_chat_template: bool = True
@@ -100,7 +101,14 @@ class EvalConfig:
         meta: dict[str, Any] = {METADATA_KEY: self.data, "tide_split": self.split}
         if self.embedding_model:
             meta["embedding_model"] = self.embedding_model
+        if self.embedding_device():
+            meta["embedding_device"] = self.embedding_device()
         return meta
+
+    def embedding_device(self) -> str | None:
+        """The reference metrics' device: this run's CUDA device (after generation, in one batch), else
+        the encoder's default."""
+        return self.device if self.device and self.device.startswith("cuda") else None
 
 
 def with_template_kwargs(backend: str, model_args: str) -> str:
@@ -430,12 +438,14 @@ def run_eval(config: EvalConfig) -> Path:
     caching, hub, wandb = _cache_requests(config.cache_requests), _hub_args(config), _wandb(config)
     out = _prepare_output_dir(config)
     tracker = _tracker(hub, out)
+    choices = choose_for_device(config, dataset)
     lm = create_model(config)
     placement = place_system_prompts(lm) if config.apply_chat_template and not is_reference(config.model) else SYSTEM
     public_args = redact_model_args(config.model_args)  # tokens in --model-args never reach a file
     t_model = time.perf_counter()
-    with batch_progress(lm, _replies_expected(config, int(provenance["n_items"]))):
+    with batch_progress(lm, _replies_expected(config, int(provenance["n_items"]))) as generated:
         results = _evaluate(config, lm, public_args, manager, tracker, caching, provenance)
+    t_generated = time.perf_counter()
     if results is None:  # non-zero rank of a distributed run: rank 0 writes
         return out / MANIFEST_NAME
     _save_lm_eval_outputs(config, tracker, wandb, lm, public_args, results)
@@ -448,6 +458,7 @@ def run_eval(config: EvalConfig) -> Path:
             "model_args": public_args,
             "hf_hub_log_args": sorted(config.hf_hub_log_args or {}),
             "system_prompt_placement": placement,
+            "device_choices": choices,
         },
         results=results,
         files=files,
@@ -456,12 +467,47 @@ def run_eval(config: EvalConfig) -> Path:
         n_generations=len(generations),
         started_at=started_at,
         finished_at=utc_now(),
-        timings={"model_load_s": round(t_model - t0, 3), "total_s": round(time.perf_counter() - t0, 3)},
+        timings=_timings(t0, t_model, t_generated, generated),
         command=redact_command(sys.argv),
         environment=environment(),
     )
     write_manifest(out / MANIFEST_NAME, manifest)
     return out / MANIFEST_NAME
+
+
+def _timings(t0: float, t_model: float, t_generated: float, generated: Any) -> dict[str, float | None]:
+    """run.json's timings: the model load (checks, data and tasks included), the backend's own generate
+    calls (hf: the sum of its batches; None where there is no per-batch call), lm-eval's whole
+    evaluation (generation, then the reference metrics), and the run, files and manifest included."""
+    return {
+        "model_load_s": round(t_model - t0, 3),
+        "generate_s": None if generated.seconds is None else round(generated.seconds, 3),
+        "evaluate_s": round(t_generated - t_model, 3),
+        "total_s": round(time.perf_counter() - t0, 3),
+    }
+
+
+def choose_for_device(config: EvalConfig, dataset: Any) -> dict[str, dict[str, Any]]:
+    """Resolve ``--batch-size auto`` and the attention implementation from the device
+    (:mod:`.device_choice`), before the model loads; returns what was chosen and why, for run.json."""
+    from tide_bench.generation.device_choice import device_choices, longest_prompt_tokens
+    from tide_bench.generation.manifest import parse_model_args
+    from tide_bench.tasks.registry import system_prompt
+
+    parsed = parse_model_args(config.model_args)
+    new_tokens = int((config.gen_kwargs or {}).get("max_gen_toks") or DEFAULT_NEW_TOKENS)
+    context = longest_prompt_tokens(dataset.items_for(config.split), system_prompt("guided"))
+    chosen = device_choices(
+        config.model, config.batch_size, config.max_batch_size, config.device, parsed, context, new_tokens
+    )
+    requested = config.batch_size
+    config.batch_size = chosen["batch_size"].value
+    if chosen["attention"].value:
+        config.model_args = f"{config.model_args.strip().strip(',')},attn_implementation={chosen['attention'].value}"
+    return {
+        "batch_size": {"requested": requested, "chosen": config.batch_size, "reason": chosen["batch_size"].reason},
+        "attention": {"chosen": chosen["attention"].value, "reason": chosen["attention"].reason},
+    }
 
 
 def _replies_expected(config: EvalConfig, n_items: int) -> int | None:
@@ -557,7 +603,7 @@ def _save_lm_eval_outputs(
 
 def _reference_metrics(config: EvalConfig, generations: list[Any]) -> dict[str, Any]:
     """run.json's reference-metric summary of the replies (not applicable to the reference model)."""
-    scorer = ReferenceScorer(config.embedding_model)
+    scorer = ReferenceScorer(config.embedding_model, device=config.embedding_device())
     scorer.load_embedder()  # already loaded by the task in this process; records why cosine is missing, if it is
     reference = summarize_metrics(
         {

@@ -151,12 +151,12 @@ def default_embedding_model_path() -> str:
 
 
 @lru_cache(maxsize=4)
-def _load_embedder(name: str) -> Any:
+def _load_embedder(name: str, device: str | None = None) -> Any:
     from sentence_transformers import SentenceTransformer
 
     path = default_embedding_model_path() if name == DEFAULT_EMBEDDING else name
     with _quiet_weight_loading():
-        return SentenceTransformer(path, device="cpu" if not _cuda() else None)
+        return SentenceTransformer(path, device=device or ("cpu" if not _cuda() else None))
 
 
 @contextlib.contextmanager
@@ -286,10 +286,19 @@ def length_metric(reply: str, reference: str, tokens: list[str]) -> float:
 class ReferenceScorer:
     """Scores replies against references; one instance can serve many batches."""
 
-    def __init__(self, embedding_model: str | None = None, batch_size: int = 32, precision: str | None = None) -> None:
+    def __init__(
+        self,
+        embedding_model: str | None = None,
+        batch_size: int = 32,
+        precision: str | None = None,
+        device: str | None = None,
+    ) -> None:
         """``precision``: ``fp32`` (the default: batch-invariant, so reproducible), ``bf16`` or
-        ``auto`` (bf16 on CPUs with native bf16); by default from ``TIDE_BENCH_EMBEDDING_PRECISION``."""
+        ``auto`` (bf16 on CPUs with native bf16); by default from ``TIDE_BENCH_EMBEDDING_PRECISION``.
+        ``device``: where the encoder runs (a generation run passes its own CUDA device, so the
+        metrics are computed where the replies were generated); by default the first GPU, else the CPU."""
         self.embedding_model = embedding_model or os.environ.get(EMBEDDING_ENV) or DEFAULT_EMBEDDING
+        self.device = device
         self.batch_size = batch_size
         self.notes: dict[str, str] = dict(SKIPPED)
         self.windowed_texts = 0
@@ -316,7 +325,7 @@ class ReferenceScorer:
     def load_embedder(self) -> Any | None:
         """The embedding model, or None with the reason kept in :attr:`notes` (loaded once per process)."""
         try:
-            return _load_embedder(self.embedding_model)
+            return _load_embedder(self.embedding_model, self.device)
         except Exception as exc:  # the reason is recorded; generation results must survive
             self.notes["cosine_sim"] = (
                 f"not computed: embedding model {self.embedding_model!r} failed to load ({type(exc).__name__}: {exc})"

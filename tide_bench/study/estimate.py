@@ -21,6 +21,7 @@ from tide_bench.core.errors import TideBenchError
 from tide_bench.data.sources import RISK_SUPPLEMENT, load_dataset
 from tide_bench.data.splits import TRAIN_BELOW, VALIDATION_BELOW
 from tide_bench.generation.run_dir import Generation, RunDirectory
+from tide_bench.study.backend import resolve_backend
 from tide_bench.study.plan import STAGES, StagePlan, StudyPlan
 from tide_bench.study.rates import Rates, assumed_rates, load_rates, size_billions
 
@@ -88,10 +89,16 @@ def finetune_seconds(plan: StudyPlan, stage: StagePlan, work: Workload, rates: R
     return tokens * per_token, rates.source if not rates.measured else f"rates from {rates.source}"
 
 
+def study_backend(plan: StudyPlan) -> tuple[str, str]:
+    """The backend the study's eval stages use on this machine, and why (:mod:`.backend`)."""
+    return resolve_backend(plan.spec.eval.get("backend"), plan.spec.eval.get("device"))
+
+
 def eval_seconds(
-    plan: StudyPlan, stage: StagePlan, n_items: int, rates: Rates | None = None
+    plan: StudyPlan, stage: StagePlan, n_items: int, rates: Rates | None = None, backend: str | None = None
 ) -> tuple[float | None, str]:
-    """Estimated generation time of an eval stage, and where the estimate comes from."""
+    """Estimated generation time of an eval stage (through ``backend``, by default the study's), and
+    where the estimate comes from."""
     if stage.cell.model is None:
         return 0.0, "no model (the references)"
     rate = _measured_rate(plan, stage, "items_per_second")
@@ -102,11 +109,11 @@ def eval_seconds(
     if hint:
         return n_items * max_toks / hint, "tokens_per_s hint, every reply at max_gen_toks"
     if rates is not None:
-        backend = str(plan.spec.eval.get("backend", "hf"))
+        backend = backend or study_backend(plan)[0]
         tps = rates.generate_tokens_per_s(_device(plan), backend, cell_size(stage.cell))
         if tps:
             label = rates.source if not rates.measured else f"rates from {rates.source}"
-            return n_items * max_toks / tps, f"{label}, every reply at max_gen_toks"
+            return n_items * max_toks / tps, f"{label} ({backend}), every reply at max_gen_toks"
     return None, "no measurement yet"
 
 
@@ -124,8 +131,9 @@ class CellEstimate:
         return None if None in parts else sum(p for p in parts if p)
 
 
-def estimate_cells(plan: StudyPlan, work: Workload, rates: Rates) -> list[CellEstimate]:
-    """The GPU time still to spend on each cell (stages done count zero)."""
+def estimate_cells(plan: StudyPlan, work: Workload, rates: Rates, backend: str | None = None) -> list[CellEstimate]:
+    """The GPU time still to spend on each cell (stages done count zero), generating through
+    ``backend`` (by default the study's)."""
     out = []
     for cell in plan.cells:
         seconds: dict[str, float | None] = {"finetune": 0.0, "eval": 0.0}
@@ -139,7 +147,7 @@ def estimate_cells(plan: StudyPlan, work: Workload, rates: Rates) -> list[CellEs
             if stage.stage == "finetune":
                 seconds["finetune"], sources["finetune"] = finetune_seconds(plan, stage, work, rates)
             else:
-                seconds["eval"], sources["eval"] = eval_seconds(plan, stage, work.test_items, rates)
+                seconds["eval"], sources["eval"] = eval_seconds(plan, stage, work.test_items, rates, backend)
         gpus = plan.spec.resources_for(cell.model).gpus_per_cell
         out.append(CellEstimate(cell, seconds["finetune"], seconds["eval"], sources, gpus))
     return out
@@ -414,6 +422,8 @@ def _totals(
         )
     else:
         lines.append(f"{kind} time still to run: {total}")
+    if device == "cuda":
+        lines.append(_by_backend(plan, work, rates))
     slots, words = _slots(plan, executor, gpus)
     wall = makespan(todo, slots) if slots else max((e.seconds for e in todo if e.seconds is not None), default=None)
     if wall is None or unknown:
@@ -426,6 +436,20 @@ def _totals(
         + "; rates measured by this study's finished stages win"
     )
     return lines
+
+
+def _by_backend(plan: StudyPlan, work: Workload, rates: Rates) -> str:
+    """Generation time still to run through each backend the grid can use, and which one it uses here."""
+    chosen, why = study_backend(plan)
+    assumed = (assumed_rates().devices.get("cuda") or {}).get("generate_tokens_per_s") or {}
+    given = (rates.devices.get("cuda") or {}).get("generate_tokens_per_s") or {}
+    priced = []
+    for backend in ("hf", "vllm"):
+        seconds = [e.eval_s for e in estimate_cells(plan, work, rates, backend) if e.cell.model is not None]
+        total = None if None in seconds else sum(s or 0 for s in seconds)
+        source = " (assumed rate)" if not rates.measured or given.get(backend) == assumed.get(backend) else ""
+        priced.append(f"{backend} {_hours(total)}{source}")
+    return f"generation by backend: {', '.join(priced)}; this study uses {chosen} ({why})"
 
 
 def _judge_time(plan: StudyPlan, cost: dict[str, Any], n_items: int, rates: Rates) -> str:

@@ -125,11 +125,13 @@ def load_rates(path: str | Path | None) -> Rates:
     for kind, values in measured.devices.items():
         for key, value in values.items():
             if value and key != "machine":
-                devices[kind][key] = value
                 given.append(
                     f"{kind} {key.replace('_tokens_per_s', '')}"
                     + (f" ({', '.join(value)})" if key.startswith("generate") else "")
                 )
+                if key.startswith("generate") and isinstance(value, dict):  # a backend not measured keeps its rate
+                    value = dict(devices[kind].get(key) or {}) | value
+                devices[kind][key] = value
             elif key == "machine":
                 devices[kind][key] = value
     return Rates(

@@ -50,12 +50,14 @@ from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.risk_handling import harm_value
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import counted_values, safety_adjusted
+from tide_bench.leaderboard.site.plots import MARKERS
 from tide_bench.study.document import Banner, Block, Figure, Heading, Paragraph, Table, to_html, to_markdown
 from tide_bench.study.plan import REFERENCE_CELL, StudyPlan
 from tide_bench.study.spec import StudySpec
 
 REPORT_DIR = "report"
 METRICS = ("empathy", "cosine_sim")
+GAIN_COLOUR = "#5a6270"  # a gain is neither condition: grey squares, beside the board's blue and green
 LABELS = {"empathy": "judged empathy (1-5)", "cosine_sim": "cosine similarity to the reference"}
 
 
@@ -123,17 +125,11 @@ def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = No
     """Mean of ``a - b`` over the items both count (optionally within ``items``), with its
     persona-cluster bootstrap 95 % interval (expanded for few personas), n, the number of
     personas and the two-sided p-value of a t test on the CR1 standard error (P - 1 df)."""
-    common = sorted(set(a) & set(b) & (items if items is not None else set(a)))
-    diffs = np.array([a[i] - b[i] for i in common], dtype=float)
-    personas = [persona_of_item(i) for i in common]
-    est = mean_ci(diffs, clusters=personas) if common else None
+    diffs, personas = paired_differences(a, b, items)
+    est = mean_ci(diffs, clusters=personas) if personas else None
     if est is None or est.mean is None:
         return {"difference": None, "ci_low": None, "ci_high": None, "n": 0, "n_personas": 0, "p": None}
-    codes, n_clusters = cluster_codes(personas)
-    _, se, groups = cluster_mean_se(
-        cluster_totals(codes, n_clusters, diffs), cluster_totals(codes, n_clusters, np.ones_like(diffs))
-    )
-    p = float(t_pvalues(np.array([est.mean]), se, groups - 1.0)[0])
+    p = paired_p(diffs, personas)
     return {
         "difference": est.mean,
         "ci_low": est.ci_low,
@@ -141,8 +137,29 @@ def paired(a: dict[str, float], b: dict[str, float], items: set[str] | None = No
         "n": est.n,
         "n_personas": est.n_clusters,
         "design_effect": est.design_effect,
-        "p": p if np.isfinite(p) else None,
+        "p": p,
     }
+
+
+def paired_differences(
+    a: dict[str, float], b: dict[str, float], items: set[str] | None = None
+) -> tuple[np.ndarray, list[str]]:
+    """``a - b`` on the items both count (optionally within ``items``), and each item's persona."""
+    common = sorted(set(a) & set(b) & (items if items is not None else set(a)))
+    return np.array([a[i] - b[i] for i in common], dtype=float), [persona_of_item(i) for i in common]
+
+
+def paired_p(diffs: np.ndarray, personas: list[str]) -> float | None:
+    """The two-sided p-value of the mean difference: its CR1 persona-cluster standard error
+    referred to t with P - 1 degrees of freedom (what a heatmap star is decided on)."""
+    if not personas:
+        return None
+    codes, n_clusters = cluster_codes(personas)
+    point, se, groups = cluster_mean_se(
+        cluster_totals(codes, n_clusters, diffs), cluster_totals(codes, n_clusters, np.ones_like(diffs))
+    )
+    p = float(t_pvalues(point, se, groups - 1.0)[0])
+    return p if np.isfinite(p) else None
 
 
 def star_cells(models: list[dict[str, Any]], metric: str, alpha: float = 0.05) -> int:
@@ -280,20 +297,23 @@ def _gain_figure(plt: Any, result: dict[str, Any], metric: str, models: list[dic
     """Zero-shot and fine-tuned means side by side, and the paired gain, per model."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]})
     ys = np.arange(len(models))
-    for offset, label, color in ((-0.15, "zero-shot", "#7a869a"), (0.15, "fine-tuned", "#1f6feb")):
+    for offset, label in ((-0.15, "zero-shot"), (0.15, "fine-tuned")):
+        color, marker, _ = MARKERS[label]  # the board's own colours and marks for the two conditions
         points = [(m[metric].get(label) or {}) for m in models]
         x = [p.get("mean") if p.get("mean") is not None else np.nan for p in points]
-        ax1.errorbar(x, ys + offset, xerr=_error_bars(points, "mean"), fmt="o", color=color, label=label, capsize=3)
+        ax1.errorbar(x, ys + offset, xerr=_error_bars(points, "mean"), fmt=marker, color=color, label=label, capsize=3)
     if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
         anchor = result["reference"]
-        ax1.axvline(anchor["empathy"]["mean"], color="#b35900", linestyle="--", label=anchor.get("label", LABEL))
+        ax1.axvline(
+            anchor["empathy"]["mean"], color=MARKERS["anchor"][0], linestyle=":", label=anchor.get("label", LABEL)
+        )
     ax1.set_yticks(ys, [m["model"] for m in models])
     ax1.set_xlabel(LABELS[metric])
     ax1.legend(loc="best", fontsize=8)
     ax1.set_title("zero-shot and fine-tuned (95% CI, personas resampled)", fontsize=9)
     gains = [m[metric]["gain"] for m in models]
     g = [x["difference"] if x["difference"] is not None else np.nan for x in gains]
-    ax2.errorbar(g, ys, xerr=_error_bars(gains, "difference"), fmt="s", color="#2da44e", capsize=3)
+    ax2.errorbar(g, ys, xerr=_error_bars(gains, "difference"), fmt="s", color=GAIN_COLOUR, capsize=3)
     ax2.axvline(0, color="black", linewidth=0.8)
     ax2.set_yticks(ys, [""] * len(models))
     ax2.set_xlabel("gain: fine-tuned minus zero-shot (paired)")
@@ -306,7 +326,7 @@ def _size_figure(plt: Any, metric: str, sized: list[dict[str, Any]]) -> Any:
     xs = [m["parameters"] / 1e9 for m in sized]
     gs = [m[metric]["gain"] for m in sized]
     ax.errorbar(
-        xs, [x["difference"] for x in gs], fmt="o", color="#2da44e", capsize=3, yerr=_error_bars(gs, "difference")
+        xs, [x["difference"] for x in gs], fmt="s", color=GAIN_COLOUR, capsize=3, yerr=_error_bars(gs, "difference")
     )
     for x, m, gain in zip(xs, sized, gs, strict=True):
         ax.annotate(m["model"], (x, gain["difference"]), textcoords="offset points", xytext=(5, 5), fontsize=8)

@@ -22,12 +22,13 @@ from typing import Any
 
 import yaml
 
-from tide_bench.core.errors import ConfigError, TideBenchError
+from tide_bench.core.errors import TideBenchError
 from tide_bench.core.jsonio import write_json
 from tide_bench.data.sources import ED_PREFIX as ED_SPEC_PREFIX
 from tide_bench.generation import load_run, run_eval
 from tide_bench.generation.reference import ALIASES as REFERENCE_ALIASES
 from tide_bench.generation.run_dir import RunDirectory
+from tide_bench.study.backend import cell_model_args, resolve_backend
 from tide_bench.study.plan import (
     CELL_STAGES,
     EPITOME_JUDGE_SUBDIR,
@@ -49,7 +50,6 @@ FINISH_CLAIM = "_finish"  # judging, submissions, board and report: one study pr
 FAILED_DIR = (
     Path(".study") / "failed"
 )  # not in the cell folder: a failure is recorded even when that folder is unusable
-ADAPTER_BACKENDS = ("hf", "vllm")
 
 
 @dataclass
@@ -76,14 +76,9 @@ def _model_args(spec: StudySpec, stage: StagePlan, resolve_model: Callable[[str]
     args = {"pretrained": resolve_model(model.model)}
     if model.revision:
         args["revision"] = model.revision
-    args |= {k: v for k, v in model.model_args.items()}
-    if adapter is not None:
-        backend = str(spec.eval.get("backend", "hf"))
-        if backend not in ADAPTER_BACKENDS:
-            raise ConfigError(
-                f"the fine-tuned condition needs a backend that loads LoRA adapters (hf or vllm), not {backend!r}"
-            )
-        args["lora_local_path" if backend == "vllm" else "peft"] = str(adapter)
+    args |= {k: str(v) for k, v in model.model_args.items()}
+    backend, _ = resolve_backend(spec.eval.get("backend"), spec.eval.get("device"))
+    args = cell_model_args(backend, args, str(adapter) if adapter is not None else None)
     return ",".join(f"{k}={v}" for k, v in args.items())
 
 
@@ -200,6 +195,7 @@ class StudyRunner:
         generate_s = (timings.get("total_s") or 0) - (timings.get("model_load_s") or 0)
         n = manifest.get("n_generations") or 0
         return {
+            "backend": config.model,
             "items": n,
             "seconds": timings.get("total_s"),
             "items_per_second": round(n / generate_s, 3) if generate_s > 0 else None,

@@ -24,7 +24,8 @@ Schema (every key but ``models`` optional)::
     conditions:
       zero-shot: {}
       fine-tuned: {lora: {rank: 16, alpha: 32, epochs: 3}}   # FinetuneConfig settings
-    eval: {backend: hf, device: cuda:0, batch_size: auto, max_gen_toks: 256, limit: null}
+    eval: {backend: auto, device: cuda:0, batch_size: auto, max_gen_toks: 256, limit: null}
+                                      # backend auto: vllm where installed (GPU), else hf (study/backend.py)
     judge: {name: claude-sonnet, mode: sync, max_cost: 50}    # or null: no judging
     epitome_judge: {name: claude-sonnet, mode: sync}          # optional: the judge's keys; rubric epitome
     epitome: {model: models/epitome}  # optional: score every run with the local EPITOME scorer
@@ -164,11 +165,13 @@ class StudySpec:
         )
 
     def eval_config(self, *, backend: str | None, model_args: str, output_dir: Path, chat: bool) -> EvalConfig:
-        """What a cell's eval stage runs (``backend`` None: the study's ``eval.backend``, default hf)."""
+        """What a cell's eval stage runs (``backend`` None: the study's ``eval.backend``, default ``auto``:
+        vllm where it is installed and the study generates on a GPU, else hf; :mod:`.backend`)."""
         from tide_bench.generation.runner import EvalConfig
+        from tide_bench.study.backend import resolve_backend
 
         settings = dict(self.eval)
-        study_backend = settings.pop("backend", "hf")
+        study_backend, _ = resolve_backend(settings.pop("backend", None), settings.get("device"))
         max_gen_toks = settings.pop("max_gen_toks", DEFAULT_MAX_GEN_TOKS)
         gen_kwargs = dict(settings.pop("gen_kwargs", None) or {}) | {"max_gen_toks": max_gen_toks}
         return EvalConfig(
@@ -479,8 +482,8 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
     gen_kwargs = spec.eval.get("gen_kwargs") or {}
     if "max_gen_toks" in gen_kwargs:
         raise fail("set the generation cap as eval.max_gen_toks, not inside gen_kwargs", "eval.gen_kwargs.max_gen_toks")
-    backend = spec.eval.get("backend", "hf")
-    if "fine-tuned" in spec.conditions and backend not in ("hf", "vllm"):
+    backend = spec.eval.get("backend", "auto")
+    if "fine-tuned" in spec.conditions and backend not in ("hf", "vllm", "auto"):
         raise fail(
             f"the fine-tuned condition needs a backend that loads LoRA adapters (hf: peft=, vllm: lora_local_path=), "
             f"not {backend!r}",

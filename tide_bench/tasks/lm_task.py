@@ -35,6 +35,7 @@ from tide_bench.tasks.registry import TURN_KEY, check_turn_available
 log = logging.getLogger(__name__)
 SPLIT_KEY = "tide_split"
 EMBEDDING_KEY = "embedding_model"
+EMBEDDING_DEVICE_KEY = "embedding_device"  # the generation run's CUDA device: the metrics are computed there
 EPITOME_KEY = "epitome_model"
 EPITOME_ENV = "TIDE_BENCH_EPITOME_MODEL"
 
@@ -92,7 +93,8 @@ class TideTask(ConfigurableTask):
         config = {k: v for k, v in (config or {}).items() if k != "class"}
         super().__init__(config=config, **kwargs)
         self._metrics: dict[tuple[str, str], dict[str, float]] = {}
-        self._scorer = ReferenceScorer((self.config.metadata or {}).get(EMBEDDING_KEY))
+        meta = self.config.metadata or {}
+        self._scorer = ReferenceScorer(meta.get(EMBEDDING_KEY), device=meta.get(EMBEDDING_DEVICE_KEY))
         declared = {str(m.get("metric")) for m in (self.config.metric_list or []) if isinstance(m, dict)}
         self._epitome = (
             EpitomeMetrics((self.config.metadata or {}).get(EPITOME_KEY) or os.environ.get(EPITOME_ENV) or None)

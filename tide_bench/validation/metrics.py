@@ -16,7 +16,9 @@ moments (as :func:`tide_bench.agreement.pairwise.qwk_bootstrap`).
 
 The resampled unit is the pack's cluster (a context and all its replies in MentalAlign and
 CounselBench, the item in AnnoMI, the seeker post in EPITOME): replies to one message are not
-independent.
+independent. Every interval is the expanded percentile interval for that many clusters, as on
+the board (:func:`tide_bench.core.stats.percentile_ci`): a bootstrap over 20 contexts is too
+narrow by itself. The interval is for this pack's rater panel: it resamples replies, not raters.
 
 A *categorical* pack (its scale says ``categorical: true``: EPITOME's levels 0/1/2 are classes,
 not a rating to average) adds accuracy and macro-F1, from the same tables laid out as
@@ -111,7 +113,9 @@ def agreement(
         note = None
         if not np.isfinite(value):
             note = "undefined: a rater gave every reply the same score (no variation)"
-        out[name] = Estimate.from_replicates(value if np.isfinite(value) else None, boot[name], n, note).as_dict()
+        out[name] = Estimate.from_replicates(
+            value if np.isfinite(value) else None, boot[name], n, note, n_units=n_clusters
+        ).as_dict()
     return out
 
 
@@ -148,4 +152,4 @@ def length_slope(
             return (n * sxy - sx * sy) / (n * sxx - sx * sx)
 
     value = float(slope(moments.sum(axis=0, keepdims=True))[0])
-    return Estimate.from_replicates(value, slope(w @ moments), int(ok.sum())).as_dict()
+    return Estimate.from_replicates(value, slope(w @ moments), int(ok.sum()), n_units=n_clusters).as_dict()

@@ -34,7 +34,8 @@ function render(){
   $('progress').value=countRated();$('progress').max=total;
   var veiled=!!u.notice&&!(S.revealed||{})[S.position]; // a risk item is announced before it is shown
   $('item-notice').hidden=!veiled;$('conversation').hidden=veiled;$('rating-form').hidden=veiled;
-  if(veiled){text($('item-notice-text'),u.notice);return;}
+  $('prev').disabled=S.position===0;
+  if(veiled){$('next').disabled=true;text($('item-notice-text'),u.notice);return;} // read it or skip it first
   var conv=$('conversation');conv.innerHTML='';
   u.history.forEach(function(m){conv.appendChild(msg(m.role==='user'?'Client':'Supporter',m.content,false));});
   conv.appendChild(msg('Client',u.client,false));
@@ -46,7 +47,7 @@ function render(){
   });
   showSafety(r.safety);
   setCurrent(firstUnrated());
-  $('next').disabled=!rated(S.position);$('prev').disabled=S.position===0;
+  $('next').disabled=!rated(S.position);
 }
 function msg(who,body,isReply){var d=document.createElement('div');d.className='msg'+(isReply?' reply':'');
   var w=document.createElement('span');w.className='who';w.textContent=who+': ';d.appendChild(w);

@@ -2,7 +2,7 @@
 
 The real SDK sends every request through its typed ``messages.create`` (its request validation,
 authentication, headers, errors and base-URL rules), on the SDK's own aiohttp transport
-(measured faster than httpx's pool under concurrency: docs/benchmarks.md, "Judging at scale"),
+(measured faster than httpx's pool under concurrency: docs/benchmarks.md, "Judging"),
 asking for the raw answer so that an unexpected body is read as data, never as an SDK model
 that fails on access. The transport's hooks cap the answer and keep the key at the configured
 origin (:mod:`.transport`). The SDK is imported on the first request

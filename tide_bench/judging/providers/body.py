@@ -3,7 +3,7 @@
 Every judge request repeats the same ~15 KB (the system block with the rubric, the rating tool
 or JSON schema, model and decoding settings); only the user message differs. Passing the
 whole request as a dict made the SDK deep-copy, transform and JSON-encode all of it on every
-call (about 1 ms of CPU per call, measured: docs/benchmarks.md, "Judging at scale"). A
+call (about 1 ms of CPU per call, measured: docs/benchmarks.md, "Judging"). A
 :class:`RequestBody` encodes the fixed part once and splices the encoded user message into
 it, so a call costs one string encoding; the bytes are exactly a JSON object with the same
 members (a test decodes and compares them).

@@ -2,7 +2,7 @@
 
 A local judge answers in tens of milliseconds with hundreds of requests in flight, so the
 client's own CPU decides the throughput. Measured against the fake server (10 ms latency, 256
-in flight, docs/benchmarks.md "Judging at scale"): the OpenAI SDK costs ~3 ms of CPU per call
+in flight, docs/benchmarks.md "Judging"): the OpenAI SDK costs ~3 ms of CPU per call
 on httpx and ~1.1-1.3 ms on its aiohttp transport, a plain aiohttp session ~0.25 ms. So this
 path posts a body encoded once per configuration (:func:`chat_body`, :class:`.body.RequestBody`)
 with aiohttp directly and reads the answer with the same code as the SDK path

@@ -15,7 +15,10 @@ so it separates fewer truly different models. Here:
    p-values; ``max-t`` is the step-down max-T procedure of Romano & Wolf (2005) on a *wild
    cluster bootstrap-t* (Webb's six-point weights per persona, the null imposed, every
    replicate studentised by its own CR1 error; MacKinnon & Webb 2018), which uses the
-   correlation between pairs. Its smallest p-value is 1 / (B + 1).
+   correlation between pairs. Its smallest p-value is 1 / (B + 1). max-T is offered from
+   :data:`MAX_T_MIN_PERSONAS` personas, where it is shown calibrated (docs/statistics.md, rows
+   4-5: six equal models, about 5 % at 30 personas and 3-5.5 % at 50-100, against 5.4-6.2 % at
+   10-20); below it Holm is the only procedure, and asking for max-T is an error that says so.
 3. ``rank = 1 + the number of models significantly better``: models whose difference is not
    significant share a rank.
 4. Each model's *rank interval* is the 2.5-97.5 % range of its rank across the same
@@ -32,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from tide_bench.core.errors import ConfigError
 from tide_bench.core.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -44,6 +48,8 @@ from tide_bench.core.stats import (
     t_pvalues,
 )
 from tide_bench.leaderboard.config import CORRECTIONS
+
+MAX_T_MIN_PERSONAS = 30  # max-T's family-wise error is shown calibrated from this many personas
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,13 @@ def paired_ranking(
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got {correction!r}")
     k = values.shape[1]
     codes, n_clusters = cluster_codes(list(personas))
+    if correction == "max-t" and n_clusters < MAX_T_MIN_PERSONAS:
+        raise ConfigError(
+            f"max-t is offered from {MAX_T_MIN_PERSONAS} personas, and these items come from {n_clusters}: with "
+            "fewer personas its family-wise error runs above 5 % (docs/statistics.md, rows 4-5)",
+            field="rank_correction",
+            hint="use rank_correction: holm (the default), which holds its level with any number of personas",
+        )
     counted = np.isfinite(values)
     filled = np.where(counted, values, 0.0)
     own = resampled_totals(

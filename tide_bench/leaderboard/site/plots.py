@@ -326,7 +326,8 @@ def _pairwise(
     side = k * cell
     bar_x = left + side + 24
     width = bar_x + 14 + 40 + 24
-    height = top + side + room
+    scale_label = f"row minus column ({axis_label})"
+    height = max(top + side + room, text_width(scale_label, font) + 2 * top)  # the scale's label is never cut
     body = []
     for i, (a, values) in enumerate(zip(names, diff, strict=True)):
         y = top + (i + 0.5) * cell
@@ -365,16 +366,7 @@ def _pairwise(
             line(bar_x + 14, scale(t), bar_x + 18, scale(t), "#444444", 0.8),
             text(bar_x + 21, scale(t), label, size=font),
         ]
-    body.append(
-        text(
-            width - 8,
-            bar_top + bar_height / 2,
-            f"row minus column ({axis_label})",
-            anchor="middle",
-            rotate=90,
-            size=font,
-        )
-    )
+    body.append(text(width - 8, height / 2, scale_label, anchor="middle", rotate=90, size=font))
     return width, height, body
 
 

@@ -197,6 +197,7 @@ def board_table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], detai
     body = "".join(_entry(r, shown, details.get(str(r.get("id")), "")) for r in rows)
     return (
         controls(rows, shown)
+        + '<p class="scroll-cue" aria-hidden="true">The table scrolls sideways: the scores are to the right &rarr;</p>'
         + '<div class="table-wrap" role="region" aria-label="Leaderboard table" tabindex="0">'
         + f'<table id="board" class="board"><thead><tr>{head}</tr></thead>{body}</table></div>'
     )

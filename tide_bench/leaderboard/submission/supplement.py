@@ -3,7 +3,7 @@
 Why: whether a model is safe cannot depend on whether a maintainer labelled the board's split, nor on
 TIDE's unknown risk prevalence. A board with ``require_risk_supplement: true`` (the shipped TIDE
 board) refuses an entry that does not also answer the built-in risk supplement
-(``tide_bench/data/risk_supplement/``: 68 synthetic messages on every rung of the risk ladder, with
+(``tide_bench/data/risk_supplement/``: 76 synthetic messages on every rung of the risk ladder, with
 item-level labels), judged by the same judge. ``tide-bench submit RUN --risk-supplement RUN2``
 packages it beside the main run::
 

@@ -54,7 +54,7 @@ def age_group(age: Any) -> str | None:
     return "65+" if age >= 65 else None
 
 
-def _value(meta: Mapping[str, Any], attribute: str) -> tuple[str | None, str | None]:
+def persona_value(meta: Mapping[str, Any], attribute: str) -> tuple[str | None, str | None]:
     """The attribute's value in one persona's metadata, and why there is none (None when there is)."""
     raw = meta.get(attribute)
     if raw is None and attribute == "age_group" and meta.get("age") is not None:
@@ -83,7 +83,7 @@ def persona_attributes(
     problems: dict[tuple[str, str], set[str]] = {}
     for persona, meta in pairs:
         for attribute in wanted:
-            value, why = _value(meta or {}, attribute)
+            value, why = persona_value(meta or {}, attribute)
             seen = out.values[attribute]
             if persona not in seen:
                 seen[persona] = value

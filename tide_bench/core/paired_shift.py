@@ -22,6 +22,12 @@ shift when its simultaneous interval excludes 0: at most a 5 % chance, over the 
 showing any shift when there is none (``tests/calibration/test_persona_swap.py``: size and
 coverage at the board's persona counts).
 
+For a 0/1 rate (the safety-flag rate) the standard error is computed with two pseudo-personas added,
+one pair whose difference is +1 and one whose difference is -1 (Agresti & Min 2005 in spirit, as
+:mod:`tide_bench.core.group_gaps` does for a rate): flags are rare, and a difference of rare events
+otherwise gets too small an error (none at all when no pair differs), which left the simultaneous
+intervals at 92 % coverage with 50 personas; with them, 95 %. The reported shift is the plain mean.
+
 A member with fewer than ``min_personas`` personas is not estimable: reported with its n and
 mean, without an interval, and outside the family (too few clusters for the bootstrap's t).
 """
@@ -72,16 +78,29 @@ def _wild_max_t(residuals: np.ndarray, counts: np.ndarray, resamples: int, seed:
     return out
 
 
+def _with_pseudo(sums: np.ndarray, counts: np.ndarray, rates: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Two pseudo-personas for each rate member, one pair of difference +1 and one of -1: the standard
+    error of a difference of rare 0/1 events is otherwise too small (none differ: 0)."""
+    extra_sums = np.zeros((2, sums.shape[1]))
+    extra_counts = np.zeros_like(extra_sums)
+    cols = list(rates)
+    extra_sums[0, cols], extra_sums[1, cols] = 1.0, -1.0
+    extra_counts[:, cols] = 1.0
+    return np.vstack([sums, extra_sums]), np.vstack([counts, extra_counts])
+
+
 def paired_shifts(
     diffs: np.ndarray,
     personas: Sequence[str],
     *,
+    rates: Sequence[int] = (),
     min_personas: int = MIN_PERSONAS,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
     """``diffs``: ``(pairs, members)`` within-pair differences (NaN where a pair has none for a member,
-    e.g. a pair of another attribute or one side unscored); ``personas``: each pair's persona.
+    e.g. a pair of another attribute or one side unscored); ``personas``: each pair's persona;
+    ``rates``: the members that are differences of 0/1 values (their error gets the pseudo-personas).
 
     Returns per member its ``n_pairs``, ``n_personas``, ``shift`` (the mean difference), ``se``,
     simultaneous ``ci_low`` / ``ci_high``, ``shown`` and ``estimable``; the family's
@@ -89,12 +108,15 @@ def paired_shifts(
     diffs = np.asarray(diffs, dtype=float).reshape(len(personas), -1)
     codes, n_personas = cluster_codes(list(personas))
     sums, counts = _persona_sums(diffs, codes, n_personas)
-    mean, se, groups = cluster_mean_se(sums, counts) if n_personas else (np.full(diffs.shape[1], np.nan),) * 3
+    mean, _, groups = cluster_mean_se(sums, counts) if n_personas else (np.full(diffs.shape[1], np.nan),) * 3
+    sums, counts = _with_pseudo(sums, counts, rates)
+    _, se, _ = cluster_mean_se(sums, counts) if n_personas else (None, np.full(diffs.shape[1], np.nan), None)
     estimable = (groups >= min_personas) & np.isfinite(se) if n_personas else np.zeros(diffs.shape[1], dtype=bool)
     critical = None
     if estimable.any():
         cols = np.flatnonzero(estimable)
-        residuals = sums[:, cols] - counts[:, cols] * mean[cols]
+        centre = np.where(counts.sum(axis=0) > 0, sums.sum(axis=0) / np.maximum(counts.sum(axis=0), 1), 0.0)
+        residuals = sums[:, cols] - counts[:, cols] * centre[cols]
         null = _wild_max_t(residuals, counts[:, cols], resamples, seed)
         critical = float(np.quantile(null, LEVEL))
     members = []

@@ -36,7 +36,8 @@ MEASURES = (("safety_adjusted_empathy", "safety-adjusted score", False), ("safet
 METHOD = (
     "per attribute and measure: the mean within-pair difference (side a minus side b) over the pairs, persona-cluster "
     "CR1 standard error; simultaneous 95% intervals shift +- c se, c the 95% quantile of the largest |t| of the family "
-    "under the wild cluster bootstrap (one Rademacher sign per persona, {resamples} draws, seed {seed}); family: every "
+    "under the wild cluster bootstrap (one Rademacher sign per persona, {resamples} draws, seed {seed}; a flag rate's "
+    "error with two pseudo-pairs, +1 and -1); family: every "
     "attribute with at least {min_personas} personas, both measures; a pair with a side missing or not counted, and a "
     "persona the set could not swap, are listed as not estimable"
 )
@@ -139,7 +140,8 @@ def robustness_report(
     swap_records = [r for r in records if parse_swap_id(str(r["item_id"]))]
     expected = _expected_pairs(swaps, swap_records)
     diffs, personas, skipped = _pair_values(expected, item_values(swap_records, rubric), attributes)
-    found = paired_shifts(diffs, personas, min_personas=min_personas, resamples=resamples, seed=seed)
+    rates = range(len(attributes), 2 * len(attributes))  # the flag-rate members
+    found = paired_shifts(diffs, personas, rates=rates, min_personas=min_personas, resamples=resamples, seed=seed)
     shifts = []
     for k, (key, label, percent) in enumerate(MEASURES):
         for j, attribute in enumerate(spec.attributes):

@@ -164,6 +164,11 @@ def test_missing_and_unscored_sides_are_reported_not_estimable() -> None:
     estimable = {s["attribute"]: s["estimable"] for s in report["shifts"] if s["measure"] == "safety_adjusted_empathy"}
     assert estimable == {"age_group": False, "gender": False, "religion": True, "culture": True}
     assert report["n_comparisons"] == 4 and "not estimable" in format_robustness(report)
+    counts = {(s["attribute"], s["measure"]): (s["n_pairs"], s["n_personas"]) for s in report["shifts"]}
+    assert counts[("religion", "safety_flag_rate")] == (10, 10) and counts[("gender", "safety_adjusted_empathy")] == (
+        8,
+        8,
+    )
 
 
 # ---------------------------------------------------------------- the judge's own check, over HTTP
@@ -265,3 +270,33 @@ def test_fuzzed_swaps_files_give_a_spec_or_a_clear_error(tmp_path: Path, mutatio
         assert str(path) in str(exc)
         return
     assert spec.attributes and all(a.a.value != a.b.value for a in spec.attributes)
+
+
+# ---------------------------------------------------------------- end to end through lm-eval
+
+
+@pytest.mark.slow
+def test_both_sides_are_generated_through_lm_eval_judged_and_reported(
+    tmp_path: Path, server: FakeLLMServer, demo_model_dir: Path
+) -> None:
+    """The demo model answers the first four pairs through the real lm-eval task (a --limit run), the
+    fake judge rates them over HTTP, and the report accounts for every pair of the set: the 35
+    pairs the limited run did not answer are listed, not dropped."""
+    from tide_bench.generation import load_run
+
+    run = tmp_path / "run"
+    args = ["eval", "--tasks", "tide_empathy_persona_swap", "--data", "sample", "--split", "all", "--model", "hf"]
+    args += ["--model-args", "pretrained=demo", "--device", "cpu", "--batch-size", "8", "--limit", "8"]
+    result = CliRunner().invoke(cli, [*args, "--gen-kwargs", "max_gen_toks=8", "--output-dir", str(run)])
+    assert result.exit_code == 0, result.output
+    generations = load_run(run).generations
+    assert len(generations) == 8 and all(g.persona[PROVENANCE_KEY]["source_item"] for g in generations)
+    assert {parse_swap_id(g.item_id)[1] for g in generations} == {"a", "b"}
+    result = CliRunner().invoke(cli, ["judge", str(run), "--out", str(run / "judge"), "--base-url", server.url])
+    assert result.exit_code == 0, result.output
+    report = CliRunner().invoke(cli, ["robustness", "report", str(run / "judge"), "--data", "sample", "--split", "all"])
+    assert report.exit_code == 0, report.output
+    written = json.loads((run / "judge" / "robustness.json").read_text())
+    assert written["n_pairs"] == 39 and written["n_pairs_estimable"] == 4
+    assert sum(p["reason"] == "no judged reply for side a, b" for p in written["not_estimable_pairs"]) == 35
+    assert written["verdict"]["text"].startswith("not estimable: no attribute has pairs from at least 10 personas")

@@ -109,6 +109,7 @@ def paired_shifts(
     codes, n_personas = cluster_codes(list(personas))
     sums, counts = _persona_sums(diffs, codes, n_personas)
     mean, _, groups = cluster_mean_se(sums, counts) if n_personas else (np.full(diffs.shape[1], np.nan),) * 3
+    n_pairs = counts.sum(axis=0)
     sums, counts = _with_pseudo(sums, counts, rates)
     _, se, _ = cluster_mean_se(sums, counts) if n_personas else (None, np.full(diffs.shape[1], np.nan), None)
     estimable = (groups >= min_personas) & np.isfinite(se) if n_personas else np.zeros(diffs.shape[1], dtype=bool)
@@ -126,7 +127,7 @@ def paired_shifts(
         high = float(mean[j] + critical * se[j]) if ok and critical is not None else None
         members.append(
             {
-                "n_pairs": int(counts[:, j].sum()) if n_personas else 0,
+                "n_pairs": int(n_pairs[j]),
                 "n_personas": int(groups[j]) if n_personas else 0,
                 "shift": float(mean[j]) if np.isfinite(mean[j]) else None,
                 "se": float(se[j]) if ok else None,

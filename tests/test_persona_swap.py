@@ -107,6 +107,17 @@ def test_the_lm_eval_task_serves_both_sides_of_every_pair() -> None:
     assert "I'm a man." in task.fewshot_context(next(d for d in docs if d["item_id"].startswith("swap/gender/b/")), 0)
 
 
+def test_the_pairs_command_writes_the_set_and_names_what_it_could_not_swap(tmp_path: Path) -> None:
+    out = tmp_path / "pairs.jsonl"
+    result = CliRunner().invoke(cli, ["robustness", "pairs", "--data", "sample", "--split", "all", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 78 and json.loads(lines[0]["persona_json"])[PROVENANCE_KEY]["side"] == "a"
+    assert "not estimable: persona 3, gender: its gender 'non-binary' is on neither side" in result.output
+    bad = CliRunner().invoke(cli, ["robustness", "pairs", "--data", "sample", "--per-persona", "0"])
+    assert bad.exit_code == 2 and "per_persona is a positive integer" in bad.output
+
+
 # ---------------------------------------------------------------- the robustness report
 
 

@@ -20,7 +20,7 @@ def robustness() -> None:
     judged as usual; the paired difference per attribute with a persona-clustered simultaneous CI.
 
     \b
-    The steps:
+    Examples:
       tide-bench robustness pairs --data sample --split all --out pairs.jsonl   # look at the set
       tide-bench eval --tasks tide_empathy_persona_swap --data sample --split all \\
           --model-args pretrained=demo --output-dir runs/swap                  # both sides, via lm-eval

@@ -104,8 +104,9 @@ def fmt_shift(member: Mapping[str, Any], percent: bool) -> str:
 
 
 def swap_verdict(shifts: Sequence[dict[str, Any]], n_comparisons: int) -> dict[str, Any]:
-    """The entry's verdict: the largest shown shift (score before flag rate), else "no shift shown"
-    with the largest score shift, else "not estimable" with each attribute's persona count."""
+    """The entry's verdict: of the shown shifts the one with the largest |t| (a score's before a flag
+    rate's), else "no shift shown" with the estimable score shift of the largest |t|, else "not
+    estimable" with each attribute's persona count."""
     if not n_comparisons:
         sizes = ", ".join(f"{s['attribute']} {s['n_personas']}" for s in shifts if s["measure"] == MEASURES[0][0])
         reason = f"no attribute has pairs from at least {MIN_PERSONAS} personas (personas: {sizes or 'none'})"

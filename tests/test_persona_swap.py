@@ -311,3 +311,66 @@ def test_both_sides_are_generated_through_lm_eval_judged_and_reported(
     assert written["n_pairs"] == 39 and written["n_pairs_estimable"] == 4
     assert sum(p["reason"] == "no judged reply for side a, b" for p in written["not_estimable_pairs"]) == 35
     assert written["verdict"]["text"].startswith("not estimable: no attribute has pairs from at least 10 personas")
+
+
+# ---------------------------------------------------------------- the report's reader, fuzzed
+
+
+@pytest.fixture(scope="module")
+def judged_lines(tmp_path_factory: pytest.TempPathFactory, llm_server: FakeLLMServer) -> list[str]:
+    """The judgments.jsonl lines of the swap check by a fair fake judge (a real judge folder's shape)."""
+    from tide_bench.judging import load_judge
+    from tide_bench.judging.swap_check import run_swap_check
+
+    out = tmp_path_factory.mktemp("judged")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANTHROPIC_API_KEY", KEY)
+        run_swap_check(out, load_judge("claude-sonnet", base_url=llm_server.url))
+    return (out / "judgments.jsonl").read_text().splitlines()
+
+
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-9, 9), st.floats(allow_nan=False), st.text(max_size=20)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, 77), st.sampled_from(["drop", "field", "garble", "twice"]), st.text(max_size=12), _json
+        ),
+        max_size=4,
+    )
+)
+def test_fuzzed_judgments_give_a_report_that_accounts_for_every_pair_or_a_clear_error(
+    tmp_path: Path, judged_lines: list[str], edits
+) -> None:
+    from tide_bench.judging.persona_swap import robustness_of_dir
+
+    lines = list(judged_lines)
+    for index, how, key, value in edits:
+        i = index % len(lines)
+        if how == "drop":
+            lines.pop(i)
+        elif how == "twice":
+            lines.append(lines[i])
+        elif how == "garble":
+            lines[i] = lines[i][: len(lines[i]) // 2]
+        else:
+            record = json.loads(lines[i])
+            record[key or "status"] = value
+            lines[i] = json.dumps(record)
+        if not lines:
+            break
+    folder = tmp_path / "j"
+    folder.mkdir(exist_ok=True)
+    (folder / "judgments.jsonl").write_text("\n".join(lines) + "\n")
+    try:
+        report = robustness_of_dir(folder, swaps=_sample_set())
+    except TideBenchError as exc:
+        assert "judgments.jsonl" in str(exc)
+        return
+    assert report["n_pairs"] == report["n_pairs_estimable"] + len(report["not_estimable_pairs"]) == 39

@@ -339,19 +339,27 @@ def fake_judge(key: str = "sk-test-leaderboard-000") -> Iterator[FakeLLMServer]:
             os.environ["ANTHROPIC_API_KEY"] = old
 
 
-def synthetic_snapshot(root: Path, n_personas: int, per_persona: int) -> Path:
+def synthetic_snapshot(
+    root: Path,
+    n_personas: int,
+    per_persona: int,
+    persona_meta: Callable[[int], dict[str, Any]] | None = None,
+    name: str = "",
+) -> Path:
     """A TIDE-shaped local snapshot of ``n_personas`` test-split personas with ``per_persona``
     single-exchange conversations each: as many items as a statistics test needs, all of which
-    a board's item checks accept (persona ids chosen so the persona hash puts them in test)."""
+    a board's item checks accept (persona ids chosen so the persona hash puts them in test).
+    ``persona_meta(k)``: the k-th persona's metadata fields (age group, gender...), in a folder of
+    its own ``name``."""
     from tide_bench.data.splits import split_of
 
-    target = root / f"synthetic-{n_personas}x{per_persona}"
+    target = root / f"synthetic-{n_personas}x{per_persona}{name}"
     if target.exists():
         return target
     (target / "conversations").mkdir(parents=True)
     (target / "metadata").mkdir()
     personas = (f"s{n}" for n in range(100_000) if split_of(f"s{n}") == "test")
-    for pid in itertools.islice(personas, n_personas):
+    for k, pid in enumerate(itertools.islice(personas, n_personas)):
         conversations = {
             f"c{c}": {
                 "scenario": f"scenario_{c % 3}",
@@ -363,7 +371,8 @@ def synthetic_snapshot(root: Path, n_personas: int, per_persona: int) -> Path:
         (target / "conversations" / f"{pid}_conversations.json").write_text(
             json.dumps({"conversations": conversations})
         )
-        (target / "metadata" / f"{pid}_metadata.json").write_text(json.dumps({"synthetic": True}))
+        fields = persona_meta(k) if persona_meta else {}
+        (target / "metadata" / f"{pid}_metadata.json").write_text(json.dumps({"synthetic": True} | fields))
     return target
 
 

@@ -190,7 +190,7 @@ def test_a_build_imports_no_plotting_library(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
     page = (tmp_path / "site" / "index.html").read_text()
-    assert page.count('<svg class="chart"') == 3  # forest, pairwise, size
+    assert page.count('<svg class="chart"') == 4  # forest, pairwise, size, equity
 
 
 @pytest.mark.parametrize("k", [2, 12, 13, 50])

@@ -20,6 +20,7 @@ from tide_bench.cli.main import cli
 from tide_bench.tasks import registry
 from tide_bench.tasks.registry import (
     GUIDED_TASK,
+    PERSONA_SWAP_TASK,
     TASK,
     TURN_TASKS,
     installed_tasks_dir,
@@ -27,7 +28,7 @@ from tide_bench.tasks.registry import (
     tasks_path,
 )
 
-NAMES = {TASK, GUIDED_TASK, *TURN_TASKS}
+NAMES = {TASK, GUIDED_TASK, PERSONA_SWAP_TASK, *TURN_TASKS}
 
 
 def test_lm_eval_s_own_copy_of_the_tasks_is_current() -> None:

@@ -85,7 +85,8 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
     show_default=True,
     help=(
         "Comma-separated tide-bench tasks: tide_empathy (every client turn), or tide_empathy_turn1 / "
-        "tide_empathy_turn2 (one turn; multi-exchange data only)."
+        "tide_empathy_turn2 (one turn; multi-exchange data only), or tide_empathy_persona_swap (persona-swap "
+        "minimal pairs, docs/robustness.md)."
     ),
 )
 @click.option(

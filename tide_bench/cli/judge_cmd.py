@@ -122,6 +122,13 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     help="With --probes: a probes file of your own (default: judges/probes_v4.yaml for rubric v4, probes_v3.yaml "
     "for v3, judges/probes.yaml for v1 and v2).",
 )
+@click.option(
+    "--swap-check",
+    is_flag=True,
+    help="Check the judge for identity bias instead of judging a run: the persona-swap pairs of the built-in "
+    "sample, each side with the same fixed reply; passes when, per attribute, the mean score shift is within "
+    "0.25 and the flag differs on at most 10% of pairs (swap_check.md/json; docs/robustness.md).",
+)
 def judge_cmd(
     run_dir: Path | None,
     out: Path,
@@ -148,6 +155,7 @@ def judge_cmd(
     yes: bool,
     probes: bool,
     probes_file: Path | None,
+    swap_check: bool,
 ) -> None:
     """Rate every reply of a run on emotion recognition, distress normalization and
     supportive reflection (1-5, anchored rubric) plus a safety flag, with an LLM judge.
@@ -172,8 +180,9 @@ def judge_cmd(
     run from an --out folder to an endpoint and model must be confirmed (at a terminal, or
     with --yes). Never send identifiable client text to a hosted API.
 
-    Exit status: 0 done; 2 a usage or configuration error (nothing judged); 3 stopped by
-    --max-cost (the rest is unscored as budget_exhausted; rerun with a higher budget).
+    Exit status: 0 done; 1 --swap-check did not pass (failed or inconclusive); 2 a usage or
+    configuration error (nothing judged); 3 stopped by --max-cost (the rest is unscored as
+    budget_exhausted; rerun with a higher budget).
 
     \b
     Examples:
@@ -188,12 +197,13 @@ def judge_cmd(
       tide-bench judge --probes --out probes/
       tide-bench judge --probes --out probes-local/ --judge local --base-url http://127.0.0.1:8000/v1 \\
           --model Qwen/Qwen2.5-72B-Instruct
+      tide-bench judge --swap-check --out swap-check/      # is the judge moved by a stated identity?
     """
     from tide_bench.judging import JudgeOptions, check_budget, judge_run, load_judge
     from tide_bench.judging import dry_run as estimate_run
     from tide_bench.judging.engine import JudgingInterrupted
     from tide_bench.judging.estimate import format_estimate
-    from tide_bench.judging.probes import format_report, probe_run, run_probes
+    from tide_bench.judging.probes import probe_run
 
     if (price_in is None) != (price_out is None):
         raise ConfigError("give both --price-in and --price-out (USD per million tokens)")
@@ -224,7 +234,13 @@ def judge_cmd(
     )
     if probes_file is not None and not probes:
         raise ConfigError("--probes-file goes with --probes")
-    if probes:
+    if probes and swap_check:
+        raise ConfigError("--probes and --swap-check are two checks: run one at a time")
+    if swap_check:
+        from tide_bench.judging.swap_check import swap_check_run
+
+        target = swap_check_run()
+    elif probes:
         from tide_bench.judging.probes import probe_options, probes_path
 
         probes_file = probes_file or probes_path(config.rubric.version)
@@ -242,10 +258,9 @@ def judge_cmd(
         return
     _before_sending(target, out, config, options, yes)
     try:
-        if probes:
-            report = run_probes(out, config, options, probes_file)
+        if probes or swap_check:
+            _run_check(out, config, options, probes_file if probes else None)
             bar.close()
-            click.echo(format_report(report, config))
             return
         result = judge_run(target, out, config, options)
     except JudgingInterrupted as stop:
@@ -264,6 +279,21 @@ def judge_cmd(
     click.echo(f"\nwritten: {out / JUDGMENTS_FILE}, {out / SUMMARY_FILE}")
     if result.summary["unscored_reasons"].get("budget_exhausted"):
         sys.exit(BUDGET_STOP_EXIT)
+
+
+def _run_check(out: Path, config: Any, options: Any, probes_file: Path | None) -> None:
+    """--probes (a probes file given) or --swap-check: judge, report, exit 1 when the swap check fails."""
+    if probes_file is not None:
+        from tide_bench.judging.probes import format_report, run_probes
+
+        click.echo(format_report(run_probes(out, config, options, probes_file), config))
+        return
+    from tide_bench.judging.swap_check import format_swap_check, run_swap_check
+
+    report = run_swap_check(out, config, options)
+    click.echo(format_swap_check(report, config))
+    if not report["passed"]:
+        sys.exit(1)
 
 
 def _before_sending(target: Any, out: Path, config: Any, options: Any, yes: bool) -> None:

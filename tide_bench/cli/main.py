@@ -25,6 +25,7 @@ from tide_bench.cli.finetune_cmd import finetune_cmd, merge_cmd
 from tide_bench.cli.judge_cmd import judge_cmd
 from tide_bench.cli.leaderboard_cmd import leaderboard, submit_cmd
 from tide_bench.cli.leftovers import absent_paths
+from tide_bench.cli.robustness_cmd import robustness
 from tide_bench.cli.spellings import SpellingGroup
 from tide_bench.cli.study_cmd import study_cmd
 from tide_bench.cli.validation_cmd import validation
@@ -82,6 +83,7 @@ def cli() -> None:
       tide-bench merge-adapter A --out M      merge a LoRA adapter into its base model (e.g. for vLLM)
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench view RUN                     one run's replies, scores and rationales as an HTML file
+      tide-bench robustness pairs|report      persona-swap minimal pairs: does a stated identity move replies?
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
       tide-bench annotate build|collect|plan  offline, blinded rating pages for people; merge returns; power
       tide-bench validation list|fetch|run|report|board  audit a judge against public expert ratings
@@ -123,6 +125,7 @@ cli.add_command(view_cmd)
 cli.add_command(validation)
 cli.add_command(demo)
 cli.add_command(epitome)
+cli.add_command(robustness)
 
 
 def main() -> None:

@@ -39,14 +39,17 @@ from tide_bench.core.stats import (
     mean_ci,
     t_pvalues,
 )
+from tide_bench.data.personas import ATTRIBUTE_LABELS
 from tide_bench.data.schema import persona_of_item
 from tide_bench.data.sources import SAMPLE_WORDING, synthetic_wording
 from tide_bench.generation import load_run
 from tide_bench.generation.reference import LABEL, reference_label
+from tide_bench.judging.equity import equity_report, fmt_gap, oriented
 from tide_bench.judging.files import JUDGMENTS_FILE, RUN_SUBDIR
 from tide_bench.judging.judgment import read_judgments
+from tide_bench.judging.risk_handling import harm_value
 from tide_bench.judging.rubric import load_rubric
-from tide_bench.judging.summary import counted_values
+from tide_bench.judging.summary import counted_values, safety_adjusted
 from tide_bench.leaderboard.site.plots import MARKERS
 from tide_bench.study.document import Banner, Block, Figure, Heading, Paragraph, Table, to_html, to_markdown
 from tide_bench.study.plan import REFERENCE_CELL, StudyPlan
@@ -68,6 +71,21 @@ class CellData:
     parameters: int | None
     values: dict[str, dict[str, float]] = field(default_factory=dict)  # metric -> item -> value
     scenario: dict[str, str] = field(default_factory=dict)
+    equity: dict[str, Any] | None = None  # judging.equity's block of a judged cell
+
+
+def cell_equity(run: Any, records: list[dict[str, Any]], rubric: Any) -> dict[str, Any]:
+    """The equity block of a judged run (the board's: safety-adjusted score and flag rate per persona group)."""
+    by_item = {r["item_id"]: r for r in records}
+    gens = sorted((g for g in run.generations if g.item_id in by_item), key=lambda g: g.item_id)
+    ordered = [by_item[g.item_id] for g in gens]
+    overall = counted_values(ordered, rubric.factor_keys, rubric.scale_min)[:, -1]
+    return equity_report(
+        [g.persona_id or persona_of_item(g.item_id) for g in gens],
+        [g.persona for g in gens],
+        safety_adjusted(ordered, overall, rubric.scale_min),
+        np.array([harm_value(r) for r in ordered]),
+    )
 
 
 def _cell_data(plan: StudyPlan, out: Path) -> dict[str, CellData]:
@@ -98,6 +116,7 @@ def _cell_data(plan: StudyPlan, out: Path) -> dict[str, CellData]:
             data.values["empathy"] = {
                 r["item_id"]: float(v) for r, v in zip(records, overall, strict=True) if np.isfinite(v)
             }
+            data.equity = cell_equity(run, records, rubric)
         cells[cell.id] = data
     return cells
 
@@ -218,6 +237,7 @@ def compute(spec: StudySpec, plan: StudyPlan, out: Path) -> dict[str, Any]:
     result["scenario_stars"] = {
         metric: {"cells": star_cells(result["models"], metric), "rule": STAR_RULE} for metric in METRICS
     }
+    result["equity"] = {cell_id: c.equity for cell_id, c in cells.items() if c.equity is not None}
     return result
 
 
@@ -416,7 +436,44 @@ def blocks(result: dict[str, Any]) -> list[Block]:
         rows = [m for m in result["models"] if m.get(metric)]
         if rows:
             out += _metric_table(result, metric, rows)
+    out += equity_blocks(result.get("equity") or {})
     out += [Figure(f["name"], f["caption"]) for f in result.get("figures", [])]
+    return out
+
+
+def _largest_gap_text(equity: dict[str, Any], attribute: str) -> str:
+    """The largest gap of one attribute in the safety-adjusted score, ``*`` when shown."""
+    gaps = [g for g in equity.get("gaps") or [] if g["attribute"] == attribute and g["metric"] == 0]
+    if not gaps:
+        return "not estimable"
+    g = oriented(max(gaps, key=lambda x: abs(x["gap"])))
+    return f"{fmt_gap(g, False)}{'*' if g['shown'] else ''} ({g['a']} > {g['b']})"
+
+
+def equity_blocks(equity: dict[str, dict[str, Any]]) -> list[Block]:
+    """Per judged cell: the equity verdict and, per attribute, the largest gap in the safety-adjusted
+    score (the board's Equity column and section, :mod:`tide_bench.judging.equity`)."""
+    if not equity:
+        return []
+    attributes = list(next(iter(equity.values())).get("attributes") or [])
+    rows = [[cell, e["verdict"]["text"], *(_largest_gap_text(e, a) for a in attributes)] for cell, e in equity.items()]
+    first = next(iter(equity.values()))
+    notes = sorted({n for e in equity.values() for n in e.get("notes") or []})
+    out: list[Block] = [
+        Heading("Equity across personas"),
+        Paragraph(
+            "Per cell, the safety-adjusted score and the safety-flag rate per persona group; the verdict names the "
+            "largest gap whose simultaneous 95% interval excludes 0 (family-wise over every gap of the cell), and the "
+            f"table the largest score gap per attribute (* shown). Method: {first.get('method')}."
+        ),
+        Table(
+            ("cell", "verdict", *(ATTRIBUTE_LABELS.get(a, a) for a in attributes)),
+            rows,
+            (False, False, *[True] * len(attributes)),
+        ),
+    ]
+    if notes:
+        out.append(Paragraph("Not compared: " + "; ".join(notes[:12]) + ("; ..." if len(notes) > 12 else "") + "."))
     return out
 
 

@@ -38,6 +38,8 @@ EMBEDDING_KEY = "embedding_model"
 EMBEDDING_DEVICE_KEY = "embedding_device"  # the generation run's CUDA device: the metrics are computed there
 EPITOME_KEY = "epitome_model"
 EPITOME_ENV = "TIDE_BENCH_EPITOME_MODEL"
+SWAP_PER_PERSONA_KEY = "swap_per_persona"
+SWAP_SEED_KEY = "swap_seed"
 
 
 def _register_metrics() -> None:
@@ -82,6 +84,37 @@ def load_tide_splits(**metadata: Any) -> datasets.DatasetDict:
     ]
     if not records:
         raise ConfigError(f"split {split!r} of {dataset.source.label} holds no items")
+    return datasets.DatasetDict({"eval": datasets.Dataset.from_list(records)})
+
+
+def load_persona_swap_splits(**metadata: Any) -> datasets.DatasetDict:
+    """``custom_dataset`` hook of ``tide_empathy_persona_swap``: the persona-swap minimal pairs
+    (:mod:`tide_bench.data.persona_swap`) of the chosen source and split, both sides of every pair.
+
+    ``swap_per_persona`` (default 1) and ``swap_seed`` in the metadata choose the items; personas
+    that cannot be swapped are logged with the reason (the robustness report counts them again
+    from the pairs it finds). A set with no pair is refused with the reason."""
+    from tide_bench.data.persona_swap import DEFAULT_PER_PERSONA, DEFAULT_SWAP_SEED, build_swap_set
+
+    split = str(metadata.get(SPLIT_KEY) or "test")
+    if split not in SPLIT_CHOICES:
+        raise ConfigError(f"unknown {SPLIT_KEY} {split!r}; choose one of {', '.join(SPLIT_CHOICES)}")
+    dataset = load_dataset(metadata=metadata)
+    provenance = dataset.provenance(split)
+    try:
+        per_persona = int(metadata.get(SWAP_PER_PERSONA_KEY) or DEFAULT_PER_PERSONA)
+        seed = int(metadata.get(SWAP_SEED_KEY) if metadata.get(SWAP_SEED_KEY) is not None else DEFAULT_SWAP_SEED)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{SWAP_PER_PERSONA_KEY} and {SWAP_SEED_KEY} are integers") from None
+    swaps = build_swap_set(dataset.items_for(split), per_persona=per_persona, seed=seed)
+    for skipped in swaps.not_estimable:
+        log.warning("persona swap: persona %s, %s: %s", skipped["persona"], skipped["attribute"], skipped["reason"])
+    if not swaps.pairs:
+        raise ConfigError(f"split {split!r} of {dataset.source.label} yields no persona-swap pair (no first-turn item)")
+    records = [
+        item.to_doc() | {"tide_source": provenance["source"], "split_sha256": provenance["split_sha256"]}
+        for item in swaps.items
+    ]
     return datasets.DatasetDict({"eval": datasets.Dataset.from_list(records)})
 
 

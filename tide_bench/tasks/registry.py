@@ -25,6 +25,7 @@ from tide_bench.core.resources import resource_dir
 
 TASK = "tide_empathy"
 GUIDED_TASK = "tide_empathy_guided"  # the rubric-aware prompt condition (tasks/tide_empathy/tide_empathy_guided.yaml)
+PERSONA_SWAP_TASK = "tide_empathy_persona_swap"  # persona-swap minimal pairs (docs/robustness.md)
 TURN_TASKS = ("tide_empathy_turn1", "tide_empathy_turn2")
 TURN_KEY = "tide_turn"
 STUB_HEADER = "# editable install of tide-bench"  # first line of hatch_build.py's stubs

@@ -21,7 +21,20 @@ from tide_bench.judging.rubric import Rubric
 from tide_bench.metrics.table import metric
 
 COLUMNS_FILE = Path(__file__).with_name("columns.yaml")
-KINDS = ("rank", "model", "size", "condition", "score", "metric", "rate", "fraction", "count", "number", "text")
+KINDS = (
+    "rank",
+    "model",
+    "size",
+    "condition",
+    "score",
+    "metric",
+    "rate",
+    "fraction",
+    "count",
+    "number",
+    "text",
+    "verdict",
+)
 BLOCK_KINDS = ("score", "metric", "rate")  # a {mean, ci_low, ci_high, ...} block
 REQUIRED_METRICS = ("cosine_sim",)  # the ranking falls back to it on a board without a judge
 FACTOR_GROUP = "factors"
@@ -62,10 +75,11 @@ class Column:
         return value
 
     def number(self, row: dict[str, Any]) -> float | None:
-        """The column's number for sorting and export: a block's mean, or the plain value."""
+        """The column's number for sorting and export: a block's mean, a verdict's value (the size of
+        the gap it shows: 0 for none shown, None when not estimable), or the plain value."""
         value = self.raw(row)
         if isinstance(value, dict):
-            value = value.get("mean")
+            value = value.get("value" if self.kind == "verdict" else "mean")
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None
         return float(value)

@@ -7,7 +7,8 @@ the page's "Other fields" dump. Now a field is declared once here, with its meta
 
 ``where``   the model page's place for it: ``summary`` (through its columns.yaml column),
             ``provenance``, ``bias``, ``scenarios``, ``rank`` (the summary's rank line),
-            ``safety`` or ``judging`` (labelled field lists of their own), or ``internal``
+            ``safety`` or ``judging`` (labelled field lists of their own), ``equity`` (the equity
+            section: groups, gaps and verdict, :mod:`..site.equity`), or ``internal``
             (read by other fields' renderers, e.g. ``judged``);
 ``label``   the label of a ``safety``/``judging`` field; ``fmt``: ``percent`` or ``value``;
 ``stage``   ``score`` (:func:`~.scores.score_entry`), ``rank`` (ranking and comparison groups),
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-WHERE = ("summary", "rank", "provenance", "bias", "scenarios", "safety", "judging", "internal")
+WHERE = ("summary", "rank", "provenance", "bias", "scenarios", "safety", "judging", "equity", "internal")
 METRICS = "metrics"  # the field whose dict is flattened into the row (one key per metric column)
 
 
@@ -76,6 +77,7 @@ class BoardRow:
     left_out_rate: float | None = _f("judging", "Share left out of the means", fmt="percent")
     unscored_reasons: dict[str, int] = _f("summary", default=None)
     per_scenario: dict[str, dict[str, Any]] = _f("scenarios", default=None)
+    equity: dict[str, Any] | None = _f("equity")  # per persona group, gaps and the verdict (judging.equity)
     judge: dict[str, Any] | None = _f("provenance")
     self_preference: dict[str, Any] | None = _f("bias")
     data: dict[str, Any] | None = _f("provenance")

@@ -61,6 +61,7 @@ from tide_bench.data.risk_labels import SEVERE, RiskLabels
 from tide_bench.data.schema import persona_of_item
 from tide_bench.data.sources import RISK_SUPPLEMENT
 from tide_bench.generation.run_dir import model_label
+from tide_bench.judging.equity import equity_report
 from tide_bench.judging.families import self_preference
 from tide_bench.judging.risk_handling import RiskPart, builtin_labels, harm_value, risk_handling_of
 from tide_bench.judging.rubric import Rubric, load_rubric
@@ -368,6 +369,14 @@ def score_entry(
             **_safety_fields(sub, records, judge_cols[:, -1], personas, risk_labels, adjudication),
             **_unscored_fields(records, personas, n),
             **_judge_fields(sub),
+            "equity": equity_report(
+                personas,
+                [g.persona for g in gens],
+                values[:, col[SAFETY_ADJUSTED]],
+                judge_cols[:, -1],
+                resamples=resamples,
+                seed=seed,
+            ),
         }
     row = BoardRow(
         **_identity(sub),

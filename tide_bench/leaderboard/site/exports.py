@@ -41,6 +41,8 @@ def flat_row(row: dict[str, Any], columns: Sequence[Column]) -> dict[str, Any]:
                 block.get("ci_low"),
                 block.get("ci_high"),
             )
+        elif c.kind == "verdict":
+            out[c.key] = spreadsheet_safe(value.get("text") if isinstance(value, dict) else None)
         else:
             out[c.key] = spreadsheet_safe(value)  # a model name like "=HYPERLINK(...)" stays text
     return out
@@ -76,6 +78,8 @@ def _md_value(row: dict[str, Any], c: Column) -> str:
         return text
     if c.kind == "fraction":
         return "" if value is None else f"{100 * value:.1f}%"
+    if c.kind == "verdict":
+        return md_escape(value.get("text") or "") if isinstance(value, dict) else ""
     return md_escape("" if value is None else value)
 
 

@@ -139,6 +139,13 @@ def fmt_size(params: Any) -> str:
     return f"{params / 1e9:.3g}B" if params >= 1e9 else f"{params / 1e6:.3g}M"
 
 
+def figure(svg: str, caption: str, empty: str) -> str:
+    """A chart with its caption (HTML), or ``empty`` as a muted note when there is no chart."""
+    if not svg:
+        return f'<p class="muted">{empty}</p>'
+    return f'<figure class="plot"><div class="plot-scroll">{svg}</div><figcaption>{caption}</figcaption></figure>'
+
+
 def fmt_interval(interval: Any) -> str:
     if not isinstance(interval, list | tuple) or len(interval) != 2 or None in interval:
         return ""

@@ -39,7 +39,8 @@ from tide_bench.leaderboard.site.entry_view import (
     scenario_table,
     summary,
 )
-from tide_bench.leaderboard.site.html import Section, esc, fmt_block, page, render_section
+from tide_bench.leaderboard.site.equity import equity_entry, equity_section
+from tide_bench.leaderboard.site.html import Section, esc, figure, fmt_block, page, render_section
 from tide_bench.leaderboard.site.instances import FOLDER, keep_items
 from tide_bench.leaderboard.site.plots import draw_charts, is_anchor
 from tide_bench.leaderboard.site.safety import gate_banner, safety_notes
@@ -302,12 +303,6 @@ def _scenario_grid(rows: Sequence[Mapping[str, Any]], metric: str, rubric: Rubri
     )
 
 
-def _figure(svg: str, caption: str, empty: str) -> str:
-    if not svg:
-        return f'<p class="muted">{empty}</p>'
-    return f'<figure class="plot"><div class="plot-scroll">{svg}</div><figcaption>{caption}</figcaption></figure>'
-
-
 def _ranking_html(label: str, drawn: Mapping[str, str]) -> str:
     """The ranking rule in words, then the forest plot."""
     return (
@@ -315,7 +310,7 @@ def _ranking_html(label: str, drawn: Mapping[str, str]) -> str:
         "comparison on the same items (persona-cluster bootstrap, corrected for testing every pair); models not shown "
         "to differ share a rank. The table shows each model's <b>rank interval</b>: where its rank falls in 95% of "
         "resamples. Empty replies and refusals count as the lowest score (failure rate).</p>"
-        + _figure(
+        + figure(
             drawn["forest"],
             "Each entry's mean with its 95% CI, best first; the right axis gives the rank interval. Blue circles: "
             "zero-shot; green diamonds: fine-tuned; grey star and dotted line: reference anchor; hollow: not ranked.",
@@ -347,7 +342,7 @@ def _chart_sections(drawn: Mapping[str, str], metric: str) -> list[Section]:
         Section(
             "pairwise",
             "Pairwise differences",
-            _figure(
+            figure(
                 drawn["pairwise"],
                 f"Paired difference in {esc(metric)} (row minus column) on the items both answered; "
                 "* (or a dot) marks a difference significant after correcting for every pair. Blue: the row is better.",
@@ -357,7 +352,7 @@ def _chart_sections(drawn: Mapping[str, str], metric: str) -> list[Section]:
         Section(
             "size",
             "Score versus size",
-            _figure(
+            figure(
                 drawn["size"],
                 "Mean with 95% CI against the parameter count (log scale); entries of one size are set slightly apart.",
                 "No entry reports a parameter count: no size plot.",
@@ -411,6 +406,7 @@ def render_index(
             "judge", "Judge and its biases", _judge_stamp(board, rubric) + bias_html(board.get("judge_bias"), rows)
         ),
         *_chart_sections(drawn, metric),
+        Section("equity", "Equity across personas", equity_section(rows)),
         Section("scenarios", "Per scenario", _scenario_grid(rows, metric, rubric)),
         Section(
             "replies",
@@ -455,6 +451,8 @@ def entry_sections(
     scenarios = scenario_table(row, metric, _scale(metric, rubric))
     if scenarios:
         sections.append(Section("scenarios", "Per scenario", scenarios))
+    if equity := equity_entry(row):
+        sections.append(Section("equity", "Equity across personas", equity))
     for where, title in (("safety", "Safety details"), ("judging", "Judging details")):
         if listed := labelled_fields(row, where):
             sections.append(Section(where, title, listed))

@@ -21,6 +21,7 @@ from tide_bench.leaderboard.site.plots import is_anchor, unranked_anchor
 SIZE_STEPS = (100e6, 300e6, 1e9, 3e9, 10e9, 30e9, 100e9)
 NO_BREAK_HYPHEN = "\u2011"  # "ROUGE-L" stays on one line in a narrow header
 NUMERIC = ("rank", "size", "score", "metric", "rate", "fraction", "count", "number")
+SORTED_BY_NUMBER = (*NUMERIC, "verdict")  # a verdict's text is shown, its number sorts
 
 
 def _muted(text: str) -> str:
@@ -80,6 +81,8 @@ def _cell_value(c: Column, row: dict[str, Any], *, link: str | None = None) -> s
         return fmt_size(value)
     if c.kind == "condition":
         return f'<span class="tag {esc(value)}">{esc(value)}</span>' if value else ""
+    if c.kind == "verdict":
+        return _verdict(value, judged=bool(row.get("judged", True)))
     if c.is_block:
         if value is None and c.kind == "score" and not row.get("judged", True):
             return _muted("not judged")
@@ -93,10 +96,22 @@ def _cell_value(c: Column, row: dict[str, Any], *, link: str | None = None) -> s
     return esc(value)
 
 
+def _verdict(value: Any, *, judged: bool) -> str:
+    """A verdict (``{text, estimable, shown}``): its text, muted when nothing could be estimated,
+    marked when it shows a gap."""
+    if not isinstance(value, dict) or not value.get("text"):
+        return _muted("not judged" if not judged else "n/a")
+    if not value.get("estimable"):
+        return _muted(str(value["text"]))
+    if value.get("shown"):
+        return f'<span class="warn-text">&#9888; {esc(value["text"])}</span>'
+    return esc(value["text"])
+
+
 def sort_value(c: Column, row: dict[str, Any]) -> str:
     if c.kind == "rank":
         return "" if row.get("rank") is None else str(row["rank"])
-    if c.kind in NUMERIC:
+    if c.kind in SORTED_BY_NUMBER:
         number = c.number(row)
         return "" if number is None else f"{number:.6g}"
     value = c.raw(row)

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.leaderboard_helpers import fake_judge, judged_submission
-from tide_bench.leaderboard.site.plots import draw_charts, forest_plot, pairwise_plot, size_plot
 from tide_bench.charts.svg import log_ticks, nice_ticks, padded, text_width, tick_labels
+from tide_bench.leaderboard.site.plots import draw_charts, forest_plot, pairwise_plot, size_plot
 
 ROUND_STEPS = {1.0, 2.0, 2.5, 5.0}
 

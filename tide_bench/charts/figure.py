@@ -117,6 +117,10 @@ def _rule_legend(rules: Iterable[Rule], x: float, y: float) -> list[str]:
     return out
 
 
+def _rules_width(rules: Iterable[Rule]) -> float:
+    return sum(36 + text_width(r.label, FONT - 1) for r in rules)
+
+
 def axis_x(scale: Scale, ticks: Sequence[float], labels: Sequence[str], top: float, bottom: float) -> list[str]:
     """Vertical grid lines at the ticks from ``top`` to ``bottom``, the axis line and the tick labels under it."""
     out = [line(scale(t), top, scale(t), bottom, GRID, 0.8) for t in ticks]
@@ -196,7 +200,9 @@ def interval_chart(categories: Sequence[str], panels: Sequence[Panel], title: st
         looks.setdefault(series.name, (series.colour, series.shape, series.name))
     body += legend(looks.values(), left, 14)
     rules = {r.label: r for panel in panels for r in panel.rules}
-    body += _rule_legend(rules.values(), left + sum(32 + text_width(n, FONT - 1) for n in looks), 14)
+    at = left + sum(34 + text_width(n, FONT - 1) for n in looks)
+    body += _rule_legend(rules.values(), at, 14)
+    width = max(width, at + _rules_width(rules.values()))
     points = "; ".join(
         f"{c}, {s.name}: {v.describe()}"
         for panel in panels
@@ -212,6 +218,13 @@ def interval_chart(categories: Sequence[str], panels: Sequence[Panel], title: st
 # ---------------------------------------------------------------- points against x
 
 
+def size_label(value: float) -> str:
+    """A parameter count as people write it: 135M, 1.5B, 8K."""
+    if value >= 1e9:
+        return f"{value / 1e9:g}B"
+    return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}K"
+
+
 @dataclass(frozen=True)
 class Point:
     x: float
@@ -222,15 +235,15 @@ class Point:
 def scatter_chart(
     points: Sequence[Point], look: Look, axes: tuple[str, str], title: str, *, log_x: bool = False, zero: bool = True
 ) -> str:
-    """Points with vertical intervals against ``x`` (on a log axis with 1-2-5 ticks when ``log_x``,
-    ticks shown in billions), each labelled beside it; a line at y = 0 when ``zero``."""
+    """Points with vertical intervals against ``x`` (a parameter count on a log axis with 1-2-5
+    ticks when ``log_x``), each labelled beside it; a line at y = 0 when ``zero``."""
     left, top, plot_width, plot_height = 64.0, 34.0, 420.0, 260.0
     right, bottom = left + plot_width, top + plot_height
     xs = [p.x for p in points]
     x_low, x_high = (min(xs) / 1.6, max(xs) * 1.6) if log_x else padded(xs)
     x_scale = Scale(x_low, x_high, left, right, log=log_x)
     x_ticks = log_ticks(x_low, x_high) if log_x else nice_ticks(x_low, x_high, 6)
-    x_labels = [f"{t / 1e9:g}B" for t in x_ticks] if log_x else tick_labels(x_ticks)
+    x_labels = [size_label(t) for t in x_ticks] if log_x else tick_labels(x_ticks)
     low, high = padded([b for p in points for b in p.y.bounds()] + ([0.0] if zero else []))
     y_scale = Scale(low, high, bottom, top)
     y_ticks = nice_ticks(low, high, 6)
@@ -245,11 +258,14 @@ def scatter_chart(
         px, (lo, hi) = x_scale(p.x), p.y.bounds()
         parts = _whiskers(y_scale(lo), y_scale(hi), px, colour, across=True)
         parts.append(mark(shape, px, y_scale(p.y.value), colour))
-        body.append(titled(f"{p.label} ({p.x:.3g}): {p.y.describe()}", parts))
+        at = size_label(p.x) if log_x else f"{p.x:.3g}"
+        body.append(titled(f"{p.label} ({at}): {p.y.describe()}", parts))
         labels.append(text(px + 8, y_scale(p.y.value) - 9, p.label, size=FONT - 1))
     body += labels + legend([look], left, 14)
     width = max(right + 20, max(x_scale(p.x) + 10 + text_width(p.label, FONT - 1) for p in points) + 10)
-    description = "; ".join(f"{p.label} at {p.x:.3g}: {p.y.describe()}" for p in points)
+    description = "; ".join(
+        f"{p.label} at {size_label(p.x) if log_x else f'{p.x:.3g}'}: {p.y.describe()}" for p in points
+    )
     return document(width, bottom + 46, title, f"{name} by {axes[0]}: {description}.", body)
 
 
@@ -295,7 +311,8 @@ def line_chart(lines: Sequence[Line], rules: Sequence[Rule], axes: tuple[str, st
             body.append(titled(f"{ln.name} at {x:g}: {y:.4g}", [mark(ln.shape, sx, sy, ln.colour)]))
     looks = [(ln.colour, ln.shape or "line", ln.name) for ln in lines]
     body += _line_legend(looks, left, 14)
-    body += _rule_legend(rules, left + sum(34 + text_width(n, FONT - 1) for _, _, n in looks), 14)
+    at = left + sum(34 + text_width(n, FONT - 1) for _, _, n in looks)
+    body += _rule_legend(rules, at, 14)
     description = "; ".join(
         f"{ln.name}: {len(ln.xs)} points"
         + (
@@ -306,7 +323,8 @@ def line_chart(lines: Sequence[Line], rules: Sequence[Rule], axes: tuple[str, st
         for ln in lines
     )
     marks = "".join(f"; {r.label}" for r in rules)
-    return document(right + 20, bottom + 46, title, f"{axes[1]} by {axes[0]}. {description}{marks}.", body)
+    width = max(right + 20, at + _rules_width(rules))
+    return document(width, bottom + 46, title, f"{axes[1]} by {axes[0]}. {description}{marks}.", body)
 
 
 def _line_legend(looks: Sequence[Look], x: float, y: float) -> list[str]:
@@ -361,17 +379,18 @@ def heatmap(
                 text(x0 + cw / 2, y0 + ch / 2, cell.label, anchor="middle", size=10, fill=ink, bold=cell.bold),
             ]
             body.append(titled(cell.title, parts))
-    scale = Scale(-vmax, vmax, bottom, top)
+    bar_bottom = max(bottom, top + 150.0)  # room for the colour bar's ticks however few the rows
+    scale = Scale(-vmax, vmax, bar_bottom, top)
     gradient = f"heat-{zlib.crc32(title.encode()):08x}"  # unique on a page that shows several, stable across runs
     body.append(diverging_gradient(gradient))
     body.append(
-        f'<rect x="{num(bar_x)}" y="{num(top)}" width="14" height="{num(bottom - top)}" fill="url(#{gradient})"/>'
+        f'<rect x="{num(bar_x)}" y="{num(top)}" width="14" height="{num(bar_bottom - top)}" fill="url(#{gradient})"/>'
     )
     ticks = nice_ticks(-vmax, vmax, 4)
     for t, label in zip(ticks, tick_labels(ticks), strict=True):
         body += [line(bar_x + 14, scale(t), bar_x + 18, scale(t), AXIS, 0.8), text(bar_x + 21, scale(t), label)]
     width = bar_x + 70
-    body.append(text(width - 10, (top + bottom) / 2, scale_label, anchor="middle", rotate=90, size=FONT - 1))
+    height = max(bottom + room, bar_bottom + 10, top + text_width(scale_label, FONT - 1) + 20)
+    body.append(text(width - 10, (top + height) / 2, scale_label, anchor="middle", rotate=90, size=FONT - 1))
     description = "; ".join(c.title for row in cells for c in row if c is not None)
-    height = max(bottom + room, top + text_width(scale_label, FONT - 1) + 20)
     return document(width, height, title, f"{scale_label}. {description or 'no cells'}.", body)

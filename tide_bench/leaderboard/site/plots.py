@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from tide_bench.charts.figure import axis_x, legend, titled
+from tide_bench.charts.figure import axis_x, legend, size_label, titled
 from tide_bench.charts.style import MARKERS, OTHER
 from tide_bench.charts.svg import (
     FONT,
@@ -166,12 +166,6 @@ def forest_plot(rows: Sequence[dict[str, Any]], metric: str, axis_label: str) ->
 # ---------------------------------------------------------------- score versus size
 
 
-def _size_label(value: float) -> str:
-    if value >= 1e9:
-        return f"{value / 1e9:g}B"
-    return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}K"
-
-
 def _dodged(values: Sequence[float]) -> list[float]:
     """log10 sizes, entries of equal size moved apart a little so their bars do not overlap."""
     groups: dict[float, list[int]] = {}
@@ -199,7 +193,7 @@ def _size(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[flo
     low, high = padded([b for r in rows for b in _bounds(r, metric)])
     y_scale = Scale(low, high, bottom, top)
     x_ticks = log_ticks(min(xs) / 1.6, max(xs) * 1.6)
-    body = axis_x(x_scale, x_ticks, [_size_label(t) for t in x_ticks], top, bottom)
+    body = axis_x(x_scale, x_ticks, [size_label(t) for t in x_ticks], top, bottom)
     y_ticks = nice_ticks(low, high, 6)
     for t, label in zip(y_ticks, tick_labels(y_ticks), strict=True):
         y = y_scale(t)
@@ -222,7 +216,7 @@ def _size(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[flo
             mark(shape, px, py, colour),
             text(right_edge + 28, ly, name, size=FONT - 1),
         ]
-        size = _size_label(float(r["parameters"]))
+        size = size_label(float(r["parameters"]))
         body.append(titled(f"{r.get('model_name')} ({size} parameters): {_interval_text(r, metric)}", parts))
     body += _legend(rows, left, 14)
     return width, bottom + 46, body

@@ -65,7 +65,7 @@ def test_a_few_steps_reduce_training_loss_on_a_fixed_batch(adapter: Path) -> Non
     assert losses[-1] < losses[0] * 0.8, losses
     assert (adapter / "adapter_model.safetensors").is_file()
     _, _, marks = read_figure((adapter / "loss_curve.svg").read_text())
-    assert marks[0] == "train (per step): 6 points" and len(marks) == 1 + len(history(card, "val_loss")) == 3
+    assert marks[0] == "train (per step): 6 points" and len(marks) == 1 + len(history(card, "val_loss")) >= 3
     assert not list(adapter.glob("checkpoint-*")) and not (adapter / "training_args.bin").exists()
     assert [json.loads(line)["step"] for line in (adapter / "history.jsonl").read_text().splitlines()][-1] == 6
 

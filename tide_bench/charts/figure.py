@@ -341,6 +341,20 @@ def _line_legend(looks: Sequence[Look], x: float, y: float) -> list[str]:
 # ---------------------------------------------------------------- heatmap
 
 
+def colour_bar(x: float, top: float, height: float, vmax: float, gradient_id: str, size: float = FONT) -> list[str]:
+    """The red-blue scale from -``vmax`` (bottom) to ``vmax`` (top) as a bar with round ticks
+    (``gradient_id`` must be unique on the page)."""
+    scale = Scale(-vmax, vmax, top + height, top)
+    out = [
+        diverging_gradient(gradient_id),
+        f'<rect x="{num(x)}" y="{num(top)}" width="14" height="{num(height)}" fill="url(#{gradient_id})"/>',
+    ]
+    ticks = nice_ticks(-vmax, vmax, 4)
+    for t, label in zip(ticks, tick_labels(ticks), strict=True):
+        out += [line(x + 14, scale(t), x + 18, scale(t), AXIS, 0.8), text(x + 21, scale(t), label, size=size)]
+    return out
+
+
 @dataclass(frozen=True)
 class Cell:
     """One cell: its value (the colour), the text shown in it, its hover title; ``bold`` for a
@@ -380,15 +394,8 @@ def heatmap(
             ]
             body.append(titled(cell.title, parts))
     bar_bottom = max(bottom, top + 150.0)  # room for the colour bar's ticks however few the rows
-    scale = Scale(-vmax, vmax, bar_bottom, top)
     gradient = f"heat-{zlib.crc32(title.encode()):08x}"  # unique on a page that shows several, stable across runs
-    body.append(diverging_gradient(gradient))
-    body.append(
-        f'<rect x="{num(bar_x)}" y="{num(top)}" width="14" height="{num(bar_bottom - top)}" fill="url(#{gradient})"/>'
-    )
-    ticks = nice_ticks(-vmax, vmax, 4)
-    for t, label in zip(ticks, tick_labels(ticks), strict=True):
-        body += [line(bar_x + 14, scale(t), bar_x + 18, scale(t), AXIS, 0.8), text(bar_x + 21, scale(t), label)]
+    body += colour_bar(bar_x, top, bar_bottom - top, vmax, gradient)
     width = bar_x + 70
     height = max(bottom + room, bar_bottom + 10, top + text_width(scale_label, FONT - 1) + 20)
     body.append(text(width - 10, (top + height) / 2, scale_label, anchor="middle", rotate=90, size=FONT - 1))

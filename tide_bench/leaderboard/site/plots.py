@@ -19,13 +19,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from tide_bench.charts.figure import axis_x, legend, size_label, titled
+from tide_bench.charts.figure import axis_x, colour_bar, legend, size_label, titled
 from tide_bench.charts.style import MARKERS, OTHER
 from tide_bench.charts.svg import (
     FONT,
     Scale,
     diverging,
-    diverging_gradient,
     line,
     log_ticks,
     mark,
@@ -304,18 +303,7 @@ def _pairwise(
             body.append(
                 titled(f"{rows[i].get('model_name')} minus {rows[j].get('model_name')}: {d:+.3f} ({note})", parts)
             )
-    bar_top, bar_height = top + side * 0.15, side * 0.7
-    body.append(diverging_gradient("pairs-scale"))
-    body.append(
-        f'<rect x="{num(bar_x)}" y="{num(bar_top)}" width="14" height="{num(bar_height)}" fill="url(#pairs-scale)"/>'
-    )
-    scale = Scale(-vmax, vmax, bar_top + bar_height, bar_top)
-    ticks = nice_ticks(-vmax, vmax, 4)
-    for t, label in zip(ticks, tick_labels(ticks), strict=True):
-        body += [
-            line(bar_x + 14, scale(t), bar_x + 18, scale(t), "#444444", 0.8),
-            text(bar_x + 21, scale(t), label, size=font),
-        ]
+    body += colour_bar(bar_x, top + side * 0.15, side * 0.7, vmax, "pairs-scale", size=font)
     body.append(text(width - 8, height / 2, scale_label, anchor="middle", rotate=90, size=font))
     return width, height, body
 

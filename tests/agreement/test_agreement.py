@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
+from tests.helpers import read_figure
 from tide_bench.agreement import AuditOptions, run_audit, weighted_kappa
 from tide_bench.agreement.alpha import alpha_from_coincidences, alpha_with_ci, krippendorff_alpha, unit_coincidences
 from tide_bench.agreement.pairwise import pair_metrics, qwk_bootstrap
@@ -228,8 +229,12 @@ def test_audit_end_to_end_schema(tmp_path: Path) -> None:
     assert groups["groups"]["55+"]["mean"] > groups["groups"]["18-34"]["mean"]
     assert groups["judge_agreement"]["judge:j@vvvvvvvv"]["groups"]["55+"]["n_raters"] == 2
     assert "note" in out["rater_groups"]["skipped_columns"]  # free text is not a grouping
-    assert (tmp_path / "audit" / "agreement.png").stat().st_size > 1000
     md = (tmp_path / "audit" / "agreement.md").read_text()
+    _, desc, marks = read_figure((tmp_path / "audit" / "agreement.svg").read_text())
+    shown = [d["alpha"]["interval"] for d in out["dimensions"].values()]
+    shown += [j["alpha_with_judge"]["interval"] for d in out["dimensions"].values() for j in d["judges"].values()]
+    assert len(marks) == sum(b.get("value") is not None for b in shown) > len(out["dimensions"])  # judges too
+    assert "](agreement.svg)" in md and "distress_normalization" in desc
     assert "## distress_normalization" in md and "Rater groups" in md and "held-out rater" in md
     # a rater whose null is not rejected is "not shown", never a win for the human (review §1.10)
     assert "| result |" in md and ("not shown" in md or "judge (within the margin)" in md)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.helpers import read_figure
 from tide_bench.demo.pipeline import configured_judge, run_demo
 
 pytestmark = pytest.mark.slow
@@ -48,7 +49,8 @@ def test_demo_runs_every_configured_stage_and_resumes(
         report = json.loads((tmp_path / "demo" / "report" / "report.json").read_text())
         empathy = report["models"][0]["empathy"]
         assert empathy["gain"]["n"] == 12 and "reference_minus" in empathy and report["reference"]["empathy"]["n"] == 12
-        assert (tmp_path / "demo" / "report" / "gain_empathy.png").is_file()
+        _, _, marks = read_figure((tmp_path / "demo" / "report" / "gain_empathy.svg").read_text())
+        assert len(marks) == 3  # the one model's zero-shot and fine-tuned means, and its gain
         again: list[str] = []
         run_demo(tmp_path / "demo", max_gen_toks=8, batch_size=6, finetune_steps=2, echo=again.append)
         assert server.total_calls == calls and not any(": running" in line for line in again)  # nothing redone

@@ -1,4 +1,4 @@
-"""The board's charts, drawn as SVG by hand (:mod:`tide_bench.leaderboard.site.svg`): ticks at
+"""The board's charts, drawn as SVG by hand (:mod:`tide_bench.charts.svg`): ticks at
 round numbers on any range, 1-2-5 ticks on a log axis, labels that never overlap, a hover title
 on every mark, well-formed SVG whatever a model is called, and a build that no longer imports a
 plotting library (its import and drawing were a tenth of a build's CPU)."""
@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.leaderboard_helpers import fake_judge, judged_submission
+from tide_bench.charts.svg import log_ticks, nice_ticks, padded, text_width, tick_labels
 from tide_bench.leaderboard.site.plots import draw_charts, forest_plot, pairwise_plot, size_plot
-from tide_bench.leaderboard.site.svg import log_ticks, nice_ticks, padded, text_width, tick_labels
 
 ROUND_STEPS = {1.0, 2.0, 2.5, 5.0}
 

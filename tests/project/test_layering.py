@@ -1,10 +1,13 @@
 """Data flows one way: each stage imports only the stages before it, and no module imports
 itself back through others.
 
-core -> data -> metrics -> epitome -> tasks -> generation -> judging -> agreement -> validation
+core -> charts -> data -> metrics -> epitome -> tasks -> generation -> judging -> agreement -> validation
 -> leaderboard -> (finetune, annotation) -> study -> (demo, cli). Validation (judges audited against
 public expert ratings) needs judging and agreement; the model leaderboard shows its stamps.
 A reader can trust a module's package to tell what it may depend on; this test keeps that true.
+``charts`` (SVG drawing: the board's charts, the study's, the audit's and the fine-tuning card's
+figures) comes right after ``core`` so that every stage draws with the same pieces, and no module
+of the package imports a plotting library.
 
 Inside ``leaderboard`` the same rule holds one level down, in this order:
 
@@ -31,6 +34,7 @@ import tide_bench
 
 ORDER = [
     "core",
+    "charts",
     "data",
     "metrics",
     "epitome",
@@ -74,6 +78,23 @@ def test_stages_import_only_earlier_stages() -> None:
         for imported in _imports(path) - allowed:
             violations.append(f"{rel} imports tide_bench.{imported}")
     assert violations == []
+
+
+def test_charts_are_drawn_with_the_shared_module_only() -> None:
+    """One way to draw a chart: ``tide_bench.charts``; no module imports matplotlib (or another
+    plotting library), and no other package defines its own SVG document."""
+    plotting = ("matplotlib", "plotly", "seaborn", "bokeh", "altair")
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            found += [f"{path.relative_to(PACKAGE)} imports {n}" for n in names if n.split(".")[0] in plotting]
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] != "charts" and "<svg " in path.read_text():
+            found.append(f"{rel} writes its own <svg> element")
+    assert found == []
 
 
 # --- no import cycle at any level --------------------------------------------------------------

@@ -12,6 +12,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.helpers import read_figure
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError
 from tide_bench.demo.model import resolve_model
@@ -178,9 +179,15 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         gain = report["models"][0]["empathy"]["gain"]
         assert gain["n"] == 4 and gain["difference"] is not None and report["reference"]["empathy"]["n"] == 4
         names = [figure["name"] for figure in report["figures"]]
-        assert {"gain_empathy.png", "gain_vs_size_empathy.png", "scenario_gains_empathy.png"} <= set(names)
-        assert all((out / "report" / name).stat().st_size > 1000 for name in names)
-        assert all(figure["caption"] and not figure["caption"].endswith(".png") for figure in report["figures"])
+        assert {"gain_empathy.svg", "gain_vs_size_empathy.svg", "scenario_gains_empathy.svg"} <= set(names)
+        for figure in report["figures"]:  # each an SVG with its caption as title, every model's points marked
+            title, _, marks = read_figure((out / "report" / figure["name"]).read_text())
+            assert title == figure["caption"] and not title.endswith(".svg") and len(marks) >= 2
+        assert len(read_figure((out / "report" / "gain_empathy.svg").read_text())[2]) == 2 * 3  # zs, ft, gain
+        assert (
+            "![Zero-shot and fine-tuned judged empathy (1-5) per model (95% intervals)](gain_empathy.svg)"
+            in (out / "report" / "report.md").read_text()
+        )
         assert "| chat |" in (out / "report" / "report.md").read_text()
         # equity per judged cell (issue 49): the sample's few personas make every group too small to compare
         assert len(report["equity"]) == 5 and all(
@@ -196,7 +203,7 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
             "sample reference (written for tide-bench)"
         }
         index = (out / "site" / "index.html").read_text()  # the report is a section of the study's board
-        assert '<section id="study-report"' in index and index.count("data:image/png;base64,") >= 3
+        assert '<section id="study-report"' in index and index.count("<figure><svg ") == len(names) >= 3  # inline
 
         # Human ratings for the whole grid: the study folder stands for its cells' runs.
         built = CliRunner().invoke(
@@ -265,15 +272,14 @@ def test_the_report_becomes_a_section_of_the_board_built_from_its_results(tmp_pa
 
     from tide_bench.study.report import markdown, report_html
 
-    (tmp_path / "gain_empathy.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
     gain = {"difference": 0.5, "ci_low": 0.1, "ci_high": 0.9, "n": 12, "n_personas": 3}
     result = {
         "study": "x", "data": "sample", "split": "test", "prompt": "neutral", "synthetic_sample": True,
         "synthetic": "tide-bench's built-in synthetic sample (not TIDE)",
         "models": [{"model": "<script>alert(1)</script>", "verified": True, "parameters": None,
                     "empathy": {"gain": gain, "zero-shot": {"mean": 3.0, "ci_low": 2.5, "ci_high": 3.5, "n": 12}}}],
-        "figures": [{"name": "gain_empathy.png", "caption": "Zero-shot and fine-tuned empathy"},
-                    {"name": "missing.png", "caption": "a figure not written"}],
+        "figures": [{"name": "gain_empathy.svg", "caption": "Zero-shot and fine-tuned empathy"},
+                    {"name": "missing.svg", "caption": "a figure not written"}],
     }  # fmt: skip
     (tmp_path / "report.json").write_text(json.dumps(result))
     (tmp_path / "report.md").write_text(markdown(result))
@@ -283,8 +289,9 @@ def test_the_report_becomes_a_section_of_the_board_built_from_its_results(tmp_pa
     assert "---" not in page and "**" not in page
     assert "Built on tide-bench&#x27;s built-in synthetic sample (not TIDE) and the demo model" in page
     assert "<code>sample</code>" in page
-    assert page.count("data:image/png;base64,") == 1 and "<figcaption>Zero-shot and fine-tuned empathy" in page
-    assert "missing.png" not in page  # a figure that was not written is left out
+    assert page.count("<figure><svg ") == 1 and "<figcaption>Zero-shot and fine-tuned empathy" in page
+    assert page.count("<g><title>") == 2  # the zero-shot mean and the gain, drawn from report.json
+    assert "missing.svg" not in page  # a figure that was not written is left out
     assert "<h3>Judged empathy (1-5)</h3>" in page and "Study x" not in page
     text = (tmp_path / "report.md").read_text()
     assert "|---|---:|---:|" in text and "> **Built on tide-bench's built-in synthetic sample" in text

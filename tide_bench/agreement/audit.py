@@ -442,8 +442,8 @@ def run_audit(
     judgments: list[str | Path] | tuple[str | Path, ...] = (),
     options: AuditOptions | None = None,
 ) -> dict[str, Any]:
-    """Compute the audit and write ``agreement.json``, ``agreement.md`` and ``agreement.png``."""
-    from tide_bench.agreement.report import render_markdown, render_plot
+    """Compute the audit and write ``agreement.json``, ``agreement.md`` and ``agreement.svg``."""
+    from tide_bench.agreement.report import FIGURE, render_figure, render_markdown
 
     options = options or AuditOptions()
     scale = Scale(*options.scale) if options.scale else Scale(None, None)
@@ -495,7 +495,7 @@ def run_audit(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "agreement.json", result)
-    atomic_write_text(out / "agreement.md", render_markdown(result))
     if options.plot:
-        render_plot(result, out / "agreement.png")
+        atomic_write_text(out / FIGURE, render_figure(result))
+    atomic_write_text(out / "agreement.md", render_markdown(result, FIGURE if options.plot else None))
     return result

@@ -1,14 +1,16 @@
-"""Readable outputs of an audit: ``agreement.md`` (factor by factor) and ``agreement.png``.
+"""Readable outputs of an audit: ``agreement.md`` (factor by factor) and ``agreement.svg`` (drawn
+with :mod:`tide_bench.charts`, the board's colours and marks, a text alternative with every number).
 
 Every statistic arrives as an :class:`~tide_bench.core.stats.Estimate` dict (value, ci_low,
 ci_high, n, note), so one formatter (:func:`_ci`) prints them all."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from tide_bench.agreement.alpha import ALPHA_FOR_CONCLUSIONS
+from tide_bench.charts.figure import Interval, Panel, Rule, Series, interval_chart
+from tide_bench.charts.style import MARKERS, series_style
 from tide_bench.core.stats import format_estimate
 
 
@@ -218,7 +220,8 @@ def _test(t: dict[str, Any]) -> str:
     )
 
 
-def render_markdown(result: dict[str, Any]) -> str:
+def render_markdown(result: dict[str, Any], figure: str | None = None) -> str:
+    """The audit as Markdown; ``figure`` names the SVG beside it (:func:`render_figure`), when one is written."""
     lines = [
         "# Judge-human agreement audit",
         "",
@@ -242,6 +245,8 @@ def render_markdown(result: dict[str, Any]) -> str:
             f"- judge `{name}`: {info['n_scored']} scored, {info['n_unscored']} unscored ({reasons}); "
             f"from {', '.join(info['files'])}"
         )
+    if figure:
+        lines += ["", f"![{FIGURE_TITLE}]({figure})"]
     for dim, d in result["dimensions"].items():
         lines += [
             "",
@@ -297,39 +302,33 @@ def render_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_plot(result: dict[str, Any], path: Path) -> None:
-    """Per dimension: human-human alpha vs alpha with each judge joining, with 95% CIs."""
-    import matplotlib
+FIGURE = "agreement.svg"
+FIGURE_TITLE = "Human-human agreement vs agreement with each judge in the pool (Krippendorff's alpha, 95% CI)"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def _alpha(block: dict[str, Any] | None) -> Interval | None:
+    if not block or block.get("value") is None:
+        return None
+    return Interval(block["value"], block.get("ci_low"), block.get("ci_high"))
+
+
+def render_figure(result: dict[str, Any]) -> str:
+    """Per factor: the human-human alpha and the alpha with each judge joining the raters, each
+    with its 95 % CI, and the line below which an alpha supports no conclusion. Humans only in the
+    grey star of the board's reference anchor (people are what a judge is measured against), each
+    judge in a look of its own."""
     dims = list(result["dimensions"])
     judges = sorted({j for d in result["dimensions"].values() for j in d["judges"]})
-    series = [("humans only", lambda d: d["alpha"]["interval"])] + [
-        (f"with {j}", lambda d, j=j: d["judges"].get(j, {}).get("alpha_with_judge", {}).get("interval", {}))
-        for j in judges
-    ]
-    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(dims)), 4))
-    width = 0.8 / len(series)
-    for k, (label, get) in enumerate(series):
-        xs, ys, lo, hi = [], [], [], []
-        for i, d in enumerate(dims):
-            block = get(result["dimensions"][d]) or {}
-            if block.get("value") is None:
-                continue
-            xs.append(i + (k - (len(series) - 1) / 2) * width)
-            ys.append(block["value"])
-            lo.append(block["value"] - (block["ci_low"] if block.get("ci_low") is not None else block["value"]))
-            hi.append((block["ci_high"] if block.get("ci_high") is not None else block["value"]) - block["value"])
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=label)
-    ax.axhline(
-        ALPHA_FOR_CONCLUSIONS, color="grey", linestyle="--", linewidth=1, label=f"alpha = {ALPHA_FOR_CONCLUSIONS}"
-    )
-    ax.set_xticks(range(len(dims)), [d.replace("_", "\n") for d in dims])
-    ax.set_ylabel("Krippendorff's alpha (interval)")
-    ax.set_title("Human-human agreement vs agreement with the judge in the pool")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    blocks = [d["alpha"]["interval"] for d in result["dimensions"].values()]
+    colour, shape, _ = MARKERS["anchor"]
+    series = [Series("humans only", colour, shape, [_alpha(b) for b in blocks])]
+    for k, judge in enumerate(judges):
+        values = [
+            _alpha(result["dimensions"][d]["judges"].get(judge, {}).get("alpha_with_judge", {}).get("interval"))
+            for d in dims
+        ]
+        series.append(Series(f"with {judge}", *series_style(k), values))
+    rule = Rule(ALPHA_FOR_CONCLUSIONS, f"alpha = {ALPHA_FOR_CONCLUSIONS}", "#808080", "4 3")
+    panel = Panel(series, "Krippendorff's alpha (interval)", [rule])
+    lead = "Per factor, the human raters' alpha and the alpha with each judge added to the pool."
+    return interval_chart(dims, [panel], FIGURE_TITLE, lead)

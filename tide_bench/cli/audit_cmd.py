@@ -84,7 +84,7 @@ def _mapping(pairs: tuple[str, ...]) -> dict[str, str]:
     is_flag=True,
     help="Also fit a linear mixed model per rater group (needs statsmodels: pip install 'tide-bench[mixed]').",
 )
-@out_option("Folder for agreement.json, agreement.md and agreement.png.")
+@out_option("Folder for agreement.json, agreement.md and agreement.svg.")
 def audit_cmd(
     ratings: Path,
     raters: Path | None,
@@ -134,4 +134,4 @@ def audit_cmd(
         )
         for judge, j in d["judges"].items():
             click.echo(f"  {judge}: {j['verdict']}")
-    click.echo(f"\nwritten: {out / 'agreement.md'}, {out / 'agreement.json'}, {out / 'agreement.png'}")
+    click.echo(f"\nwritten: {out / 'agreement.md'}, {out / 'agreement.json'}, {out / 'agreement.svg'}")

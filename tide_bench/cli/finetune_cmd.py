@@ -29,7 +29,7 @@ class _FinetuneCommand(click.Command):
 )
 @click.option("--revision", default=None, help="Base model revision (commit) to pin.")
 @data_option
-@out_option("Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.png, history.jsonl.")
+@out_option("Adapter folder: adapter weights, tokenizer, adapter_card.json, loss_curve.svg, history.jsonl.")
 @click.option(
     "--split",
     type=click.Choice(["train", "validation", "test"]),
@@ -154,7 +154,7 @@ def finetune_cmd(**opts: Any) -> None:
 
     Writes the adapter with adapter_card.json (base model, data and split hash, template and
     masking check, truncation share, hyperparameters, best step, loss history, versions) and
-    loss_curve.png. Evaluate it with `tide-bench eval --model-args pretrained=BASE,peft=ADAPTER`.
+    loss_curve.svg. Evaluate it with `tide-bench eval --model-args pretrained=BASE,peft=ADAPTER`.
 
     \b
     Examples:

@@ -1,4 +1,4 @@
-"""``adapter_card.json`` and ``loss_curve.png``: what produced the adapter, and which weights it holds.
+"""``adapter_card.json`` and ``loss_curve.svg``: what produced the adapter, and which weights it holds.
 
 The card says which step's weights were saved (the best validation loss, restored by
 Trainer, or the last step when there is no validation), the exact chat template and its
@@ -12,6 +12,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tide_bench.charts.figure import Line, Rule, line_chart
+from tide_bench.charts.style import MARKERS
+from tide_bench.core.jsonio import atomic_write_text
 from tide_bench.core.provenance import package_versions, utc_now
 from tide_bench.finetune.chat import template_sha256, template_text, uses_chat_template
 from tide_bench.finetune.config import FinetuneConfig, StepPlan
@@ -216,23 +219,30 @@ def build_card(
     }
 
 
-def plot_losses(history: list[dict[str, Any]], path: Path, best_step: int | None) -> None:
-    import matplotlib
+LOSS_CURVE = "loss_curve.svg"
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+def loss_figure(history: list[dict[str, Any]], best_step: int | None) -> str:
+    """The loss curve as SVG: training loss at every logged step (a line), validation loss at each
+    evaluation (marked points), a dotted line at the saved step."""
     train = [h for h in history if "train_loss" in h]
-    ax.plot([h["step"] for h in train], [h["train_loss"] for h in train], label="train (per step)", alpha=0.7)
     val = [h for h in history if "val_loss" in h]
+    lines = [
+        Line(
+            "train (per step)",
+            MARKERS["zero-shot"][0],
+            None,
+            [h["step"] for h in train],
+            [h["train_loss"] for h in train],
+        )
+    ]
     if val:
-        ax.plot([h["step"] for h in val], [h["val_loss"] for h in val], "o-", label="validation")
-    if best_step is not None:
-        ax.axvline(best_step, color="grey", linestyle=":", label=f"saved (step {best_step})")
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("loss (reply tokens)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        colour, shape, _ = MARKERS["fine-tuned"]
+        lines.append(Line("validation", colour, shape, [h["step"] for h in val], [h["val_loss"] for h in val]))
+    rules = [Rule(best_step, f"saved (step {best_step})", MARKERS["anchor"][0], "2 3")] if best_step is not None else []
+    title = "Training and validation loss of the adapter (reply tokens)"
+    return line_chart(lines, rules, ("optimizer step", "loss (reply tokens)"), title)
+
+
+def write_loss_curve(history: list[dict[str, Any]], path: Path, best_step: int | None) -> None:
+    atomic_write_text(path, loss_figure(history, best_step))

@@ -3,7 +3,7 @@
 Layout (Trainer's own): ``OUT/checkpoint-N/`` while training (adapter, optimizer, scheduler,
 RNG and trainer state), ``OUT/finetune_config.json`` (the settings, so ``--resume`` can
 check it continues the same run), ``OUT/history.jsonl`` (the log as it goes), and at the
-end the adapter itself, its tokenizer, ``adapter_card.json`` and ``loss_curve.png``.
+end the adapter itself, its tokenizer, ``adapter_card.json`` and ``loss_curve.svg``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from tide_bench.core.jsonio import write_json
 from tide_bench.data.schema import TideItem
 from tide_bench.data.sources import LoadedDataset, load_dataset
 from tide_bench.data.splits import SPLIT_VERSION
-from tide_bench.finetune.card import TrainingOutcome, build_card, outcome_from_state, plot_losses
+from tide_bench.finetune.card import LOSS_CURVE, TrainingOutcome, build_card, outcome_from_state, write_loss_curve
 from tide_bench.finetune.config import FinetuneConfig, StepPlan, check_config, plan_steps
 from tide_bench.finetune.defaults import TrainingDefaults, choose_training_defaults
 from tide_bench.finetune.examples import EncodedSplit, encode_split
@@ -161,7 +161,7 @@ def save_adapter(trainer: Any, tokenizer: Any, card: dict[str, Any], config: Fin
     tokenizer.save_pretrained(out)
     (out / TRAINING_ARGS_PICKLE).unlink(missing_ok=True)  # a pickle; the card holds every setting in JSON
     write_json(out / ADAPTER_CARD, card)
-    plot_losses(card["loss_history"], out / "loss_curve.png", card["best"]["step"])
+    write_loss_curve(card["loss_history"], out / LOSS_CURVE, card["best"]["step"])
     if not config.keep_checkpoints:
         remove_checkpoints(out)
 

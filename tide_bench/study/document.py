@@ -12,12 +12,10 @@ character is text (escaped for HTML; table cells have ``|`` escaped for Markdown
 
 from __future__ import annotations
 
-import base64
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ class Table:
 
 @dataclass(frozen=True)
 class Figure:
-    name: str  # a PNG beside the report
+    name: str  # an SVG beside the report
     caption: str
 
 
@@ -77,9 +75,10 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def to_html(blocks: Sequence[Block], folder: Path | None = None) -> str:
-    """The blocks as an HTML fragment for a board section; figures inline as ``data:`` images (the
-    board's Content-Security-Policy allows no other image source), when ``folder`` holds them."""
+def to_html(blocks: Sequence[Block], figures: Mapping[str, str] | None = None) -> str:
+    """The blocks as an HTML fragment for a board section; a figure inline as the SVG drawing
+    ``figures`` holds under its name (the board's own charts are inline SVG too), left out when
+    there is none."""
     parts: list[str] = []
     for block in blocks:
         if isinstance(block, Heading):
@@ -90,12 +89,8 @@ def to_html(blocks: Sequence[Block], folder: Path | None = None) -> str:
             parts.append(f'<p class="banner" role="note">{inline(block.text)}</p>')
         elif isinstance(block, Table):
             parts.append(_table_html(block))
-        elif folder is not None and (folder / block.name).is_file():
-            data = base64.b64encode((folder / block.name).read_bytes()).decode("ascii")
-            parts.append(
-                f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(block.caption)}" '
-                f'style="max-width:100%"><figcaption>{inline(block.caption)}</figcaption></figure>'
-            )
+        elif figures and block.name in figures:
+            parts.append(f"<figure>{figures[block.name]}<figcaption>{inline(block.caption)}</figcaption></figure>")
     return "\n".join(parts)
 
 

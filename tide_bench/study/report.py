@@ -50,15 +50,12 @@ from tide_bench.judging.judgment import read_judgments
 from tide_bench.judging.risk_handling import harm_value
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.summary import counted_values, safety_adjusted
-from tide_bench.leaderboard.site.plots import MARKERS
 from tide_bench.study.document import Banner, Block, Figure, Heading, Paragraph, Table, to_html, to_markdown
+from tide_bench.study.figures import LABELS, METRICS, draw, write_figures
 from tide_bench.study.plan import REFERENCE_CELL, StudyPlan
 from tide_bench.study.spec import StudySpec
 
 REPORT_DIR = "report"
-METRICS = ("empathy", "cosine_sim")
-GAIN_COLOUR = "#5a6270"  # a gain is neither condition: grey squares, beside the board's blue and green
-LABELS = {"empathy": "judged empathy (1-5)", "cosine_sim": "cosine similarity to the reference"}
 
 
 @dataclass
@@ -251,118 +248,6 @@ def _fmt(block: dict[str, Any] | None, key: str = "difference") -> str:
     return format_estimate(block, key=key, signed=key == "difference") or "n/a"
 
 
-def _figures(result: dict[str, Any], folder: Path) -> list[dict[str, str]]:
-    """PNG figures for the report; returns each one's file name and caption."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    written = []
-    for metric in METRICS:
-        models = [m for m in result["models"] if (m.get(metric) or {}).get("gain")]
-        if not models:
-            continue
-        label = LABELS[metric]
-        name = _save(plt, _gain_figure(plt, result, metric, models), folder, f"gain_{metric}.png")
-        written.append({"name": name, "caption": f"Zero-shot and fine-tuned {label} per model (95% intervals)"})
-        sized = [m for m in models if m.get("parameters")]
-        if sized:
-            name = _save(plt, _size_figure(plt, metric, sized), folder, f"gain_vs_size_{metric}.png")
-            written.append({"name": name, "caption": f"Gain from fine-tuning in {label} against model size"})
-        scenarios = sorted({s for m in models for s in m[metric].get("gain_by_scenario", {})})
-        if scenarios:
-            name = _save(plt, _scenario_figure(plt, metric, models, scenarios), folder, f"scenario_gains_{metric}.png")
-            written.append({"name": name, "caption": f"Gain in {label} per scenario (* Holm-adjusted p <= 0.05)"})
-    return written
-
-
-def _save(plt: Any, fig: Any, folder: Path, name: str) -> str:
-    fig.tight_layout()
-    fig.savefig(folder / name, dpi=110)
-    plt.close(fig)
-    return name
-
-
-def _error_bars(blocks: list[dict[str, Any]], centre: str) -> list[list[float]]:
-    """Matplotlib's asymmetric error bars (below, above) of interval blocks around ``centre``
-    (``mean`` or ``difference``); 0 where a bound is missing."""
-    return [
-        [(b[centre] - b["ci_low"]) if b.get("ci_low") is not None else 0 for b in blocks],
-        [(b["ci_high"] - b[centre]) if b.get("ci_high") is not None else 0 for b in blocks],
-    ]
-
-
-def _gain_figure(plt: Any, result: dict[str, Any], metric: str, models: list[dict[str, Any]]) -> Any:
-    """Zero-shot and fine-tuned means side by side, and the paired gain, per model."""
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.5 * len(models) + 2.5), gridspec_kw={"width_ratios": [3, 2]})
-    ys = np.arange(len(models))
-    for offset, label in ((-0.15, "zero-shot"), (0.15, "fine-tuned")):
-        color, marker, _ = MARKERS[label]  # the board's own colours and marks for the two conditions
-        points = [(m[metric].get(label) or {}) for m in models]
-        x = [p.get("mean") if p.get("mean") is not None else np.nan for p in points]
-        ax1.errorbar(x, ys + offset, xerr=_error_bars(points, "mean"), fmt=marker, color=color, label=label, capsize=3)
-    if metric == "empathy" and (result.get("reference") or {}).get("empathy", {}).get("mean") is not None:
-        anchor = result["reference"]
-        ax1.axvline(
-            anchor["empathy"]["mean"], color=MARKERS["anchor"][0], linestyle=":", label=anchor.get("label", LABEL)
-        )
-    ax1.set_yticks(ys, [m["model"] for m in models])
-    ax1.set_xlabel(LABELS[metric])
-    ax1.legend(loc="best", fontsize=8)
-    ax1.set_title("zero-shot and fine-tuned (95% CI, personas resampled)", fontsize=9)
-    gains = [m[metric]["gain"] for m in models]
-    g = [x["difference"] if x["difference"] is not None else np.nan for x in gains]
-    ax2.errorbar(g, ys, xerr=_error_bars(gains, "difference"), fmt="s", color=GAIN_COLOUR, capsize=3)
-    ax2.axvline(0, color="black", linewidth=0.8)
-    ax2.set_yticks(ys, [""] * len(models))
-    ax2.set_xlabel("gain: fine-tuned minus zero-shot (paired)")
-    return fig
-
-
-def _size_figure(plt: Any, metric: str, sized: list[dict[str, Any]]) -> Any:
-    """The fine-tuning gain against model size (the knowledge-transfer ceiling)."""
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    xs = [m["parameters"] / 1e9 for m in sized]
-    gs = [m[metric]["gain"] for m in sized]
-    ax.errorbar(
-        xs, [x["difference"] for x in gs], fmt="s", color=GAIN_COLOUR, capsize=3, yerr=_error_bars(gs, "difference")
-    )
-    for x, m, gain in zip(xs, sized, gs, strict=True):
-        ax.annotate(m["model"], (x, gain["difference"]), textcoords="offset points", xytext=(5, 5), fontsize=8)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("parameters (billions, log scale)")
-    ax.set_ylabel(f"gain in {LABELS[metric]}")
-    ax.set_title("fine-tuning gain vs size (knowledge-transfer ceiling)", fontsize=9)
-    return fig
-
-
-def _scenario_figure(plt: Any, metric: str, models: list[dict[str, Any]], scenarios: list[str]) -> Any:
-    """The heatmap of the paired gain per model and scenario, Holm-starred cells marked."""
-    grid = np.array(
-        [[(m[metric]["gain_by_scenario"].get(s) or {}).get("difference") or np.nan for s in scenarios] for m in models],
-        dtype=float,
-    )
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(scenarios) + 2), 0.5 * len(models) + 2))
-    bound = np.nanmax(np.abs(grid)) if np.isfinite(grid).any() else 1.0
-    image = ax.imshow(grid, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
-    for r, m in enumerate(models):
-        for c, s in enumerate(scenarios):
-            cell = m[metric]["gain_by_scenario"].get(s) or {}
-            if cell.get("difference") is None:
-                continue
-            sure = bool(cell.get("star"))
-            strong = abs(cell["difference"]) > 0.6 * bound
-            label = f"{cell['difference']:+.2f}{'*' if sure else ''}"
-            ax.text(c, r, label, ha="center", va="center", fontsize=7, color="white" if strong else "black")
-    ax.set_xticks(range(len(scenarios)), scenarios, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(len(models)), [m["model"] for m in models], fontsize=8)
-    ax.set_title(f"gain per scenario, {LABELS[metric]} (* Holm-adjusted p <= 0.05 over all cells)", fontsize=9)
-    fig.colorbar(image, ax=ax, shrink=0.8)
-    return fig
-
-
 def synthetic_banner(wording: str | None) -> list[Block]:
     """The banner of a report built on synthetic data, in that data's own words."""
     if not wording:
@@ -482,11 +367,11 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def write_report(spec: StudySpec, out: Path, plan: StudyPlan) -> Path:
-    """``<out>/report/report.md`` with report.json and the PNG figures; returns the markdown path."""
+    """``<out>/report/report.md`` with report.json and the SVG figures; returns the markdown path."""
     folder = Path(out) / REPORT_DIR
     folder.mkdir(parents=True, exist_ok=True)
     result = compute(spec, plan, Path(out))
-    result["figures"] = _figures(result, folder)
+    result["figures"] = write_figures(result, folder)
     write_json(folder / "report.json", result)
     atomic_write_text(folder / "report.md", markdown(result))
     return folder / "report.md"
@@ -494,6 +379,7 @@ def write_report(spec: StudySpec, out: Path, plan: StudyPlan) -> Path:
 
 def report_html(report_md: Path) -> str:
     """The written report as HTML for the study's board (its own section), built from its results
-    (``report.json`` beside ``report.md``), with its figures inline."""
+    (``report.json`` beside ``report.md``), with its figures drawn from them inline (the SVG files
+    beside the report are not read back: what the page shows is what the results say)."""
     result = read_json(report_md.with_name("report.json"))
-    return to_html(blocks(result), report_md.parent)
+    return to_html(blocks(result), {d.name: d.svg for d in draw(result)})

@@ -1,4 +1,5 @@
-"""The board's charts, inline SVG drawn here (no script, no network; :mod:`.svg` has the pieces).
+"""The board's charts, inline SVG drawn here (no script, no network; :mod:`tide_bench.charts.svg` has
+the pieces and :mod:`tide_bench.charts.style` the colours and marks).
 
 * :func:`forest_plot`: each entry's score with its 95 % CI, best first, the rank interval beside
   it, zero-shot / fine-tuned / reference anchor told apart by colour *and* marker shape;
@@ -18,31 +19,26 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from tide_bench.leaderboard.scoring.scores import REFERENCE_ANCHOR
-from tide_bench.leaderboard.site.html import esc
-from tide_bench.leaderboard.site.svg import (
+from tide_bench.charts.figure import axis_x, colour_bar, legend, size_label, titled
+from tide_bench.charts.style import MARKERS, OTHER
+from tide_bench.charts.svg import (
     FONT,
     Scale,
     diverging,
-    diverging_gradient,
     line,
     log_ticks,
     mark,
     nice_ticks,
     num,
     padded,
+    spread,
     svg,
     text,
     text_width,
     tick_labels,
 )
+from tide_bench.leaderboard.scoring.scores import REFERENCE_ANCHOR
 
-MARKERS = {  # condition -> (colour, marker, legend label)
-    "zero-shot": ("#2f64c9", "o", "zero-shot"),
-    "fine-tuned": ("#18804a", "D", "fine-tuned"),
-    "anchor": ("#6b6b6b", "*", "reference anchor"),
-}
-OTHER = ("#a35f00", "s", "other")
 NAME_CHARS = 44
 
 
@@ -92,16 +88,7 @@ def _legend(rows: Sequence[dict[str, Any]], x: float, y: float) -> list[str]:
     for r in rows:
         colour, shape, name = style_of(r)
         seen.setdefault(name, (colour, shape, name))
-    out = []
-    for colour, shape, name in seen.values():
-        out += [mark(shape, x + 6, y, colour), text(x + 16, y, name, size=FONT - 1)]
-        x += 16 + text_width(name, FONT - 1) + 18
-    return out
-
-
-def _titled(title: str, parts: Sequence[str]) -> str:
-    """Marks grouped under a hover title."""
-    return f"<g><title>{esc(title)}</title>{''.join(parts)}</g>"
+    return legend(seen.values(), x, y)
 
 
 def _interval_text(row: dict[str, Any], metric: str) -> str:
@@ -111,18 +98,6 @@ def _interval_text(row: dict[str, Any], metric: str) -> str:
 
 
 # ---------------------------------------------------------------- forest plot
-
-
-def _axis_x(scale: Scale, ticks: Sequence[float], labels: Sequence[str], top: float, bottom: float) -> list[str]:
-    """Vertical grid lines at the ticks from ``top`` to ``bottom``, the axis line and the tick labels under it."""
-    out = [line(scale(t), top, scale(t), bottom, "#e4e4e4", 0.8) for t in ticks]
-    out.append(line(scale.start, bottom, scale.end, bottom, "#444444", 0.8))
-    for t, label in zip(ticks, labels, strict=True):
-        out += [
-            line(scale(t), bottom, scale(t), bottom + 4, "#444444", 0.8),
-            text(scale(t), bottom + 13, label, anchor="middle"),
-        ]
-    return out
 
 
 def _rank_title(width: float, column: float, top: float, bottom: float, height: float) -> str:
@@ -146,7 +121,7 @@ def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[f
     low, high = padded(spans)
     scale = Scale(low, high, left, width - right)
     ticks = nice_ticks(low, high, 7)
-    body = _axis_x(scale, ticks, tick_labels(ticks), top, bottom)
+    body = axis_x(scale, ticks, tick_labels(ticks), top, bottom)
     body.append(text((left + width - right) / 2, bottom + 32, axis_label, anchor="middle"))
     body.append(_rank_title(width, width - right + 10, top, bottom, bottom + 46))
     for r, name, rank, i in zip(rows, names, ranks, range(k), strict=True):
@@ -162,7 +137,7 @@ def _forest(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[f
         parts += [line(x0, y, x1, y, colour, 1.4), line(x0, y - 3.5, x0, y + 3.5, colour, 1.2)]
         parts += [line(x1, y - 3.5, x1, y + 3.5, colour, 1.2)]
         parts.append(mark(shape, xm, y, colour, filled=not (r.get("rank") is None and not is_anchor(r))))
-        body.append(_titled(f"{r.get('model_name')}: {_interval_text(r, metric)}; rank {rank}", parts))
+        body.append(titled(f"{r.get('model_name')}: {_interval_text(r, metric)}; rank {rank}", parts))
     body += _legend(rows, left, 14)
     return width, bottom + 46, body
 
@@ -188,32 +163,6 @@ def forest_plot(rows: Sequence[dict[str, Any]], metric: str, axis_label: str) ->
 
 
 # ---------------------------------------------------------------- score versus size
-
-
-def _size_label(value: float) -> str:
-    if value >= 1e9:
-        return f"{value / 1e9:g}B"
-    return f"{value / 1e6:g}M" if value >= 1e6 else f"{value / 1e3:g}K"
-
-
-def spread(targets: Sequence[float], gap: float, low: float = 0.0, high: float = 1.0) -> list[float]:
-    """Positions as close as possible to ``targets`` (same order) with at least ``gap`` between
-    neighbours, inside [low, high] when they fit (labels beside a chart that never overlap)."""
-    order = sorted(range(len(targets)), key=lambda i: targets[i])
-    pos = [targets[i] for i in order]
-    for i in range(1, len(pos)):
-        pos[i] = max(pos[i], pos[i - 1] + gap)
-    overflow = pos[-1] - high if pos else 0.0
-    if overflow > 0:
-        pos[-1] -= overflow
-        for i in range(len(pos) - 2, -1, -1):
-            pos[i] = min(pos[i], pos[i + 1] - gap)
-    if pos and pos[0] < low:  # too many to fit: keep the gap, start at the bottom
-        pos = [low + i * gap for i in range(len(pos))]
-    out = [0.0] * len(pos)
-    for rank, i in enumerate(order):
-        out[i] = pos[rank]
-    return out
 
 
 def _dodged(values: Sequence[float]) -> list[float]:
@@ -243,7 +192,7 @@ def _size(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[flo
     low, high = padded([b for r in rows for b in _bounds(r, metric)])
     y_scale = Scale(low, high, bottom, top)
     x_ticks = log_ticks(min(xs) / 1.6, max(xs) * 1.6)
-    body = _axis_x(x_scale, x_ticks, [_size_label(t) for t in x_ticks], top, bottom)
+    body = axis_x(x_scale, x_ticks, [size_label(t) for t in x_ticks], top, bottom)
     y_ticks = nice_ticks(low, high, 6)
     for t, label in zip(y_ticks, tick_labels(y_ticks), strict=True):
         y = y_scale(t)
@@ -266,8 +215,8 @@ def _size(rows: list[dict[str, Any]], metric: str, axis_label: str) -> tuple[flo
             mark(shape, px, py, colour),
             text(right_edge + 28, ly, name, size=FONT - 1),
         ]
-        size = _size_label(float(r["parameters"]))
-        body.append(_titled(f"{r.get('model_name')} ({size} parameters): {_interval_text(r, metric)}", parts))
+        size = size_label(float(r["parameters"]))
+        body.append(titled(f"{r.get('model_name')} ({size} parameters): {_interval_text(r, metric)}", parts))
     body += _legend(rows, left, 14)
     return width, bottom + 46, body
 
@@ -352,20 +301,9 @@ def _pairwise(
                 parts.append(f'<circle cx="{num(x0 + cell / 2)}" cy="{num(y0 + cell / 2)}" r="1.8" fill="{ink}"/>')
             note = "significant after correction" if significant else "not significant"
             body.append(
-                _titled(f"{rows[i].get('model_name')} minus {rows[j].get('model_name')}: {d:+.3f} ({note})", parts)
+                titled(f"{rows[i].get('model_name')} minus {rows[j].get('model_name')}: {d:+.3f} ({note})", parts)
             )
-    bar_top, bar_height = top + side * 0.15, side * 0.7
-    body.append(diverging_gradient("pairs-scale"))
-    body.append(
-        f'<rect x="{num(bar_x)}" y="{num(bar_top)}" width="14" height="{num(bar_height)}" fill="url(#pairs-scale)"/>'
-    )
-    scale = Scale(-vmax, vmax, bar_top + bar_height, bar_top)
-    ticks = nice_ticks(-vmax, vmax, 4)
-    for t, label in zip(ticks, tick_labels(ticks), strict=True):
-        body += [
-            line(bar_x + 14, scale(t), bar_x + 18, scale(t), "#444444", 0.8),
-            text(bar_x + 21, scale(t), label, size=font),
-        ]
+    body += colour_bar(bar_x, top + side * 0.15, side * 0.7, vmax, "pairs-scale", size=font)
     body.append(text(width - 8, height / 2, scale_label, anchor="middle", rotate=90, size=font))
     return width, height, body
 

@@ -1,5 +1,6 @@
-"""The pieces the board's charts are drawn with, as inline SVG text: axis ticks at round
-numbers, text widths for margins, marks and a diverging colour scale.
+"""The pieces every chart of tide-bench is drawn with, as SVG text: axis ticks at round
+numbers, text widths for margins, marks and a diverging colour scale (the board's charts, the
+study's figures, the audit's figure and the fine-tuning card's loss curve).
 
 Why by hand and not with a plotting library: the charts of a board of 50 took matplotlib about
 a second of CPU (its import half of it), a tenth of a whole build, for three small figures. What
@@ -7,19 +8,25 @@ a plotting library did for them is here, each piece tested on its own: ticks at 
 5 x 10^k (:func:`nice_ticks`; the earlier hand-drawn charts had ticks at 2.07 and 2.58), ticks
 at 1-2-5 on a log axis (:func:`log_ticks`), margins from the width the labels will take
 (:func:`text_width`, an estimate for a sans-serif face that errs wide) and labels set apart so
-that none overlap (:func:`~.plots.spread`). Every text goes through :func:`~.html.esc`.
+that none overlap (:func:`spread`). Every text is escaped (:func:`esc`).
 """
 
 from __future__ import annotations
 
+import html
 import math
 import sys
 import unicodedata
 from collections.abc import Sequence
 
-from tide_bench.leaderboard.site.html import esc
-
 FONT = 12  # px, the charts' text
+
+
+def esc(value: str) -> str:
+    """``value`` as SVG (XML) text or attribute content: ``& < > " '`` escaped."""
+    return html.escape(value, quote=True)
+
+
 # Advance widths of a sans-serif face (Helvetica, Arial, DejaVu Sans), in em, rounded up.
 _NARROW = frozenset("ijl|!.,:;'`")
 _THIN = frozenset("fIrt()[]{}/\\- ")
@@ -179,6 +186,26 @@ def mark(shape: str, x: float, y: float, colour: str, *, filled: bool = True) ->
         return f'<rect x="{num(x - 4)}" y="{num(y - 4)}" width="8" height="8" {paint}/>'
     points = _star(x, y, 7.5) if shape == "*" else [(x, y - 5.5), (x + 4.5, y), (x, y + 5.5), (x - 4.5, y)]
     return f'<polygon points="{" ".join(f"{num(px)},{num(py)}" for px, py in points)}" {paint}/>'
+
+
+def spread(targets: Sequence[float], gap: float, low: float = 0.0, high: float = 1.0) -> list[float]:
+    """Positions as close as possible to ``targets`` (same order) with at least ``gap`` between
+    neighbours, inside [low, high] when they fit (labels beside a chart that never overlap)."""
+    order = sorted(range(len(targets)), key=lambda i: targets[i])
+    pos = [targets[i] for i in order]
+    for i in range(1, len(pos)):
+        pos[i] = max(pos[i], pos[i - 1] + gap)
+    overflow = pos[-1] - high if pos else 0.0
+    if overflow > 0:
+        pos[-1] -= overflow
+        for i in range(len(pos) - 2, -1, -1):
+            pos[i] = min(pos[i], pos[i + 1] - gap)
+    if pos and pos[0] < low:  # too many to fit: keep the gap, start at the bottom
+        pos = [low + i * gap for i in range(len(pos))]
+    out = [0.0] * len(pos)
+    for rank, i in enumerate(order):
+        out[i] = pos[rank]
+    return out
 
 
 # ColorBrewer's RdBu, red (low) to blue (high), as matplotlib's "RdBu".

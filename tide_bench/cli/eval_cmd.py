@@ -176,6 +176,19 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
         "genuine multi-turn chat."
     ),
 )
+@click.option(
+    "--samples",
+    "samples",
+    type=int,
+    default=None,
+    metavar="K",
+    help=(
+        "Answer every item K times (2-20), sampling on (do_sample, temperature 0.7 unless --gen-kwargs gives "
+        "one above 0) with seeds --seed, --seed+1, ...: K run directories OUTPUT/sample-1..K (each run.json "
+        "records its sample, seeds and generation settings) and OUTPUT/samples.json, for the consistency "
+        "report (tide-bench consistency OUTPUT). K times the generation time, and K times the judging."
+    ),
+)
 @overwrite_option("Replace a finished run in --output-dir.")
 @click.option(
     "--yes",
@@ -248,6 +261,16 @@ def eval_cmd(**opts: Any) -> None:
         hf_hub_log_args=_key_values("--hf-hub-log-args", opts["hf_hub_log_args"]),
     )
     _before_sending(config, bool(opts["yes"]))
+    if opts["samples"] is not None:
+        from tide_bench.generation.sampled import run_samples
+
+        listing = run_samples(config, int(opts["samples"]))
+        click.echo(f"{opts['samples']} sampled runs written: {listing}")
+        click.echo(
+            f"next: judge each sample (tide-bench judge {config.output_dir}/sample-N "
+            f"--out {config.output_dir}/sample-N/judge), then tide-bench consistency {config.output_dir}"
+        )
+        return
     manifest = run_eval(config)
     click.echo("\n" + results_table(read_json(manifest)) + "\n")
     click.echo(f"run written: {manifest}")

@@ -7,6 +7,7 @@ is fuzzed: a clear error naming the file and field, or a correct result."""
 from __future__ import annotations
 
 import json
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -115,9 +116,18 @@ def _samples(tmp_path: Path, replies: list[dict[str, str]]) -> Path:
 
 
 def _judge_all(out: Path, k: int, server: FakeLLMServer) -> None:
-    judge = load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01, "max_retries": 0})
-    for s in range(1, k + 1):
-        judge_run(sample_dir(out, s), sample_dir(out, s) / "judge", judge)
+    """Every sample judged by one command (``tide-bench judge SET --out judge``), priced first."""
+    base = ["judge", str(out), "--out", "judge", "--base-url", server.url, "--yes"]
+    n = len(LABELS.labels)
+    priced = CliRunner().invoke(cli, [*base, "--dry-run"])
+    assert priced.exit_code == 0, priced.output
+    assert f"{k} samples, each judged in full" in priced.output and server.total_calls == 0
+    per_sample = n + 2 * len(SEVERE)  # the severe items judged 3 times (the default majority)
+    assert re.search(rf"^total +{k * n} +0 +{k * per_sample} +\$", priced.output, re.M)
+    judged = CliRunner().invoke(cli, base)
+    assert judged.exit_code == 0, judged.output
+    assert all((sample_dir(out, s) / "judge" / "judgments.jsonl").is_file() for s in range(1, k + 1))
+    assert f"next: tide-bench consistency {out}" in judged.output
 
 
 def test_the_report_over_judged_samples(tmp_path: Path, server: FakeLLMServer) -> None:
@@ -160,6 +170,12 @@ def test_a_sample_not_judged_is_named(tmp_path: Path, server: FakeLLMServer) -> 
     with pytest.raises(DataError, match="not judged") as err:
         consistency_of(out)
     assert "sample-2" in str(err.value.path)
+
+
+def test_a_set_is_judged_into_a_folder_name_inside_each_sample(tmp_path: Path, server: FakeLLMServer) -> None:
+    out = _samples(tmp_path, [{}, {}])
+    result = CliRunner().invoke(cli, ["judge", str(out), "--out", str(tmp_path / "elsewhere"), "--dry-run"])
+    assert result.exit_code == 2 and "--out names the judge folder inside each sample" in result.output
 
 
 def test_one_sample_is_not_estimable() -> None:

@@ -26,13 +26,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tide_bench.core.errors import ConfigError, DataError
 from tide_bench.core.jsonio import read_json, write_json
 from tide_bench.core.provenance import utc_now
 from tide_bench.generation.manifest import MANIFEST_NAME
-from tide_bench.generation.runner import EvalConfig, run_eval
+
+if TYPE_CHECKING:  # the runner imports lm-eval's stack: reading a listing must not
+    from tide_bench.generation.runner import EvalConfig
 
 SAMPLES_FILE = "samples.json"
 SAMPLES_KIND = "tide-bench-samples"
@@ -125,6 +127,8 @@ def run_samples(config: EvalConfig, k: int) -> Path:
     """Generate the k sampled runs of ``config`` into ``config.output_dir`` and write ``samples.json``
     (last); returns its path. A finished set is replaced only with ``config.overwrite``; a sample
     whose run is finished is kept when the set is resumed (an interrupted set has no samples.json)."""
+    from tide_bench.generation.runner import run_eval
+
     out = Path(config.output_dir)
     listing = out / SAMPLES_FILE
     configs = sample_configs(config, k)  # checked before anything is touched

@@ -36,7 +36,8 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     default=None,
     help="Rubric and prompt version (default: the config's, v4). v1, v2 and v3 reproduce those judgments; results are "
     "comparable only with their own version (docs/judging.md). epitome rates EPITOME's three mechanisms "
-    "(0-2) instead of TIDE's factors, quoting the words that carry each.",
+    "(0-2) instead of TIDE's factors, quoting the words that carry each. perceived: the seeker's view, the lay "
+    "perceived-empathy questions (felt understood, felt cared for) answered as the person who wrote the message.",
 )
 @click.option(
     "--reference/--no-reference",

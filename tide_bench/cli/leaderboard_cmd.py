@@ -95,6 +95,13 @@ def _no_embedding_options(fn):  # type: ignore[no-untyped-def]
     default=None,
     help="The risk-supplement run's judge directory (default: its RUN/judge).",
 )
+@click.option(
+    "--seeker-judge",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The run's judge directory with the seeker's view (`tide-bench judge RUN --rubric perceived --out DIR`), "
+    "packaged as seeker_judge/: the board's \"Seeker's view\" column, beside the factors (not ranked on).",
+)
 @_no_embedding_options
 def submit_cmd(
     run_dir: Path,
@@ -104,6 +111,7 @@ def submit_cmd(
     board: Path | None,
     risk_supplement: Path | None,
     risk_supplement_judge: Path | None,
+    seeker_judge: Path | None,
     overwrite: bool,
     no_embedding_check: bool,
     no_spot_checks: bool,
@@ -137,6 +145,7 @@ def submit_cmd(
             overwrite=overwrite,
             risk_supplement=risk_supplement,
             risk_supplement_judge=risk_supplement_judge,
+            seeker_judge=seeker_judge,
             board=load_board(board) if board else None,
             spot_checks=not (no_embedding_check or no_spot_checks),
             seed=spot_check_seed,

@@ -56,7 +56,14 @@ from typing import Any
 
 import numpy as np
 
-from tide_bench.core.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, cluster_codes, clustered_means, proportion_ci
+from tide_bench.core.stats import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    cluster_codes,
+    clustered_means,
+    mean_ci,
+    proportion_ci,
+)
 from tide_bench.data.risk_labels import SEVERE, RiskLabels
 from tide_bench.data.schema import persona_of_item
 from tide_bench.data.sources import RISK_SUPPLEMENT
@@ -302,6 +309,22 @@ def _safety_fields(
     }
 
 
+def seeker_view(sub: Submission, gens: Sequence[Any], personas: list[str], **boot: Any) -> dict[str, Any] | None:
+    """The entry's seeker's view (``seeker_judge/``, :mod:`..submission.seeker`): the mean of the
+    perceived-empathy questions per reply, counted as the factors are (a model failure at the scale
+    minimum, an infrastructure failure left out), with its persona-cluster CI and the unscored count."""
+    if not sub.seeker_judgments:
+        return None
+    from tide_bench.leaderboard.submission.seeker import seeker_rubric
+
+    rubric = seeker_rubric()
+    records = [sub.seeker_judgments[g.item_id] for g in gens]
+    overall = counted_values(records, rubric.factor_keys, rubric.scale_min)[:, -1]
+    block = mean_ci(overall, clusters=personas, **boot).as_dict()
+    unscored = [r.get("unscored_kind") for r in records if r["status"] != "scored"]
+    return block | {"n_unscored": len(unscored), "questions": list(rubric.factor_keys), "rubric": rubric.id}
+
+
 def _judge_fields(sub: Submission) -> dict[str, Any]:
     """Which judge rated the entry, and whether it shares the model's family."""
     judge, model = sub.judge or {}, sub.manifest.get("model") or {}
@@ -369,6 +392,7 @@ def score_entry(
             **_safety_fields(sub, records, judge_cols[:, -1], personas, risk_labels, adjudication),
             **_unscored_fields(records, personas, n),
             **_judge_fields(sub),
+            "seeker_view": seeker_view(sub, gens, personas, resamples=resamples, seed=seed),
             "equity": equity_report(
                 personas,
                 [g.persona for g in gens],

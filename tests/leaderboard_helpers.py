@@ -142,11 +142,13 @@ def judged_submission(
     data: Path | None = None,
     run_kw: dict[str, Any] | None = None,
     risk_supplement: Reply | Path | None = None,
+    seeker: bool = False,
     **meta_kw: Any,
 ) -> Path:
     """Run (on ``data``, default the sample's stand-in; ``run_kw`` for make_run), judge (fake
     server) and `submit` one entry; returns its submission folder. ``risk_supplement``: the replies
-    of the same model to the risk supplement (judged and packaged with it), or a judged run."""
+    of the same model to the risk supplement (judged and packaged with it), or a judged run; ``seeker``:
+    the seeker's view judged and packaged too."""
     run = tide_run(
         tmp / f"run-{sid}",
         reply,
@@ -156,6 +158,8 @@ def judged_submission(
         **(run_kw or {}),
     )
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
+    if seeker:  # the seeker's view too (--rubric perceived), packaged as seeker_judge/
+        judge_run(run, run / "judge-seeker", load_judge("claude-sonnet", base_url=server.url, rubric="perceived"))
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw)))
     supplement = (
@@ -170,6 +174,7 @@ def judged_submission(
         board=the_board or board(),
         spot_checks=False,
         risk_supplement=supplement,
+        seeker_judge=run / "judge-seeker" if seeker else None,
     ).folder
 
 

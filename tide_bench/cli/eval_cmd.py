@@ -260,7 +260,7 @@ def eval_cmd(**opts: Any) -> None:
         wandb_args=_key_values("--wandb-args", opts["wandb_args"]),
         hf_hub_log_args=_key_values("--hf-hub-log-args", opts["hf_hub_log_args"]),
     )
-    _before_sending(config, bool(opts["yes"]))
+    _before_sending(config, bool(opts["yes"]), int(opts["samples"] or 1))
     if opts["samples"] is not None:
         from tide_bench.generation.sampled import run_samples
 
@@ -287,9 +287,9 @@ API_BACKENDS = {  # lm-eval's API backends and the endpoint each sends to withou
 }
 
 
-def _before_sending(config: Any, yes: bool) -> None:
+def _before_sending(config: Any, yes: bool, samples: int = 1) -> None:
     """The notice on stderr before an API backend sends the conversations to a hosted endpoint, and
-    the first run's confirmation (:mod:`tide_bench.core.hosted`)."""
+    the first run's confirmation (:mod:`tide_bench.core.hosted`); ``samples``: each is sent that often."""
     import sys
 
     from tide_bench.core.hosted import confirm_hosted, is_hosted
@@ -307,7 +307,7 @@ def _before_sending(config: Any, yes: bool) -> None:
         n = min(n, int(limit) if limit >= 1 else int(n * limit))
     confirm_hosted(
         Path(config.output_dir),
-        n=n,
+        n=n * samples,
         provider=config.model,
         endpoint=endpoint,
         model=str(args.get("model") or "?"),

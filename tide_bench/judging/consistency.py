@@ -79,8 +79,9 @@ def _spreads(values: np.ndarray) -> np.ndarray:
     return np.where(n >= 2, np.sqrt(var), np.nan)
 
 
-def _listed(items: Sequence[str]) -> dict[str, Any]:
-    return {"n": len(items), "items": list(items[:MAX_LISTED])}
+def _listed(items: Sequence[str], limit: int | None = MAX_LISTED) -> dict[str, Any]:
+    """A count and the items (the first ``limit``; every one for the severe items, which a gate reads)."""
+    return {"n": len(items), "items": list(items if limit is None else items[:limit])}
 
 
 def _severe(
@@ -117,8 +118,8 @@ def _severe(
         "n_severe_items": len(every) + len(some) + len(unknown),
         "handled_every_time": proportion_ci(flags, clusters=clusters).as_dict(),
         "n_handled_every_time": len(every),
-        "mishandled_in_some_sample": _listed(some),
-        "not_known": _listed(unknown),
+        "mishandled_in_some_sample": _listed(some, None),
+        "not_known": _listed(unknown, None),
     }
 
 

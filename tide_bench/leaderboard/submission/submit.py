@@ -45,6 +45,7 @@ from tide_bench.leaderboard.submission.layout import (
     RISK_SUPPLEMENT,
     RUN,
     SAFE_ID,
+    SAMPLES_DIR,
     SEEKER_DIR,
     parse_meta,
 )
@@ -236,6 +237,7 @@ def create_submission(
     risk_supplement: str | Path | None = None,
     risk_supplement_judge: str | Path | None = None,
     seeker_judge: str | Path | None = None,
+    samples: str | Path | None = None,
 ) -> CheckResult:
     """Copy a judged run with its metadata into ``out/<id>/`` if, and only if, it validates.
 
@@ -246,6 +248,8 @@ def create_submission(
     ``risk_supplement_judge``, default its ``judge/``), staged as ``risk_supplement/``
     (:mod:`.supplement`). ``seeker_judge``: the run's judge folder with the seeker's view
     (``tide-bench judge RUN --rubric perceived``), staged as ``seeker_judge/`` (:mod:`.seeker`).
+    ``samples``: a judged set of samples (``eval --samples K``, each sample judged into its
+    ``judge/``), staged as ``samples/sample-N/`` (:mod:`.samples`).
     """
     run_dir, meta_path, out = Path(run_dir), Path(meta_path), Path(out)
     meta, text = _read_meta(meta_path)
@@ -258,6 +262,11 @@ def create_submission(
         runs[f"{RISK_SUPPLEMENT}/"] = (supplement, _judge_folder(supplement, risk_supplement_judge))
     elif risk_supplement_judge is not None:
         raise ConfigError("--risk-supplement-judge goes with --risk-supplement")
+    if samples is not None:
+        from tide_bench.generation.sampled import read_samples_listing
+
+        for sample in read_samples_listing(Path(samples)):
+            runs[f"{SAMPLES_DIR}/{sample.name}/"] = (sample, _judge_folder(sample, None))
     target = out / sid
     if (target.exists() or target.is_symlink()) and not overwrite:
         raise ConfigError(

@@ -60,6 +60,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
             params=1_000_000_000,
             data=data,
             seeker=True,
+            samples=2,
         )
         beta = judged_submission(
             tmp,
@@ -206,6 +207,9 @@ def test_board_sorts_best_first_filters_and_fits(built: Path, browser: Any, scre
     assert seeker.is_visible() and "Seeker" in seeker.inner_text()
     assert _cell(page, "alpha-model", "seeker_view").startswith("4.50")  # felt understood 5, cared for 4
     assert _cell(page, "delta-model", "seeker_view") == "not judged"
+    assert page.locator("th[data-key=flag_agreement]").is_visible()  # consistency across alpha's 2 samples
+    assert _cell(page, "alpha-model", "flag_agreement").startswith("100.0%")
+    assert _cell(page, "delta-model", "flag_agreement") == "n/a"  # no samples
     assert page.locator("th[data-key=equity_gap]").is_visible()  # the equity column and its chart
     assert page.locator("#equity svg").count() >= 1
     page.shot(screenshots, "board-sorted-filtered-factors")

@@ -142,11 +142,14 @@ def judged_submission(
     data: Path | None = None,
     run_kw: dict[str, Any] | None = None,
     risk_supplement: Reply | Path | None = None,
+    seeker: bool = False,
+    samples: int = 0,
     **meta_kw: Any,
 ) -> Path:
     """Run (on ``data``, default the sample's stand-in; ``run_kw`` for make_run), judge (fake
     server) and `submit` one entry; returns its submission folder. ``risk_supplement``: the replies
-    of the same model to the risk supplement (judged and packaged with it), or a judged run."""
+    of the same model to the risk supplement (judged and packaged with it), or a judged run; ``seeker``:
+    the seeker's view judged and packaged too; ``samples``: K sampled runs judged and packaged too."""
     run = tide_run(
         tmp / f"run-{sid}",
         reply,
@@ -156,8 +159,11 @@ def judged_submission(
         **(run_kw or {}),
     )
     judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url, overrides={"backoff_base_s": 0.01}))
+    if seeker:  # the seeker's view too (--rubric perceived), packaged as seeker_judge/
+        judge_run(run, run / "judge-seeker", load_judge("claude-sonnet", base_url=server.url, rubric="perceived"))
     meta_path = tmp / f"{sid}.yaml"
     meta_path.write_text(yaml.safe_dump(meta(sid, parameters=params, **meta_kw)))
+    sampled = sampled_set(tmp / f"set-{sid}", server, sid, reply, data or stand_in_dataset(tmp), samples, params)
     supplement = (
         risk_supplement
         if risk_supplement is None or isinstance(risk_supplement, Path)
@@ -170,7 +176,30 @@ def judged_submission(
         board=the_board or board(),
         spot_checks=False,
         risk_supplement=supplement,
+        seeker_judge=run / "judge-seeker" if seeker else None,
+        samples=sampled,
     ).folder
+
+
+def sampled_set(
+    folder: Path, server: FakeLLMServer, sid: str, reply: Reply, data: Path, k: int, params: int
+) -> Path | None:
+    """``k`` judged samples of one model (as `eval --samples k` records them: sampling on, a seed
+    each) and their listing; None for k = 0. Sample s answers ``reply`` with `` [sample s]`` added."""
+    if k == 0:
+        return None
+    from tide_bench.generation.runner import EvalConfig
+    from tide_bench.generation.sampled import sample_configs, sample_dir, write_samples_listing
+
+    for s in range(1, k + 1):
+        text = reply if callable(reply) else (lambda _i, r=reply: r)
+        run = tide_run(sample_dir(folder, s), lambda i, t=text, s=s: f"{t(i)} [sample {s}]", data,
+                       model_name=f"org/{sid}", num_parameters=params)  # fmt: skip
+        edit_json(run / "run.json", lambda m, s=s: m["generation"].update(
+            gen_kwargs_override={"do_sample": True, "temperature": 0.7}, seed=[s] * 4))  # fmt: skip
+        judge_run(run, run / "judge", load_judge("claude-sonnet", base_url=server.url))
+    write_samples_listing(folder, sample_configs(EvalConfig(output_dir=folder), k))
+    return folder
 
 
 def reference_submission(

@@ -104,6 +104,9 @@ def test_eval_with_a_hosted_api_backend_stops_before_a_first_run_without_yes(tmp
     assert result.exit_code == 2, result.output
     assert "Sending 3 conversations to anthropic-chat (claude-x)" in result.output and "--yes" in result.output
     assert not (out / "run.json").exists()
+    sampled = CliRunner().invoke(cli, [*args, "--limit", "3", "--samples", "2", "--output-dir", str(out)])
+    assert "Sending 6 conversations to anthropic-chat (claude-x)" in sampled.output  # each sample sends them again
+    assert sampled.exit_code == 2 and not (out / "sample-1").exists()
 
 
 def _page_data(page: Path) -> dict[str, Any]:

@@ -59,6 +59,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
             lambda i: f"Kind reply [[SCORES:5,4,5]] {i.item_id}",
             params=1_000_000_000,
             data=data,
+            seeker=True,
+            samples=2,
         )
         beta = judged_submission(
             tmp,
@@ -136,6 +138,15 @@ class Page:
         self.page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
 
+def _cell(page: Page, sid: str, key: str) -> str:
+    """The text of entry ``sid``'s cell in the column ``key`` (the header's position in the row)."""
+    script = """([sid, key]) => {
+        const i = [...document.querySelectorAll('table#board thead th')].findIndex(t => t.dataset.key === key);
+        return document.querySelector(`tbody[data-id="${sid}"] tr`).children[i].innerText.trim();
+    }"""
+    return str(page.evaluate(script, [sid, key]))
+
+
 def _order(page: Page) -> list[str]:
     return page.eval_on_selector_all("tbody.entry:not([hidden])", "els => els.map(e => e.getAttribute('data-id'))")
 
@@ -192,6 +203,15 @@ def test_board_sorts_best_first_filters_and_fits(built: Path, browser: Any, scre
     assert details.is_visible() and "Scenario" in details.inner_text()
     assert "preference leakage" in page.inner_text("tbody[data-id=gamma-model]")
     assert XSS_NAME in page.inner_text("table#board")  # shown as text
+    seeker = page.locator("th[data-key=seeker_view]")  # the seeker's view beside the factors (issue 49)
+    assert seeker.is_visible() and "Seeker" in seeker.inner_text()
+    assert _cell(page, "alpha-model", "seeker_view").startswith("4.50")  # felt understood 5, cared for 4
+    assert _cell(page, "delta-model", "seeker_view") == "not judged"
+    assert page.locator("th[data-key=flag_agreement]").is_visible()  # consistency across alpha's 2 samples
+    assert _cell(page, "alpha-model", "flag_agreement").startswith("100.0%")
+    assert _cell(page, "delta-model", "flag_agreement") == "n/a"  # no samples
+    assert page.locator("th[data-key=equity_gap]").is_visible()  # the equity column and its chart
+    assert page.locator("#equity svg").count() >= 1
     page.shot(screenshots, "board-sorted-filtered-factors")
     page.assert_clean(site)
     page.close()

@@ -203,7 +203,8 @@ def _the_page_and_exports_show_the_safety_view(site: Path) -> None:
     assert float(harmful["safety_adjusted_empathy"]) == pytest.approx(3.0) and harmful["any_safety_flag"] == "True"
     assert float(safe["safety_adjusted_empathy"]) == 4 and safe["prompt_condition"] == "neutral"
     md = (site / "leaderboard.md").read_text()
-    assert "| Prompt | Safety-adjusted [95% CI] | Risk mishandled | Severe risk failures | Empathy [95% CI] |" in md
+    header = "| Prompt | Safety-adjusted [95% CI] | Risk mishandled | Severe risk failures | Equity gap |"
+    assert header + " Empathy [95% CI] |" in md
     assert "| neutral | 3.00 [3.00, 3.00] |" in md and "| 5.00 [5.00, 5.00] |" in md and "| 50.0% (warning) |" in md
 
 

@@ -177,6 +177,19 @@ def _seed(text: str) -> int | tuple[int | None, ...]:
         "genuine multi-turn chat."
     ),
 )
+@click.option(
+    "--samples",
+    "samples",
+    type=int,
+    default=None,
+    metavar="K",
+    help=(
+        "Answer every item K times (2-20), sampling on (do_sample, temperature 0.7 unless --gen-kwargs gives "
+        "one above 0) with seeds --seed, --seed+1, ...: K run directories OUTPUT/sample-1..K (each run.json "
+        "records its sample, seeds and generation settings) and OUTPUT/samples.json, for the consistency "
+        "report (tide-bench consistency OUTPUT). K times the generation time, and K times the judging."
+    ),
+)
 @overwrite_option("Replace a finished run in --output-dir.")
 @click.option(
     "--yes",
@@ -248,7 +261,17 @@ def eval_cmd(**opts: Any) -> None:
         wandb_args=_key_values("--wandb-args", opts["wandb_args"]),
         hf_hub_log_args=_key_values("--hf-hub-log-args", opts["hf_hub_log_args"]),
     )
-    _before_sending(config, bool(opts["yes"]))
+    _before_sending(config, bool(opts["yes"]), int(opts["samples"] or 1))
+    if opts["samples"] is not None:
+        from tide_bench.generation.sampled import run_samples
+
+        listing = run_samples(config, int(opts["samples"]))
+        click.echo(f"{opts['samples']} sampled runs written: {listing}")
+        click.echo(
+            f"next: judge each sample (tide-bench judge {config.output_dir}/sample-N "
+            f"--out {config.output_dir}/sample-N/judge), then tide-bench consistency {config.output_dir}"
+        )
+        return
     manifest = run_eval(config)
     click.echo("\n" + results_table(read_json(manifest)) + "\n")
     click.echo(f"run written: {manifest}")
@@ -265,9 +288,9 @@ API_BACKENDS = {  # lm-eval's API backends and the endpoint each sends to withou
 }
 
 
-def _before_sending(config: Any, yes: bool) -> None:
+def _before_sending(config: Any, yes: bool, samples: int = 1) -> None:
     """The notice on stderr before an API backend sends the conversations to a hosted endpoint, and
-    the first run's confirmation (:mod:`tide_bench.core.hosted`)."""
+    the first run's confirmation (:mod:`tide_bench.core.hosted`); ``samples``: each is sent that often."""
     import sys
 
     from tide_bench.core.hosted import confirm_hosted, is_hosted
@@ -285,7 +308,7 @@ def _before_sending(config: Any, yes: bool) -> None:
         n = min(n, int(limit) if limit >= 1 else int(n * limit))
     confirm_hosted(
         Path(config.output_dir),
-        n=n,
+        n=n * samples,
         provider=config.model,
         endpoint=endpoint,
         model=str(args.get("model") or "?"),

@@ -17,6 +17,7 @@ from tide_bench.cli.options import (
     spend_options,
 )
 from tide_bench.core.errors import ConfigError
+from tide_bench.generation.sampled import SAMPLES_FILE, read_samples_listing
 from tide_bench.judging.files import JUDGMENTS_FILE, SUMMARY_FILE
 from tide_bench.judging.progress import Progress
 from tide_bench.judging.report import format_summary
@@ -35,7 +36,8 @@ BUDGET_STOP_EXIT = 3  # the run finished cleanly but --max-cost left items unjud
     default=None,
     help="Rubric and prompt version (default: the config's, v4). v1, v2 and v3 reproduce those judgments; results are "
     "comparable only with their own version (docs/judging.md). epitome rates EPITOME's three mechanisms "
-    "(0-2) instead of TIDE's factors, quoting the words that carry each.",
+    "(0-2) instead of TIDE's factors, quoting the words that carry each. perceived: the seeker's view, the lay "
+    "perceived-empathy questions (felt understood, felt cared for) answered as the person who wrote the message.",
 )
 @click.option(
     "--reference/--no-reference",
@@ -194,6 +196,8 @@ def judge_cmd(
       tide-bench judge runs/qwen0.5b --out ... --judge local \\
           --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-72B-Instruct
       tide-bench judge runs/qwen0.5b --out runs/qwen0.5b/judge-v1 --rubric v1
+      tide-bench judge runs/qwen-k3 --out judge --dry-run   # a set of samples (eval --samples 3): each
+                                                            # sample into runs/qwen-k3/sample-N/judge
       tide-bench judge --probes --out probes/
       tide-bench judge --probes --out probes-local/ --judge local --base-url http://127.0.0.1:8000/v1 \\
           --model Qwen/Qwen2.5-72B-Instruct
@@ -253,6 +257,9 @@ def judge_cmd(
             "give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge"
         )
     check_budget(config, max_cost)  # a budget that could not be enforced is refused, in a dry run too
+    if run_dir is not None and not (probes or swap_check) and (run_dir / SAMPLES_FILE).is_file():
+        _judge_set(run_dir, out, config, options, dry_run=dry_run, yes=yes, bar=bar)
+        return
     if dry_run:
         click.echo(format_estimate(estimate_run(target, out, config, options)))
         return
@@ -296,16 +303,52 @@ def _run_check(out: Path, config: Any, options: Any, probes_file: Path | None) -
         sys.exit(1)
 
 
+def _judge_set(run_dir: Path, out: Path, config: Any, options: Any, *, dry_run: bool, yes: bool, bar: Any) -> None:
+    """Every sample of a set (``eval --samples K``) judged into ``sample-N/<out>``, priced together;
+    a --max-cost is shared out evenly, so that the whole set stays within it."""
+    import dataclasses
+
+    from tide_bench.cli.judge_samples import judge_samples
+
+    k = len(read_samples_listing(run_dir))
+    if options.max_cost is not None:
+        options = dataclasses.replace(options, max_cost=options.max_cost / k)
+        click.echo(f"--max-cost is shared by the {k} samples: ${options.max_cost:,.2f} each", err=True)
+    try:
+        results = judge_samples(
+            run_dir,
+            out,
+            config,
+            options,
+            dry_run=dry_run,
+            confirm=lambda folder, n: _confirm(folder, n, config, yes),
+            echo=click.echo,
+        )
+    finally:
+        bar.close()
+    for s, result in enumerate(results, 1):
+        click.echo(f"\nsample {s}:\n{format_summary(result.summary)}")
+    if results:
+        click.echo(f"\nnext: tide-bench consistency {run_dir} --judge-subdir {out}")
+    if any(r.summary["unscored_reasons"].get("budget_exhausted") for r in results):
+        sys.exit(BUDGET_STOP_EXIT)
+
+
 def _before_sending(target: Any, out: Path, config: Any, options: Any, yes: bool) -> None:
     """The notice on stderr before any text goes to a hosted judge, and the first run's confirmation
     (:mod:`tide_bench.core.hosted`)."""
-    from tide_bench.core.hosted import confirm_hosted
     from tide_bench.judging import dry_run as estimate_run
+
+    _confirm(Path(out), int(estimate_run(target, out, config, options)["n_calls"]), config, yes)  # cached: nothing
+
+
+def _confirm(folder: Path, n: int, config: Any, yes: bool) -> None:
+    from tide_bench.core.hosted import confirm_hosted
     from tide_bench.judging.providers import make_provider
 
     confirm_hosted(
-        Path(out),
-        n=int(estimate_run(target, out, config, options)["n_calls"]),  # cached calls send nothing
+        Path(folder),
+        n=n,
         provider=config.provider,
         endpoint=make_provider(config).public_endpoint,
         model=config.model,

@@ -95,6 +95,21 @@ def _no_embedding_options(fn):  # type: ignore[no-untyped-def]
     default=None,
     help="The risk-supplement run's judge directory (default: its RUN/judge).",
 )
+@click.option(
+    "--seeker-judge",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The run's judge directory with the seeker's view (`tide-bench judge RUN --rubric perceived --out DIR`), "
+    "packaged as seeker_judge/: the board's \"Seeker's view\" column, beside the factors (not ranked on).",
+)
+@click.option(
+    "--samples",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The same model's judged set of samples (`tide-bench eval ... --samples K --output-dir SET`, then "
+    "`tide-bench judge SET --out judge`), packaged as samples/: the board's consistency columns, and its severe gate "
+    "on every sample where the board sets severe_every_sample.",
+)
 @_no_embedding_options
 def submit_cmd(
     run_dir: Path,
@@ -104,6 +119,8 @@ def submit_cmd(
     board: Path | None,
     risk_supplement: Path | None,
     risk_supplement_judge: Path | None,
+    seeker_judge: Path | None,
+    samples: Path | None,
     overwrite: bool,
     no_embedding_check: bool,
     no_spot_checks: bool,
@@ -137,6 +154,8 @@ def submit_cmd(
             overwrite=overwrite,
             risk_supplement=risk_supplement,
             risk_supplement_judge=risk_supplement_judge,
+            seeker_judge=seeker_judge,
+            samples=samples,
             board=load_board(board) if board else None,
             spot_checks=not (no_embedding_check or no_spot_checks),
             seed=spot_check_seed,

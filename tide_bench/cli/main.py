@@ -17,6 +17,7 @@ from tide_bench import __version__
 from tide_bench.cli import USER_ERROR_EXIT
 from tide_bench.cli.annotate_cmd import annotate
 from tide_bench.cli.audit_cmd import audit_cmd
+from tide_bench.cli.consistency_cmd import consistency_cmd
 from tide_bench.cli.data_cmd import data
 from tide_bench.cli.demo_cmd import demo, demo_model_cmd
 from tide_bench.cli.epitome_cmd import epitome
@@ -84,6 +85,7 @@ def cli() -> None:
       tide-bench judge RUN --out DIR          rate replies with an LLM judge (3 factors + safety)
       tide-bench view RUN                     one run's replies, scores and rationales as an HTML file
       tide-bench robustness pairs|report      persona-swap minimal pairs: does a stated identity move replies?
+      tide-bench consistency FOLDER           spread and safety across `eval --samples K` (judged)
       tide-bench audit --ratings F ...        judge-human agreement (alpha, kappa, CIs, rater groups)
       tide-bench annotate build|collect|plan  offline, blinded rating pages for people; merge returns; power
       tide-bench validation list|fetch|run|report|board  audit a judge against public expert ratings
@@ -117,6 +119,7 @@ cli.add_command(merge_cmd)
 cli.add_command(tasks_path_cmd)
 cli.add_command(judge_cmd)
 cli.add_command(audit_cmd)
+cli.add_command(consistency_cmd)
 cli.add_command(annotate)
 cli.add_command(submit_cmd)
 cli.add_command(leaderboard)

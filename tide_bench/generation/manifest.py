@@ -199,6 +199,7 @@ def build_manifest(
             "device_choices": config.get("device_choices"),  # batch size and attention: chosen how and why
             "device": config.get("device"),
             "seed": config.get("seed"),
+            "sample": config.get("sample"),  # one of `eval --samples k`'s runs: its index, k and seeds
             "response_cache_used": bool(config.get("use_cache")),
             "cache_requests": config.get("cache_requests"),
         },

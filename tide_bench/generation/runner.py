@@ -92,6 +92,8 @@ class EvalConfig:
     cache_requests: str | None = None
     wandb_args: dict[str, Any] | None = None
     hf_hub_log_args: dict[str, Any] | None = None
+    # one of ``eval --samples k``'s runs: {"index": s, "of": k, "seed": [...]} (generation/sampled.py)
+    sample: dict[str, Any] | None = None
 
     def seeds(self) -> tuple[int | None, int | None, int | None, int | None]:
         """(python, numpy, torch, few-shot) seeds, as lm-eval's ``--seed`` takes them."""

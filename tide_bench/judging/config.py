@@ -37,7 +37,7 @@ from tide_bench.core.secrets import redact_url
 from tide_bench.core.yaml_io import read_yaml
 from tide_bench.judging.answer_size import DEFAULT_LENGTHS, answer_lengths
 from tide_bench.judging.capabilities import capabilities, provider_names
-from tide_bench.judging.rubric import Rubric, load_rubric, rubric_path
+from tide_bench.judging.rubric import Rubric, load_rubric, prompt_path, rubric_path
 
 DEFAULT_MAX_ANSWER_BYTES = 4 * 1024 * 1024  # a rating is a few KB; the cap stops a hostile server
 # The output schema (prompt.rating_schema): 1 = v1's factors {score, rationale} + safety {flagged,
@@ -283,8 +283,7 @@ def _load_prompt(path: Path) -> PromptTemplate:
 def _rubric_files(raw: dict[str, Any], folder: Path, rubric: str | None) -> tuple[Path, Path]:
     """The rubric and prompt files: ``rubric`` names a version (v1, v2), else the config's own."""
     if rubric is not None:
-        path = rubric_path(rubric)
-        return path, path.with_name(path.name.replace("rubric_", "prompt_"))
+        return rubric_path(rubric), prompt_path(rubric)
     return (folder / raw.get("rubric", "../rubric_v1.yaml")).resolve(), (
         folder / raw.get("prompt", "../prompt_v1.yaml")
     ).resolve()

@@ -46,7 +46,10 @@ from tide_bench.core.hashing import sha256_json
 from tide_bench.core.resources import resource_dir
 from tide_bench.core.yaml_io import load_shipped_yaml, load_yaml
 
-RUBRIC_VERSIONS = ("v1", "v2", "v3", "v4", "epitome")  # epitome: EPITOME's three mechanisms, 0-2 (rubric_epitome.yaml)
+RUBRIC_VERSIONS = ("v1", "v2", "v3", "v4", "epitome", "perceived")  # epitome: EPITOME's mechanisms, 0-2
+# The seeker's view: the lay raters' perceived-empathy instrument, also a judge's rubric (docs/judging.md).
+SEEKER_RUBRIC = "perceived"
+_RUBRIC_FILES = {SEEKER_RUBRIC: ("perceived_empathy_v1.yaml", "prompt_perceived.yaml")}
 DEFAULT_RUBRIC = "v4"
 NO_CATEGORY = "none"  # the safety category of an unflagged reply, and the risk-cue kind of a message without one
 SEVERITY_KINDS = ("suicide_self_harm", "harm_to_others")  # risk-cue kinds graded on v3's one ladder (v4: its ladders)
@@ -375,10 +378,19 @@ class Rubric:
 
 
 def rubric_path(version: str) -> Path:
-    """The rubric file of a version name (``v1``, ``v2``)."""
+    """The rubric file of a version name (``v1``, ``v2``; ``perceived``: the lay instrument's file)."""
     if version not in RUBRIC_VERSIONS:
         raise ConfigError(f"unknown rubric {version!r}; choose {', '.join(RUBRIC_VERSIONS)}", field="--rubric")
-    return resource_dir("judges") / f"rubric_{version}.yaml"
+    name = _RUBRIC_FILES[version][0] if version in _RUBRIC_FILES else f"rubric_{version}.yaml"
+    return resource_dir("judges") / name
+
+
+def prompt_path(version: str) -> Path:
+    """The judge prompt that goes with a rubric version (``prompt_v4.yaml`` with ``rubric_v4.yaml``)."""
+    rubric = rubric_path(version)
+    if version in _RUBRIC_FILES:
+        return rubric.with_name(_RUBRIC_FILES[version][1])
+    return rubric.with_name(rubric.name.replace("rubric_", "prompt_"))
 
 
 def _levels(raw: Any, lo: int, hi: int, path: Path, where: str, *, complete: bool) -> dict[int, str]:
@@ -649,7 +661,7 @@ def _mapping_rules(raw: Any, path: Path) -> tuple[str, ...]:
 
 def _is_shipped(path: Path) -> bool:
     """Whether ``path`` is one of the rubric files that ship in ``judges/``."""
-    return path.name in {f"rubric_{v}.yaml" for v in RUBRIC_VERSIONS} and path.parent == resource_dir("judges")
+    return path.parent == resource_dir("judges") and path.name in {rubric_path(v).name for v in RUBRIC_VERSIONS}
 
 
 @lru_cache(maxsize=8)

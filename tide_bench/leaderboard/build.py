@@ -322,6 +322,7 @@ def _decide(
         max_safety_flag_rate=board.max_safety_flag_rate,
         max_risk_mishandled_rate=board.max_risk_mishandled_rate,
         max_severe_risk_failures=board.max_severe_risk_failures,
+        severe_every_sample=board.severe_every_sample,
     )
     rows = [e.row for e in together] + [e.row for e in apart]
     if ranked is not None:

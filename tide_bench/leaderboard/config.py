@@ -105,6 +105,7 @@ class BoardConfig:
     require_risk_supplement: bool = False  # every entry carries a judged risk-supplement run (the TIDE board: true)
     min_severe_samples: int | None = None  # judge calls per severe item an entry must have made (majority of k)
     severe_adjudication: str | None = None  # the clinicians' verdicts on severe flags (JSON Lines)
+    severe_every_sample: bool = False  # entries carry K samples (samples/); a severe item fails if any reply fails
     source: str = ""
 
     def chat_templates_path(self) -> Path | None:
@@ -164,6 +165,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "require_risk_supplement": (bool,),
     "min_severe_samples": (int,),
     "severe_adjudication": (str,),
+    "severe_every_sample": (bool,),
 }
 _NULLABLE = {
     "split_version",

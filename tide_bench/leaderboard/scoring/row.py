@@ -77,6 +77,8 @@ class BoardRow:
     left_out_rate: float | None = _f("judging", "Share left out of the means", fmt="percent")
     unscored_reasons: dict[str, int] = _f("summary", default=None)
     per_scenario: dict[str, dict[str, Any]] = _f("scenarios", default=None)
+    consistency: dict[str, Any] | None = _f("safety", "Consistency across samples (spread, flag agreement, severe)")
+    seeker_view: Block = _f("summary")  # the perceived-empathy judge's mean (submission/seeker.py)
     equity: dict[str, Any] | None = _f("equity")  # per persona group, gaps and the verdict (judging.equity)
     judge: dict[str, Any] | None = _f("provenance")
     self_preference: dict[str, Any] | None = _f("bias")

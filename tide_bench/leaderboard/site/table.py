@@ -84,8 +84,8 @@ def _cell_value(c: Column, row: dict[str, Any], *, link: str | None = None) -> s
     if c.kind == "verdict":
         return _verdict(value, judged=bool(row.get("judged", True)))
     if c.is_block:
-        if value is None and c.kind == "score" and not row.get("judged", True):
-            return _muted("not judged")
+        if value is None and c.kind == "score" and (c.when_present or not row.get("judged", True)):
+            return _muted("not judged")  # a score only some entries have (the seeker's view): not judged so
         return fmt_block(value, c.digits, percent=c.kind == "rate")
     if value is None:
         return _muted("not judged") if c.kind == "fraction" and not row.get("judged", True) else _muted("n/a")

@@ -11,6 +11,8 @@ Layout of ``leaderboard/submissions/<id>/``::
     judge/severe_samples.jsonl  the repeated judge calls on severe risk items (majority of k)
     risk_supplement/run/...  the same model's run on the built-in risk supplement (same layout)
     risk_supplement/judge/...  its judgments, by the same judge (where the board requires it)
+    seeker_judge/judgments.jsonl  the seeker's view of the run's replies (--rubric perceived; optional)
+    samples/sample-N/run/..., samples/sample-N/judge/...  K sampled runs of the same items (eval --samples)
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ JUDGE_CONFIG = f"{JUDGE}/{CONFIG_FILE}"
 JUDGE_SUMMARY = f"{JUDGE}/{SUMMARY_FILE}"
 JUDGE_FILES = SUBMITTED_FILES
 RISK_SUPPLEMENT = "risk_supplement"  # the folder of the entry's risk-supplement run
+SAMPLES_DIR = "samples"  # the entry's K sampled runs (generation/sampled.py), each with its judge folder
+SEEKER_DIR = "seeker_judge"  # the seeker's view of the run's replies (judging/rubric.py SEEKER_RUBRIC)
 SAFE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
@@ -67,6 +71,8 @@ class Submission:
     served_models: tuple[str, ...] = ()  # the models that served the judge's requests (judgments' served_model)
     severe_votes: dict[str, Any] = field(default_factory=dict)  # item -> SevereVotes (judge/severe_samples.jsonl)
     risk_supplement: Submission | None = None  # the entry's risk-supplement run (risk_supplement/)
+    seeker_judgments: dict[str, dict[str, Any]] = field(default_factory=dict)  # item -> seeker_judge/ record
+    samples: list[Submission] = field(default_factory=list)  # the K sampled runs (samples/sample-N/)
 
     def __post_init__(self) -> None:
         if self.n_items is None:
@@ -93,6 +99,8 @@ class Submission:
             replies_digest=self.digest(),
             severe_votes={},
             risk_supplement=supplement,
+            seeker_judgments={},
+            samples=[],
         )
 
 

@@ -45,6 +45,8 @@ from tide_bench.leaderboard.submission.layout import (
     RISK_SUPPLEMENT,
     RUN,
     SAFE_ID,
+    SAMPLES_DIR,
+    SEEKER_DIR,
     parse_meta,
 )
 from tide_bench.leaderboard.submission.local_paths import redact, redact_folder_name
@@ -162,16 +164,19 @@ def _stage(run_dir: Path, judge_src: Path, staging: Path, board: BoardConfig) ->
         json.dumps(published(manifest | {"files": files}), indent=2, ensure_ascii=False) + "\n",
     )
     if (judge_src / JUDGMENTS_FILE).is_file():
-        (staging / JUDGE).mkdir()
-        for name in JUDGE_FILES:
-            if not (judge_src / name).is_file():
-                continue
-            if name.endswith(".jsonl"):  # judgments are copied byte for byte: their keys must still match
-                atomic_write_bytes(
-                    staging / JUDGE / name, read_bytes(judge_src / name, DataError, max_bytes=board.max_bytes)
-                )
-            else:
-                _copy_redacted_json(judge_src / name, staging / JUDGE / name, board.max_bytes)
+        copy_judge(judge_src, staging / JUDGE, board)
+
+
+def copy_judge(judge_src: Path, dest: Path, board: BoardConfig) -> None:
+    """A judge folder's submitted files into ``dest`` (judgments byte for byte, the JSON redacted)."""
+    dest.mkdir()
+    for name in JUDGE_FILES:
+        if not (judge_src / name).is_file():
+            continue
+        if name.endswith(".jsonl"):  # judgments are copied byte for byte: their keys must still match
+            atomic_write_bytes(dest / name, read_bytes(judge_src / name, DataError, max_bytes=board.max_bytes))
+        else:
+            _copy_redacted_json(judge_src / name, dest / name, board.max_bytes)
 
 
 def _given(path: str, run_dir: Path, judge_src: Path) -> str | None:
@@ -231,6 +236,8 @@ def create_submission(
     seed: int | None = None,
     risk_supplement: str | Path | None = None,
     risk_supplement_judge: str | Path | None = None,
+    seeker_judge: str | Path | None = None,
+    samples: str | Path | None = None,
 ) -> CheckResult:
     """Copy a judged run with its metadata into ``out/<id>/`` if, and only if, it validates.
 
@@ -239,7 +246,10 @@ def create_submission(
     defaults to the shipped board (the demo board for ``demo: true`` metadata).
     ``risk_supplement``: the same model's judged run on the risk supplement (its judge folder
     ``risk_supplement_judge``, default its ``judge/``), staged as ``risk_supplement/``
-    (:mod:`.supplement`).
+    (:mod:`.supplement`). ``seeker_judge``: the run's judge folder with the seeker's view
+    (``tide-bench judge RUN --rubric perceived``), staged as ``seeker_judge/`` (:mod:`.seeker`).
+    ``samples``: a judged set of samples (``eval --samples K``, each sample judged into its
+    ``judge/``), staged as ``samples/sample-N/`` (:mod:`.samples`).
     """
     run_dir, meta_path, out = Path(run_dir), Path(meta_path), Path(out)
     meta, text = _read_meta(meta_path)
@@ -252,6 +262,11 @@ def create_submission(
         runs[f"{RISK_SUPPLEMENT}/"] = (supplement, _judge_folder(supplement, risk_supplement_judge))
     elif risk_supplement_judge is not None:
         raise ConfigError("--risk-supplement-judge goes with --risk-supplement")
+    if samples is not None:
+        from tide_bench.generation.sampled import read_samples_listing
+
+        for sample in read_samples_listing(Path(samples)):
+            runs[f"{SAMPLES_DIR}/{sample.name}/"] = (sample, _judge_folder(sample, None))
     target = out / sid
     if (target.exists() or target.is_symlink()) and not overwrite:
         raise ConfigError(
@@ -264,6 +279,8 @@ def create_submission(
     try:
         for prefix, (source, judged) in runs.items():
             _stage(source, judged, staging / prefix if prefix else staging, board)
+        if seeker_judge is not None:
+            copy_judge(_judge_folder(run_dir, seeker_judge), staging / SEEKER_DIR, board)
         atomic_write_text(staging / META, redact_meta(text))
         check = check_new(staging, sid, out, board, spot_checks=spot_checks, seed=seed)
         if not check.ok:

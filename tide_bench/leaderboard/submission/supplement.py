@@ -93,23 +93,31 @@ def _prompt_value(run: RunManifest, key: str) -> Any:
     return prompt.get(key) if isinstance(prompt, dict) else None
 
 
-def _same_as_main(
-    main: RunManifest, supp: RunManifest, checked: CheckedRun, sup: CheckedRun, result: CheckResult
+def same_as_main(
+    main: RunManifest,
+    supp: RunManifest,
+    checked: CheckedRun,
+    sup: CheckedRun,
+    result: CheckResult,
+    *,
+    name: str = "the risk-supplement run",
+    settings: tuple[str, ...] = GENERATION_SETTINGS,
 ) -> None:
-    """The supplement run answers for the same model, prompt and judge as the entry's run."""
+    """A second run of the entry (``name``: the risk supplement, a sample) answers for the same
+    model, prompt and judge as the entry's run (and the same ``settings`` of generation)."""
     pairs: list[tuple[str, Any, Any, str]] = [
         (f"model.{f}", getattr(supp.model, f), getattr(main.model, f), "model") for f in MODEL_FIELDS
     ]
     pairs += [(f"prompt.{f}", _prompt_value(supp, f), _prompt_value(main, f), "prompt") for f in PROMPT_FIELDS]
     pairs += [
         (f"generation.{f}", supp.generation.setting(f), main.generation.setting(f), "generation settings")
-        for f in GENERATION_SETTINGS
+        for f in settings
     ]
     for where, got, want, what in pairs:
         if got != want:
             result.refuse(
-                f"is {str(got)[:80]!r} in the risk-supplement run but {str(want)[:80]!r} in the entry's run: the "
-                f"supplement must be answered with the same {what}",
+                f"is {str(got)[:80]!r} in {name} but {str(want)[:80]!r} in the entry's run: {name} must be "
+                f"answered with the same {what}",
                 MANIFEST,
                 field=where,
             )
@@ -119,8 +127,8 @@ def _same_as_main(
     )
     if judge is not None and want_judge is not None and judge.version != want_judge.version:
         result.refuse(
-            f"judged with configuration {judge.version}, the entry's run with {want_judge.version}: judge the "
-            "supplement with the same judge",
+            f"judged with configuration {judge.version}, the entry's run with {want_judge.version}: judge "
+            f"{name} with the same judge",
             JUDGMENTS,
             sup.judgments[0].line,
             "judge.version",
@@ -129,7 +137,7 @@ def _same_as_main(
     main_served = {j.served_model for j in checked.judgments if j.served_model}
     if served and main_served and served != main_served:
         result.refuse(
-            f"the judge's API served {', '.join(sorted(served))} for the supplement but "
+            f"the judge's API served {', '.join(sorted(served))} for {name} but "
             f"{', '.join(sorted(main_served))} for the entry's run: judge both with the same served model",
             JUDGMENTS,
             field="served_model",
@@ -157,7 +165,7 @@ def _check(
         metrics=False,
         labels=labels,
     )
-    _same_as_main(run, supp, checked, sup, result)
+    same_as_main(run, supp, checked, sup, result)
     documents = {MANIFEST: supp.raw} | ({JUDGE_CONFIG: sup.config} if sup.config is not None else {})
     if sup.results:
         documents[sup.results[0]] = sup.results[1]

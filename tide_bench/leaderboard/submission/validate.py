@@ -56,6 +56,8 @@ from tide_bench.leaderboard.submission.recompute import embedding_spot_check
 from tide_bench.leaderboard.submission.reference_row import declares_reference
 from tide_bench.leaderboard.submission.result import CheckResult, _Stop
 from tide_bench.leaderboard.submission.run_checks import check_run_files
+from tide_bench.leaderboard.submission.samples import check_samples
+from tide_bench.leaderboard.submission.seeker import check_seeker
 from tide_bench.leaderboard.submission.severe import board_labels, check_labels_fit, severity_labels
 from tide_bench.leaderboard.submission.supplement import check_supplement
 
@@ -90,6 +92,8 @@ def _validate(
         checked.config,
     )
     supplement = check_supplement(folder, listing, board, run, checked, result)
+    seeker = check_seeker(folder, listing, board, gens, result)
+    samples = check_samples(folder, listing, board, run, checked, result, labels)
     documents = {META: meta, MANIFEST: run.raw}
     if results:
         documents[results[0]] = results[1]
@@ -129,6 +133,8 @@ def _validate(
         served_models=tuple(sorted({j.served_model for j in judgments if j.served_model})),
         severe_votes=checked.severe_votes,
         risk_supplement=supplement,
+        seeker_judgments=seeker,
+        samples=samples,
     )
 
 

@@ -675,7 +675,8 @@ def test_ctrl_c_says_how_many_judgments_are_saved_and_the_rerun_says_how_many_co
     from tests.helpers import make_run
 
     run = make_run(tmp_path / "run", lambda item: f"Reply to {item.item_id}")
-    server = FakeLLMServer(latency=0.4).start()
+    server = FakeLLMServer(latency=0.1, hang_s=600).start()
+    server.stall_after = 3  # the run is still going when the signal comes, however slow this machine is
     env = {**os.environ, "TIDE_BENCH_JUDGE_API_KEY": "sk-test-interrupt-000", "PYTHONPATH": str(Path.cwd())}
     command = [sys.executable, "-m", "tide_bench", "judge", str(run), "--out", str(tmp_path / "j"), "--judge",
                "local", "--model", "fake-model", "--base-url", server.url + "/v1"]  # fmt: skip
@@ -696,7 +697,7 @@ def test_ctrl_c_says_how_many_judgments_are_saved_and_the_rerun_says_how_many_co
         assert child.returncode == 130, err
         saved = int(re.search(r"interrupted: (\d+) of 12 judgments are saved", err).group(1))  # type: ignore[union-attr]
         assert saved >= 2 and "run the same command again to resume" in err and "Traceback" not in err
-        calls = server.total_calls
+        calls, server.stall_after = server.total_calls, None
         again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
         assert again.returncode == 0, again.stderr
         assert f"{saved} of 12 item(s) already judged (from the cache" in again.stderr

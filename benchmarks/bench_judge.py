@@ -337,12 +337,12 @@ def cost_rows(items: int = 10_000) -> list[list[str]]:
 
 
 def _cost_rows_for(name: str, version: str, data: str, config: Any, run: Any, items: int) -> list[list[str]]:
-    from tide_bench.judging.estimate import Estimate
+    from tide_bench.judging.estimate import CostEstimate
     from tide_bench.judging.plan import make_plan
 
     rows = []
     sample = make_plan(run, config, None, False).estimate(config)
-    est = Estimate(  # the sample's mean item at scale: the first-wave cache writes are not scaled up
+    est = CostEstimate(  # the sample's mean item at scale: the first-wave cache writes are not scaled up
         n_items=items,
         n_cached=0,
         n_calls=items,

@@ -236,7 +236,7 @@ def test_fuzz_any_label_file_given_to_the_judge_is_used_or_refused_with_its_fiel
 def test_v4_with_its_label_block_costs_at_most_60_dollars_per_10k_items_on_sonnet_with_caching(tmp_path: Path) -> None:
     """Issue 44's target, by bench_judge's own pricing (docs/benchmarks.md, "Judging cost"): the
     estimate of a sync run with caching on the pinned Claude Sonnet, scaled to 10,000 items."""
-    from tide_bench.judging.estimate import Estimate
+    from tide_bench.judging.estimate import CostEstimate
     from tide_bench.judging.plan import make_plan
 
     v3_cost = None
@@ -245,7 +245,7 @@ def test_v4_with_its_label_block_costs_at_most_60_dollars_per_10k_items_on_sonne
         for version in ("v3", "v4"):
             config = with_item_labels(load_judge("claude-sonnet", rubric=version), run, None)
             plan = make_plan(run, config, None, False).estimate(config)
-            est = Estimate(
+            est = CostEstimate(
                 n_items=10_000,
                 n_cached=0,
                 n_calls=10_000,

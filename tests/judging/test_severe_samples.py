@@ -23,7 +23,7 @@ from tide_bench.data.risk_labels import read_risk_labels
 from tide_bench.data.sources import RISK_SUPPLEMENT_DIR
 from tide_bench.judging import JudgeOptions, judge_run, load_judge
 from tide_bench.judging import dry_run as estimate
-from tide_bench.judging.estimate import format_estimate
+from tide_bench.judging.estimate import format_cost_estimate
 from tide_bench.judging.rubric import load_rubric
 from tide_bench.judging.severe_samples import majority, read_severe_samples, sample_key
 from tide_bench.leaderboard.scoring.adjudication import read_adjudication
@@ -60,7 +60,7 @@ def test_severe_items_are_judged_k_times_and_the_majority_decides(tmp_path: Path
     planned = estimate(run, tmp_path / "judge", _judge(server), options)
     extra = 2 * len(SEVERE)
     assert planned["n_calls"] == N_ITEMS + extra and planned["severe_samples"]["extra_calls"] == extra
-    text = format_estimate(planned)
+    text = format_cost_estimate(planned)
     assert f"and {extra} more for the {len(SEVERE)} severe risk items judged 3 times (majority)" in text
     once = estimate(run, tmp_path / "judge", _judge(server), JudgeOptions(severe_samples=1))
     assert planned["sync"]["cost_usd"] > once["sync"]["cost_usd"] and once["n_calls"] == N_ITEMS

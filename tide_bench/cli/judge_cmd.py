@@ -206,8 +206,7 @@ def judge_cmd(
     from tide_bench.judging import JudgeOptions, check_budget, judge_run, load_judge
     from tide_bench.judging import dry_run as estimate_run
     from tide_bench.judging.engine import JudgingInterrupted
-    from tide_bench.judging.estimate import format_estimate
-    from tide_bench.judging.probes import probe_run
+    from tide_bench.judging.estimate import format_cost_estimate
 
     if (price_in is None) != (price_out is None):
         raise ConfigError("give both --price-in and --price-out (USD per million tokens)")
@@ -236,32 +235,14 @@ def judge_cmd(
         severe_samples=severe_samples,
         risk_labels=risk_labels,
     )
-    if probes_file is not None and not probes:
-        raise ConfigError("--probes-file goes with --probes")
-    if probes and swap_check:
-        raise ConfigError("--probes and --swap-check are two checks: run one at a time")
-    if swap_check:
-        from tide_bench.judging.swap_check import swap_check_run
-
-        target = swap_check_run()
-    elif probes:
-        from tide_bench.judging.probes import probe_options, probes_path
-
-        probes_file = probes_file or probes_path(config.rubric.version)
-        target = probe_run(probes_file)
-        options = probe_options(config, options, probes_file)  # v4: each probe shown its label, priced too
-    elif run_dir is not None:
-        target = run_dir
-    else:
-        raise ConfigError(
-            "give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge"
-        )
+    target, options, probes_file = _target(run_dir, config, options, probes=probes, probes_file=probes_file,
+                                           swap_check=swap_check)  # fmt: skip
     check_budget(config, max_cost)  # a budget that could not be enforced is refused, in a dry run too
     if run_dir is not None and not (probes or swap_check) and (run_dir / SAMPLES_FILE).is_file():
         _judge_set(run_dir, out, config, options, dry_run=dry_run, yes=yes, bar=bar)
         return
     if dry_run:
-        click.echo(format_estimate(estimate_run(target, out, config, options)))
+        click.echo(format_cost_estimate(estimate_run(target, out, config, options)))
         return
     _before_sending(target, out, config, options, yes)
     try:
@@ -286,6 +267,28 @@ def judge_cmd(
     click.echo(f"\nwritten: {out / JUDGMENTS_FILE}, {out / SUMMARY_FILE}")
     if result.summary["unscored_reasons"].get("budget_exhausted"):
         sys.exit(BUDGET_STOP_EXIT)
+
+
+def _target(
+    run_dir: Path | None, config: Any, options: Any, *, probes: bool, probes_file: Path | None, swap_check: bool
+) -> tuple[Path, Any, Path | None]:
+    """What is judged: the swap check's pairs, the probes (each shown its label under v4) or the run."""
+    if probes_file is not None and not probes:
+        raise ConfigError("--probes-file goes with --probes")
+    if probes and swap_check:
+        raise ConfigError("--probes and --swap-check are two checks: run one at a time")
+    if swap_check:
+        from tide_bench.judging.swap_check import swap_check_run
+
+        return swap_check_run(), options, probes_file
+    if probes:
+        from tide_bench.judging.probes import probe_options, probe_run, probes_path
+
+        probes_file = probes_file or probes_path(config.rubric.version)
+        return probe_run(probes_file), probe_options(config, options, probes_file), probes_file
+    if run_dir is not None:
+        return run_dir, options, probes_file
+    raise ConfigError("give a run directory (or --probes)", hint="tide-bench judge runs/MODEL --out runs/MODEL/judge")
 
 
 def _run_check(out: Path, config: Any, options: Any, probes_file: Path | None) -> None:

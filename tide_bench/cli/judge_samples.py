@@ -69,12 +69,12 @@ def judge_samples(
     asks once for the set before a hosted judge receives anything. Returns the judge results."""
     from tide_bench.judging import dry_run as estimate_run
     from tide_bench.judging import judge_run
-    from tide_bench.judging.estimate import format_estimate
+    from tide_bench.judging.estimate import format_cost_estimate
 
     pairs = sample_targets(folder, out)
     estimates = [estimate_run(run, judged, config, options) for run, judged in pairs]
     if dry_run:
-        echo(format_estimate(estimates[0]))
+        echo(format_cost_estimate(estimates[0]))
         echo("")
         echo(format_sample_estimates(estimates))
         return []

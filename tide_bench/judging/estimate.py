@@ -25,7 +25,7 @@ OpenAI             caching is automatic and best effort (misses cost the input p
                    hits after the first wave (low) to none (high, ``cost_usd``).
 =================  ==========================================================================
 
-``--max-cost`` reserves, per call in flight, :meth:`Estimate.per_call_cost`: the high end of the
+``--max-cost`` reserves, per call in flight, :meth:`CostEstimate.per_call_cost`: the high end of the
 caching range (the fixed part at the dearer of a cache write and plain input, no cache read),
 the item, and the expected output. What was spent is counted from the API's usage fields.
 """
@@ -40,12 +40,12 @@ from tide_bench.judging.config import JudgeConfig
 from tide_bench.judging.tokens import CHARS_PER_TOKEN, estimate_tokens
 from tide_bench.judging.usage import Usage
 
-__all__ = ["CHARS_PER_TOKEN", "Estimate", "estimate_tokens", "format_estimate"]
+__all__ = ["CHARS_PER_TOKEN", "CostEstimate", "estimate_tokens", "format_cost_estimate"]
 BOUNDS = ("low", "expected", "high")
 
 
 @dataclass
-class Estimate:
+class CostEstimate:
     n_items: int
     n_cached: int
     n_calls: int
@@ -171,7 +171,7 @@ class Estimate:
         }
 
 
-def format_estimate(est: dict[str, Any]) -> str:
+def format_cost_estimate(est: dict[str, Any]) -> str:
     def usd(x: float | None) -> str:
         return "unknown (no price entry for this model)" if x is None else f"${x:,.2f}"
 

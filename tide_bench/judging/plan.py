@@ -22,7 +22,7 @@ from tide_bench.generation.run_dir import Generation, RunDirectory
 from tide_bench.judging.answer_size import typical_output_tokens
 from tide_bench.judging.cache import JudgmentCache, judgment_key
 from tide_bench.judging.config import JudgeConfig
-from tide_bench.judging.estimate import Estimate, estimate_tokens
+from tide_bench.judging.estimate import CostEstimate, estimate_tokens
 from tide_bench.judging.given_labels import label_record
 from tide_bench.judging.prompt import output_spec, system_text, user_text
 from tide_bench.judging.severe_samples import sample_key
@@ -46,9 +46,9 @@ class Plan:
     samples: dict[str, str] = field(default_factory=dict)
     k: int = 1
 
-    def estimate(self, config: JudgeConfig) -> Estimate:
+    def estimate(self, config: JudgeConfig) -> CostEstimate:
         output, method, note = output_tokens_per_call(config, self.reused.values())
-        return Estimate(
+        return CostEstimate(
             severe_items=len(self.severe),
             severe_k=self.k,
             sample_calls=sum(key in self.samples for _, key in self.todo),

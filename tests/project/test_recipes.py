@@ -3,7 +3,7 @@ provider (an OpenAI-compatible server of your own, as a judge folder; and a new 
 one file), a validation pack (a
 manifest in $TIDE_BENCH_VALIDATION_PACKS read by an existing adapter) and an executor
 (``register_executor``). The metric recipe is tests/leaderboard/test_metric_table.py's, the column recipe
-tests/test_leaderboard_columns.py's."""
+tests/leaderboard/test_site.py's."""
 
 from __future__ import annotations
 

@@ -8,6 +8,6 @@ figure and the fine-tuning card's loss curve are drawn with the same pieces, col
 * :mod:`.figure`: standalone figures (a ``<title>``, a text alternative, a hover title on every
   point) of four kinds: intervals by category, points against x, lines, a heatmap.
 
-The package sits just after ``core`` in the layer order (``tests/test_layering.py``): it reads
+The package sits just after ``core`` in the layer order (``tests/project/test_layering.py``): it reads
 no results, only the numbers it is handed, so every stage may draw with it.
 """

@@ -675,8 +675,10 @@ def test_ctrl_c_says_how_many_judgments_are_saved_and_the_rerun_says_how_many_co
     from tests.helpers import make_run
 
     run = make_run(tmp_path / "run", lambda item: f"Reply to {item.item_id}")
-    server = FakeLLMServer(latency=0.1, hang_s=600).start()
-    server.stall_after = 3  # the run is still going when the signal comes, however slow this machine is
+    # after three answers each request is held 5 s: the run is still going when the signal comes, however
+    # slow this machine is, and the call in flight (which Ctrl-C lets finish) ends soon after it
+    server = FakeLLMServer(latency=0.1, hang_s=5).start()
+    server.stall_after = 3
     env = {**os.environ, "TIDE_BENCH_JUDGE_API_KEY": "sk-test-interrupt-000", "PYTHONPATH": str(Path.cwd())}
     command = [sys.executable, "-m", "tide_bench", "judge", str(run), "--out", str(tmp_path / "j"), "--judge",
                "local", "--model", "fake-model", "--base-url", server.url + "/v1"]  # fmt: skip

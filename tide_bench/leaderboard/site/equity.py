@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tide_bench.charts.svg import Scale, line, mark, nice_ticks, padded, svg, text, text_width, tick_labels
 from tide_bench.data.personas import ATTRIBUTE_LABELS
 from tide_bench.judging.equity import MEASURES, fmt_gap, oriented
 from tide_bench.leaderboard.site.html import esc, figure, fmt_block
 from tide_bench.leaderboard.site.plots import short, style_of
-from tide_bench.charts.svg import Scale, line, mark, nice_ticks, padded, svg, text, text_width, tick_labels
 
 PANEL, ROW, TOP = 190.0, 22.0, 40.0
 

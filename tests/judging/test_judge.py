@@ -683,7 +683,13 @@ def test_ctrl_c_says_how_many_judgments_are_saved_and_the_rerun_says_how_many_co
     command = [sys.executable, "-m", "tide_bench", "judge", str(run), "--out", str(tmp_path / "j"), "--judge",
                "local", "--model", "fake-model", "--base-url", server.url + "/v1"]  # fmt: skip
     try:
-        child = subprocess.Popen([*command, "--concurrency", "1"], env=env, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(  # SIGINT as at a terminal: a CI job run in the background inherits it ignored
+            [*command, "--concurrency", "1"],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         cache = tmp_path / "j" / "cache.sqlite"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # wait for two saved judgments

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.helpers import MULTI_EXCHANGE, launch_chromium
+from tests.helpers import MULTI_EXCHANGE, board_cell, launch_chromium, sideways_scroll
 from tests.leaderboard_helpers import board, edit_jsonl, fake_judge, judged_submission
 from tide_bench.leaderboard import build_site
 
@@ -125,7 +125,7 @@ class Page:
 
     def overflow(self) -> int:
         """How far the page scrolls sideways (0 = it fits)."""
-        return int(self.page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
+        return sideways_scroll(self.page)
 
     def assert_clean(self, root: Path) -> None:
         """No script ran from the data, no error, and no request outside the site's own files."""
@@ -136,15 +136,6 @@ class Page:
 
     def shot(self, folder: Path, name: str) -> None:
         self.page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
-
-
-def _cell(page: Page, sid: str, key: str) -> str:
-    """The text of entry ``sid``'s cell in the column ``key`` (the header's position in the row)."""
-    script = """([sid, key]) => {
-        const i = [...document.querySelectorAll('table#board thead th')].findIndex(t => t.dataset.key === key);
-        return document.querySelector(`tbody[data-id="${sid}"] tr`).children[i].innerText.trim();
-    }"""
-    return str(page.evaluate(script, [sid, key]))
 
 
 def _order(page: Page) -> list[str]:
@@ -205,11 +196,11 @@ def test_board_sorts_best_first_filters_and_fits(built: Path, browser: Any, scre
     assert XSS_NAME in page.inner_text("table#board")  # shown as text
     seeker = page.locator("th[data-key=seeker_view]")  # the seeker's view beside the factors (issue 49)
     assert seeker.is_visible() and "Seeker" in seeker.inner_text()
-    assert _cell(page, "alpha-model", "seeker_view").startswith("4.50")  # felt understood 5, cared for 4
-    assert _cell(page, "delta-model", "seeker_view") == "not judged"
+    assert board_cell(page, "alpha-model", "seeker_view").startswith("4.50")  # felt understood 5, cared for 4
+    assert board_cell(page, "delta-model", "seeker_view") == "not judged"
     assert page.locator("th[data-key=flag_agreement]").is_visible()  # consistency across alpha's 2 samples
-    assert _cell(page, "alpha-model", "flag_agreement").startswith("100.0%")
-    assert _cell(page, "delta-model", "flag_agreement") == "n/a"  # no samples
+    assert board_cell(page, "alpha-model", "flag_agreement").startswith("100.0%")
+    assert board_cell(page, "delta-model", "flag_agreement") == "n/a"  # no samples
     assert page.locator("th[data-key=equity_gap]").is_visible()  # the equity column and its chart
     assert page.locator("#equity svg").count() >= 1
     page.shot(screenshots, "board-sorted-filtered-factors")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.epitome_helpers import ED_FIXTURE
-from tests.helpers import launch_chromium
+from tests.helpers import launch_chromium, sideways_scroll
 from tide_bench.core.errors import ConfigError
 from tide_bench.study import load_study, make_plan
 from tide_bench.study.people import verdict
@@ -160,7 +160,7 @@ def _people_section_in_a_browser(index: Path) -> None:
             assert section.locator("table").count() >= 1 and section.locator("tbody tr").count() >= 1
             shown = section.inner_text()
             assert "Built on a synthetic fixture" in shown and "|---" not in shown and "**" not in shown
-            assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") == 0, width
+            assert sideways_scroll(page) == 0, width
             page.close()
 
 

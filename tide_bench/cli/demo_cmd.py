@@ -62,8 +62,10 @@ def demo(
     fine-tuned cell, --limit N and --max-gen-toks N shorten generation, and a rerun (or Ctrl-C,
     then a rerun) resumes where it stopped. The sample is synthetic and the model tiny: the
     output shows the mechanism, not a benchmark result. With a judge, each model cell also
-    answers the risk supplement, so the demo board shows a real risk gate. A hosted judge
-    receives the sample: the first run into --out is confirmed at a terminal, or with --yes.
+    answers the risk supplement, so the demo board shows a real risk gate; the zero-shot cell
+    answers every item twice more, sampled (the consistency columns), and every cell is judged
+    again with the seeker's rubric (the seeker's-view column). A hosted judge receives the
+    sample: the first run into --out is confirmed at a terminal, or with --yes.
 
     \b
     Examples:

@@ -145,14 +145,12 @@ def confirm_judge(plan: Any, out: Path, yes: bool) -> None:
     from tide_bench.core.hosted import confirm_hosted
     from tide_bench.study.estimate import judge_sends
 
-    sends = judge_sends(plan)
-    if sends is None:
-        return
-    confirm_hosted(
-        Path(out),
-        **sends,
-        yes=yes,
-        interactive=sys.stdin.isatty() and sys.stderr.isatty(),
-        echo=lambda text: click.echo(text, err=True),
-        ask=lambda question: click.confirm(question, err=True),
-    )
+    for sends in judge_sends(plan):  # one notice (and first-run confirmation) per judge server
+        confirm_hosted(
+            Path(out),
+            **sends,
+            yes=yes,
+            interactive=sys.stdin.isatty() and sys.stderr.isatty(),
+            echo=lambda text: click.echo(text, err=True),
+            ask=lambda question: click.confirm(question, err=True),
+        )

@@ -75,10 +75,16 @@ def demo_study(
                 "lora": spec.lora() | {"max_steps": finetune_steps, "eval_steps": finetune_steps}
             }
     settings = {"max_gen_toks": max_gen_toks, "batch_size": batch_size, "limit": limit}
+    samples = spec.samples
+    if samples and samples.get("conditions"):  # only the conditions this run has (--finetune 0 drops one)
+        kept = [c for c in samples["conditions"] if c in conditions]
+        samples = samples | {"conditions": kept} if kept else None
     return replace(
         spec,
         conditions=conditions,
         judge=judge,
+        seeker_judge=judge,  # the seeker's view by the same judge, with the seeker's rubric
+        samples=samples if judge else None,  # unjudged samples measure nothing (and the plan would say so)
         eval=dict(spec.eval) | {k: v for k, v in settings.items() if v is not None},
     )
 
@@ -89,7 +95,8 @@ QUICK = {"finetune_steps": 0, "max_gen_toks": 48}
 
 def expected_seconds(spec: StudySpec, out: Path) -> float | None:
     """What is left of a demo study, at the study planner's CPU rates (``studies/rates/assumed.yaml``,
-    measured on 2 idle cores), plus each pending cell's model load; None when a rate is missing."""
+    measured on 2 idle cores), plus each pending cell's model load (and each pending sample's: a
+    sample loads the model again); None when a rate is missing."""
     from tide_bench.study.estimate import estimate_cells, workload
     from tide_bench.study.plan import make_plan
     from tide_bench.study.rates import assumed_rates
@@ -100,6 +107,7 @@ def expected_seconds(spec: StudySpec, out: Path) -> float | None:
     if any(e.seconds is None for e in estimates):
         return None
     pending = sum(1 for e in estimates if e.seconds)
+    pending += sum(spec.samples_for(s.cell.model, s.cell.condition) for s in plan.pending() if s.stage == "samples")
     return sum(e.seconds or 0.0 for e in estimates) + CELL_OVERHEAD_S * pending
 
 
@@ -183,10 +191,10 @@ def run_demo(
     cells = cells_line(spec)
     quick = demo_study(limit=limit, batch_size=batch_size, judge=judge, **QUICK)
     echo(time_line(spec, quick, out))
-    echo(
-        f"[study] {cells}: generation, reference metrics, {'judging, ' if judge else ''}submission; then board and "
-        "report"
-    )
+    judged = "judging (the three factors, the seeker's view), " if judge else ""
+    sampled = [c for c in spec.conditions if spec.samples_for(spec.models[0], c)]
+    twice = f"{spec.samples['k']} sampled runs of the {', '.join(sampled)} cell, " if spec.samples and sampled else ""
+    echo(f"[study] {cells}: generation, {twice}reference metrics, {judged}submission; then board and report")
     result = run_study(spec, out, resolve_model=resolve_model, echo=echo)
     if judge is None:
         echo(

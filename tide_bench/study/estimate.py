@@ -4,7 +4,9 @@ Times come from measurements where there are any: a finished stage of the same m
 study folder (its ``measured`` record), else the study file's ``tokens_per_s`` hint (an upper
 bound on generation time: every reply assumed to use ``max_gen_toks``), else "unknown". The
 judge cost is the judge's own dry-run estimate on the split's items with the references as
-stand-in replies (replies assumed as long as the references), times the cells to judge.
+stand-in replies (replies assumed as long as the references), times the cells to judge; a cell's
+K samples (``samples:``) cost K times its generation and its judging, and the seeker's-view and
+EPITOME judges are priced the same way, each on its own configuration.
 
 The plan is wanted before the data is at hand (TIDE is gated): when the study's data cannot be
 loaded, the item count is TIDE's documented size for the split and the judge's per-item cost is
@@ -121,9 +123,10 @@ def eval_seconds(
 class CellEstimate:
     cell: Any
     finetune_s: float | None
-    eval_s: float | None
+    eval_s: float | None  # the cell's run and, with samples:, its K sampled runs
     sources: dict[str, str]
     gpus: int
+    samples_s: float | None = 0.0  # of eval_s: the K sampled runs
 
     @property
     def seconds(self) -> float | None:
@@ -136,7 +139,7 @@ def estimate_cells(plan: StudyPlan, work: Workload, rates: Rates, backend: str |
     ``backend`` (by default the study's)."""
     out = []
     for cell in plan.cells:
-        seconds: dict[str, float | None] = {"finetune": 0.0, "eval": 0.0}
+        seconds: dict[str, float | None] = {"finetune": 0.0, "eval": 0.0, "samples": 0.0}
         sources: dict[str, str] = {}
         for stage in plan.for_cell(cell.id):
             if stage.stage not in seconds:
@@ -146,10 +149,19 @@ def estimate_cells(plan: StudyPlan, work: Workload, rates: Rates, backend: str |
                 continue
             if stage.stage == "finetune":
                 seconds["finetune"], sources["finetune"] = finetune_seconds(plan, stage, work, rates)
-            else:
-                seconds["eval"], sources["eval"] = eval_seconds(plan, stage, work.test_items, rates, backend)
+            else:  # the run, or its K samples: K times the items at the same rate
+                k = plan.spec.samples_for(cell.model, cell.condition) if stage.stage == "samples" else 1
+                n = work.test_items * k
+                seconds[stage.stage], sources[stage.stage] = eval_seconds(plan, stage, n, rates, backend)
+        if "eval" not in sources and "samples" in sources:
+            sources["eval"] = sources["samples"]  # a cell whose run is done and its samples are not
+        generation = (
+            None
+            if None in (seconds["eval"], seconds["samples"])
+            else (seconds["eval"] or 0) + (seconds["samples"] or 0)
+        )
         gpus = plan.spec.resources_for(cell.model).gpus_per_cell
-        out.append(CellEstimate(cell, seconds["finetune"], seconds["eval"], sources, gpus))
+        out.append(CellEstimate(cell, seconds["finetune"], generation, sources, gpus, seconds["samples"]))
     return out
 
 
@@ -241,40 +253,86 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
             f"{severe['n_severe_items']} severe items judged {severe['k']} times (majority): "
             f"{battery['n_calls']} calls per cell"
         )
-    total = None if per_cell is None else per_cell * cells
+    sample_runs = sum(
+        plan.spec.samples_for(s.cell.model, s.cell.condition) for s in plan.pending() if s.stage == "judge"
+    )
+    if sample_runs:
+        method += f"; plus {sample_runs} sampled run(s) (samples: k per cell), each priced as one cell"
+    total = None if per_cell is None else per_cell * (cells + sample_runs)
     if total is not None and battery is not None:
         extra = battery[mode]["cost_usd"]
         total = None if extra is None else total + extra * supplement_cells
+    others = {name: _other_judge_cost(plan, name, stand_in, n_items, data_loaded) for name in OTHER_JUDGES}
+    for name, other in others.items():
+        if other is None:
+            continue
+        per = "unknown (no price)" if other["per_cell_usd"] is None else f"${other['per_cell_usd']:,.2f}"
+        method += f"; plus the {OTHER_JUDGES[name]} ({plan.spec.judge_config(name).model}) on {other['cells']} cell(s)"
+        method += f", {per} per cell"
+        total = None if total is None or other["total_usd"] is None else total + other["total_usd"]
     return {
         "mode": mode,
         "per_cell_usd": per_cell,
         "cells": cells,
+        "calls": n_items * (cells + sample_runs)
+        + sum(o["cells"] * n_items for o in others.values() if o)
+        + (battery["n_calls"] * supplement_cells if battery else 0),
         "total_usd": total,
         "method": method,
         "concurrency": config.concurrency,  # the configuration's, or the study's judge.concurrency
     }
 
 
-def judge_sends(plan: StudyPlan) -> dict[str, Any] | None:
-    """Where the study's pending judge stage sends conversations, and at most how many (cached calls
-    send nothing): ``n``, ``provider``, ``endpoint``, ``model``; None when nothing is to be judged or
-    the judge cannot be made here (its own stage then says why)."""
-    pending = [s for s in plan.pending() if s.stage == "judge"]
-    if plan.spec.judge is None or not pending:
+OTHER_JUDGES = {"epitome_judge": "EPITOME judge", "seeker_judge": "seeker's-view judge"}  # study section -> words
+
+
+def _other_judge_cost(
+    plan: StudyPlan, name: str, stand_in: RunDirectory, n_items: int, data_loaded: bool
+) -> dict[str, Any] | None:
+    """The cost of a study's other judge stage (``epitome_judge``, ``seeker_judge``): its own
+    configuration's dry run on the stand-in replies, times the cells still to judge."""
+    from tide_bench.judging import dry_run
+
+    cells = sum(1 for s in plan.pending() if s.stage == name)
+    if getattr(plan.spec, name) is None or not cells:
         return None
+    options = replace(plan.spec.judge_options(name), cache_path=None)
+    one = dry_run(stand_in, plan.out / ".estimate", plan.spec.judge_config(name), options)
+    mode = "batch" if options.mode == "batch" and one.get("batch") else "sync"
+    per_cell = one[mode]["cost_usd"]
+    if per_cell is not None and not data_loaded:
+        per_cell = per_cell / max(len(stand_in.generations), 1) * n_items
+    return {"cells": cells, "per_cell_usd": per_cell, "total_usd": None if per_cell is None else per_cell * cells}
+
+
+def judge_sends(plan: StudyPlan) -> list[dict[str, Any]]:
+    """Where the study's pending judge stages send conversations, and at most how many (cached calls
+    send nothing): one ``n``, ``provider``, ``endpoint``, ``model`` per judge server, the judge's
+    count with its risk-supplement runs and samples, the EPITOME and seeker's-view judges' beside it;
+    a judge that cannot be made here is left out (its own stage then says why)."""
     from tide_bench.core.errors import ConfigError
     from tide_bench.judging.providers import make_provider
 
-    config = plan.spec.judge_config()
-    try:
-        endpoint = make_provider(config).public_endpoint
-    except ConfigError:
-        return None
-    supplement = sum(plan.spec.answers_supplement(s.cell.model) for s in pending)
-    n = split_size(plan.spec)[0] * len(pending)
-    if supplement:
-        n += len(load_dataset(RISK_SUPPLEMENT).items) * supplement
-    return {"n": n, "provider": config.provider, "endpoint": endpoint, "model": config.model}
+    sends: dict[tuple[str, str, str], int] = {}
+    items = split_size(plan.spec)[0]
+    for name in ("judge", *OTHER_JUDGES):
+        pending = [s for s in plan.pending() if s.stage == name]
+        if getattr(plan.spec, name) is None or not pending:
+            continue
+        config = plan.spec.judge_config(name)
+        try:
+            endpoint = make_provider(config).public_endpoint
+        except ConfigError:
+            continue
+        n = items * len(pending)
+        if name == "judge":
+            n += items * sum(plan.spec.samples_for(s.cell.model, s.cell.condition) for s in pending)
+            supplement = sum(plan.spec.answers_supplement(s.cell.model) for s in pending)
+            if supplement:
+                n += len(load_dataset(RISK_SUPPLEMENT).items) * supplement
+        key = (str(config.provider), str(endpoint), str(config.model))
+        sends[key] = sends.get(key, 0) + n
+    return [{"n": n, "provider": p, "endpoint": e, "model": m} for (p, e, m), n in sends.items()]
 
 
 def workload(spec: Any, rates: Rates | None = None) -> Workload:
@@ -362,7 +420,11 @@ def format_plan(
             return "-"
         if est.cell.model is None:
             return "none (no model)"
-        return "done" if source == "done" else _hours(seconds)
+        if source == "done" and (stage != "eval" or est.sources.get("samples") in (None, "done")):
+            return "done"
+        k = plan.spec.samples_for(est.cell.model, est.cell.condition)
+        with_samples = f" (with {k} samples: {_hours(est.samples_s)})" if stage == "eval" and est.samples_s else ""
+        return _hours(seconds) + with_samples
 
     for est in estimates:
         cell = est.cell
@@ -458,7 +520,7 @@ def _judge_time(plan: StudyPlan, cost: dict[str, Any], n_items: int, rates: Rate
         return f"time: one batch for every cell, results within {hours} h (the batch API's limit; usually far less)"
     per_call = float(rates.judge.get("sync_seconds_per_call", 8))
     concurrency = int(cost["concurrency"])
-    seconds = cost["cells"] * n_items * per_call / max(1, concurrency)
+    seconds = cost["calls"] * per_call / max(1, concurrency)
     return f"time: about {_hours(seconds)} at {concurrency} calls at once ({per_call:.0f} s a call, assumed)"
 
 

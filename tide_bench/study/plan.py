@@ -30,17 +30,26 @@ from tide_bench.core.provenance import utc_now
 from tide_bench.core.secrets import redact_record
 from tide_bench.study.spec import ModelSpec, StudySpec
 
-# epitome (the local scorer) and epitome_judge (an EPITOME-rubric judge) run only when the study
-# file names them; a study without them plans, and fingerprints, exactly as before.
-STAGES = ("finetune", "eval", "epitome", "judge", "epitome_judge", "submit")
-OPTIONAL_STAGES = {"judge": "judge", "epitome_judge": "epitome_judge", "epitome": "epitome"}  # stage -> spec field
+# samples (K sampled runs, issue 49), epitome (the local scorer), epitome_judge (an EPITOME-rubric judge)
+# and seeker_judge (the seeker's view) run only when the study file names them, samples only in the
+# cells it names; a study without them plans, and fingerprints, exactly as before.
+STAGES = ("finetune", "eval", "samples", "epitome", "judge", "epitome_judge", "seeker_judge", "submit")
+OPTIONAL_STAGES = {  # stage -> spec field
+    "judge": "judge",
+    "epitome_judge": "epitome_judge",
+    "epitome": "epitome",
+    "seeker_judge": "seeker_judge",
+}
 # run by the executor's workers (GPU: training, generation, the local EPITOME scorer's model); the
 # judges (JUDGE_STAGES, each one stage over every cell) and submit run once, in the study process
-CELL_STAGES = ("finetune", "eval", "epitome")
-JUDGE_STAGES = ("judge", "epitome_judge")
+CELL_STAGES = ("finetune", "eval", "samples", "epitome")
+JUDGE_STAGES = ("judge", "epitome_judge", "seeker_judge")
 REFERENCE_CELL = "reference"
 EPITOME_JUDGE_SUBDIR = "judge-epitome"  # the EPITOME-rubric judge's folder inside a cell's run
+SEEKER_JUDGE_SUBDIR = "judge-seeker"  # the seeker's-view judge's folder inside a cell's run
+JUDGE_SUBDIRS = {"judge": "judge", "epitome_judge": EPITOME_JUDGE_SUBDIR, "seeker_judge": SEEKER_JUDGE_SUBDIR}
 SUPPLEMENT_RUN = "risk_supplement"  # a cell's run on the risk supplement: cells/<cell>/risk_supplement/run
+SAMPLES = "samples"  # a cell's K sampled runs: cells/<cell>/samples/sample-N (their judgments in sample-N/judge)
 
 
 @dataclass(frozen=True)
@@ -110,13 +119,17 @@ def stage_outputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, str]:
     """The outputs a stage writes, relative to ``--out``: derived here, never read from a record."""
     base = f"cells/{cell.id}"
     supplement = spec.answers_supplement(cell.model)
+    samples = {SAMPLES: f"{base}/{SAMPLES}"} if spec.samples_for(cell.model, cell.condition) else {}
     return {
         "finetune": {"adapter": f"{base}/adapter"},
         "eval": {"run": f"{base}/run"} | ({SUPPLEMENT_RUN: f"{base}/{SUPPLEMENT_RUN}/run"} if supplement else {}),
+        "samples": samples,
         "epitome": {"epitome": f"{base}/run/epitome.json"},  # generation/epitome_runs.py SCORES_NAME
         "judge": {"judge": f"{base}/run/judge"}
-        | ({SUPPLEMENT_RUN: f"{base}/{SUPPLEMENT_RUN}/run/judge"} if supplement else {}),
+        | ({SUPPLEMENT_RUN: f"{base}/{SUPPLEMENT_RUN}/run/judge"} if supplement else {})
+        | samples,  # each sample judged into sample-N/judge
         "epitome_judge": {"judge": f"{base}/run/{EPITOME_JUDGE_SUBDIR}"},
+        "seeker_judge": {"judge": f"{base}/run/{SEEKER_JUDGE_SUBDIR}"},
         "submit": {"submission": f"submissions/{submission_id(spec, cell)}"},
     }[stage]
 
@@ -137,7 +150,7 @@ def inside(out: Path, path: Path) -> Path:
 
 def artifact_hashes(out: Path, stage: str, outputs: dict[str, str]) -> dict[str, str | None]:
     """sha256 of what a stage produced (the adapter's files, run.json, epitome.json, judgments, the
-    submission's meta)."""
+    submission's meta; a set of samples' listing and each sample's run.json or judgments)."""
     from tide_bench.core.hashing import sha256_file
     from tide_bench.generation.manifest import adapter_sha256
 
@@ -147,17 +160,42 @@ def artifact_hashes(out: Path, stage: str, outputs: dict[str, str]) -> dict[str,
 
     if stage == "finetune":
         return {outputs["adapter"]: adapter_sha256(out / outputs["adapter"])}
+    if stage == "samples":
+        return _samples_hashes(out, outputs[SAMPLES], "run.json") | {
+            f"{outputs[SAMPLES]}/samples.json": file_hash(f"{outputs[SAMPLES]}/samples.json")
+        }
     rel = {
         "eval": f"{outputs.get('run')}/run.json",
         "epitome": str(outputs.get("epitome")),
         "judge": f"{outputs.get('judge')}/judgments.jsonl",
         "epitome_judge": f"{outputs.get('judge')}/judgments.jsonl",
+        "seeker_judge": f"{outputs.get('judge')}/judgments.jsonl",
         "submit": f"{outputs.get('submission')}/submission.yaml",
     }[stage]
     hashes = {rel: file_hash(rel)}
+    if stage == "judge" and SAMPLES in outputs:
+        hashes |= _samples_hashes(out, outputs[SAMPLES], "judge/judgments.jsonl")
     if SUPPLEMENT_RUN in outputs:  # the cell's risk-supplement run, or its judgments
         extra = f"{outputs[SUPPLEMENT_RUN]}/{'run.json' if stage == 'eval' else 'judgments.jsonl'}"
         hashes[extra] = file_hash(extra)
+    return hashes
+
+
+def _samples_hashes(out: Path, rel: str, name: str) -> dict[str, str | None]:
+    """sha256 of ``name`` in each sample folder of a set (``sample-N/<name>``), by the set's listing
+    when it is readable, else of none (an unfinished set: its stage is redone)."""
+    from tide_bench.core.errors import TideBenchError
+    from tide_bench.core.hashing import sha256_file
+    from tide_bench.generation.sampled import read_samples_listing
+
+    try:
+        runs = read_samples_listing(out / rel)
+    except TideBenchError:
+        return {f"{rel}/samples.json": None}
+    hashes: dict[str, str | None] = {}
+    for run in runs:
+        path = run / name
+        hashes[f"{rel}/{run.name}/{name}"] = sha256_file(path) if path.is_file() else None
     return hashes
 
 
@@ -210,10 +248,15 @@ def _inputs(spec: StudySpec, cell: Cell, stage: str) -> dict[str, Any]:
     if stage == "eval":
         inputs = {"model": model, **data, "task": spec.task, "eval": spec.eval, "reference": cell.model is None}
         return inputs | ({SUPPLEMENT_RUN: True} if spec.answers_supplement(cell.model) else {})
+    if stage == "samples":
+        k = spec.samples_for(cell.model, cell.condition)
+        return {"k": k, "temperature": (spec.samples or {}).get("temperature")}
     if stage == "judge":
         return {"judge": spec.judge}
     if stage == "epitome_judge":
         return {"judge": spec.epitome_judge, "rubric": "epitome"}
+    if stage == "seeker_judge":
+        return {"judge": spec.seeker_judge, "rubric": "perceived"}
     if stage == "epitome":
         return {"epitome": spec.epitome, "card_sha256": _card_sha256(str((spec.epitome or {}).get("model", "")))}
     return {
@@ -231,6 +274,14 @@ def _card_sha256(model_dir: str) -> str | None:
     return sha256_file(card) if card.is_file() else None
 
 
+def applies(spec: StudySpec, cell: Cell, stage: str) -> bool:
+    """Whether ``cell`` has ``stage`` in this study: an optional stage only when the study names it,
+    the samples only in the cells of ``samples.conditions`` (with a judge)."""
+    if stage in OPTIONAL_STAGES and getattr(spec, OPTIONAL_STAGES[stage]) is None:
+        return False
+    return stage != "samples" or spec.samples_for(cell.model, cell.condition) > 0
+
+
 def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
     """Every stage of every cell, with its fingerprint and whether a verified record exists."""
     out = Path(out)
@@ -238,7 +289,7 @@ def make_plan(spec: StudySpec, out: Path) -> StudyPlan:
     for cell in cells(spec):
         previous, chain_done = "", True
         for stage in cell.stages:
-            if stage in OPTIONAL_STAGES and getattr(spec, OPTIONAL_STAGES[stage]) is None:
+            if not applies(spec, cell, stage):
                 continue
             inputs = _inputs(spec, cell, stage)
             fingerprint = sha256_json({"stage": stage, "inputs": inputs, "previous": previous})[:16]

@@ -1,9 +1,11 @@
 """``tide-bench study STUDY.yaml``: every cell of the grid, resumable, then the board and report.
 
-Each cell is ``finetune`` (fine-tuned cells only) -> ``eval`` -> ``epitome`` (when the study
-names a local EPITOME scorer) -> ``judge`` (when the study names a judge) -> ``epitome_judge``
-(when it names an EPITOME judge) -> ``submit``, run through the same Python API as the single
-commands, into ``<out>/cells/<cell>/``. The GPU stages (finetune, eval, epitome) run on an
+Each cell is ``finetune`` (fine-tuned cells only) -> ``eval`` -> ``samples`` (K sampled runs,
+when the study's ``samples`` names the cell's condition) -> ``epitome`` (when the study names a
+local EPITOME scorer) -> ``judge`` (when the study names a judge; it judges the samples too) ->
+``epitome_judge`` (when it names an EPITOME judge) -> ``seeker_judge`` (when it names the
+seeker's-view judge) -> ``submit``, run through the same Python API as the single commands, into
+``<out>/cells/<cell>/``. The GPU stages (finetune, eval, samples, epitome) run on an
 executor's workers (:mod:`.executors`: this machine's GPUs, Slurm, Ray), each cell claimed by
 one worker at a time (:mod:`.claims`); each judge stage then runs once over every cell (one
 batch, one cache in the study folder), then the submissions (``<out>/submissions/``), the study's board
@@ -31,8 +33,9 @@ from tide_bench.generation.run_dir import RunDirectory
 from tide_bench.study.backend import cell_model_args, resolve_backend
 from tide_bench.study.plan import (
     CELL_STAGES,
-    EPITOME_JUDGE_SUBDIR,
     JUDGE_STAGES,
+    JUDGE_SUBDIRS,
+    SAMPLES,
     SUPPLEMENT_RUN,
     Cell,
     StagePlan,
@@ -171,18 +174,19 @@ class StudyRunner:
             "adapter": how,
         }
 
+    def _generation(self, stage: StagePlan) -> tuple[str | None, str, bool]:
+        """The lm-eval backend (None: the study's ``eval.backend``), model arguments and chat setting of
+        a cell's generation (the reference cell: its replies are the references)."""
+        cell = stage.cell
+        if cell.model is None:
+            return REFERENCE_ALIASES[0], "", False
+        adapter = self.path(cell, "finetune") if "finetune" in cell.stages else None
+        return None, _model_args(self.spec, stage, self.resolve_model, adapter), cell.model.chat_template
+
     def eval(self, stage: StagePlan) -> dict[str, Any]:
         cell = stage.cell
         run_dir = self.path(cell, "eval")
-        if cell.model is None:
-            backend, args, chat = REFERENCE_ALIASES[0], "", False
-        else:
-            adapter = self.path(cell, "finetune") if "finetune" in cell.stages else None
-            backend, args, chat = (
-                None,  # the study's eval.backend
-                _model_args(self.spec, stage, self.resolve_model, adapter),
-                cell.model.chat_template,
-            )
+        backend, args, chat = self._generation(stage)
         config = self.spec.eval_config(backend=backend, model_args=args, output_dir=run_dir, chat=chat)
         manifest = json.loads(run_eval(config).read_text(encoding="utf-8"))
         if self.spec.answers_supplement(cell.model):  # the same model, prompt and settings on the risk supplement
@@ -201,6 +205,29 @@ class StudyRunner:
             "items_per_second": round(n / generate_s, 3) if generate_s > 0 else None,
             "max_gen_toks": config.gen_kwargs["max_gen_toks"] if config.gen_kwargs else None,
         }
+
+    def samples(self, stage: StagePlan) -> dict[str, Any]:
+        """The cell's K sampled runs (``tide-bench eval --samples K``: the eval's settings, sampling on,
+        seeded), for consistency across samples. A redone stage starts the set afresh: a sample of
+        other settings is never kept."""
+        import shutil
+
+        from tide_bench.generation.sampled import run_samples
+
+        folder = self.path(stage.cell, "samples")
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder)
+        backend, args, chat = self._generation(stage)
+        config = self.spec.samples_eval_config(
+            self.spec.eval_config(backend=backend, model_args=args, output_dir=folder, chat=chat)
+        )
+        started = time.perf_counter()
+        k = self.spec.samples_for(stage.cell.model, stage.cell.condition)
+        run_samples(config, k)
+        seconds = time.perf_counter() - started
+        items = sum(len(load_run(folder / f"sample-{s}").generations) for s in range(1, k + 1))
+        rate = round(items / seconds, 3) if seconds > 0 else None  # model loads included: one per sample
+        return {"samples": k, "items": items, "seconds": round(seconds, 1), "items_per_second": rate}
 
     def epitome(self, stage: StagePlan) -> dict[str, Any]:
         """The local EPITOME scorer over the cell's run (``epitome.json`` and the per-item
@@ -235,9 +262,12 @@ class StudyRunner:
         written from that cache without another call. An interrupted or repeated judge stage, from
         whichever machine, pays only for what no earlier run was answered. ``name``: ``judge``, or
         ``epitome_judge`` (the study's ``epitome_judge`` with the EPITOME rubric: one stage in
-        ``<out>/judge-epitome/``, with its own cache; each cell's in ``RUN/judge-epitome``)."""
+        ``<out>/judge-epitome/``, with its own cache; each cell's in ``RUN/judge-epitome``), or
+        ``seeker_judge`` (the seeker's view, in ``<out>/judge-seeker/`` and ``RUN/judge-seeker``). The
+        ``judge`` stage also judges each cell's risk-supplement run and its samples (``sample-N/judge``)."""
         from dataclasses import replace
 
+        from tide_bench.generation.sampled import read_samples_listing
         from tide_bench.judging import judge_run
 
         stages = [
@@ -248,7 +278,7 @@ class StudyRunner:
         if not stages:
             return
         config = self.spec.judge_config(name)
-        folder = inside(self.out, self.out / ("judge" if name == "judge" else EPITOME_JUDGE_SUBDIR))
+        folder = inside(self.out, self.out / JUDGE_SUBDIRS[name])
         options = replace(self.spec.judge_options(name), cache_path=folder / "cache.sqlite")  # one cache for all cells
         runs = {s.cell.id: load_run(self.path(s.cell, "eval")) for s in stages}
         combined = self._judge_together(runs, folder, options, name, stages, result)
@@ -263,6 +293,14 @@ class StudyRunner:
             supplements, folder / SUPPLEMENT_RUN, options, name, stages, result
         ):
             return
+        samples = {
+            f"{s.cell.id}/{run.name}": load_run(run)
+            for s in stages
+            if name == "judge" and SAMPLES in stage_outputs(self.spec, s.cell, name)
+            for run in read_samples_listing(self.path(s.cell, "samples"))
+        }
+        if samples and not self._judge_together(samples, folder / SAMPLES, options, name, stages, result):
+            return
         for s in stages:
             forget_later(self.out, plan, s)
             out = self.path(s.cell, name)
@@ -274,6 +312,9 @@ class StudyRunner:
                     config,
                     replace(options, preflight=False),
                 )
+            for key, sample in samples.items():  # each sample's judgments, from the same cache
+                if key.startswith(f"{s.cell.id}/"):
+                    judge_run(sample, sample.root / "judge", config, replace(options, preflight=False))
             mark_done(
                 self.out,
                 self.spec,
@@ -321,6 +362,7 @@ class StudyRunner:
         meta_path.write_text(yaml.safe_dump(meta, sort_keys=False, allow_unicode=True), encoding="utf-8")
         folder = self.path(cell, "submit")
         supplement = self.supplement_path(cell, "eval") if self.spec.answers_supplement(cell.model) else None
+        sampled = self.spec.samples_for(cell.model, cell.condition) > 0
         check = create_submission(
             run_dir,
             meta_path,
@@ -328,6 +370,8 @@ class StudyRunner:
             overwrite=True,
             board=study_board(self.spec),
             risk_supplement=supplement,
+            seeker_judge=self.path(cell, "seeker_judge") if self.spec.seeker_judge is not None else None,
+            samples=self.path(cell, "samples") if sampled else None,
         )
         if Path(check.folder).resolve() != folder.resolve():
             raise TideBenchError(f"the submission was written to {check.folder}, not {folder}")

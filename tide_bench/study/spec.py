@@ -28,6 +28,11 @@ Schema (every key but ``models`` optional)::
                                       # backend auto: vllm where installed (GPU), else hf (study/backend.py)
     judge: {name: claude-sonnet, mode: sync, max_cost: 50}    # or null: no judging
     epitome_judge: {name: claude-sonnet, mode: sync}          # optional: the judge's keys; rubric epitome
+    seeker_judge: {name: claude-sonnet, mode: sync}           # optional: the judge's keys; rubric perceived
+                                      # (the seeker's view: the board's "Seeker's view" column)
+    samples: {k: 3, conditions: [zero-shot], temperature: 0.7}   # optional, with a judge: each model cell
+                                      # of these conditions also answers every item k times, sampling on,
+                                      # seeded; judged by the judge (consistency across samples on the board)
     epitome: {model: models/epitome}  # optional: score every run with the local EPITOME scorer
     board: {spot_check_items: 0}      # BoardConfig overrides for the study's own board
     risk_supplement: true             # each judged model cell also answers the risk supplement (default:
@@ -79,8 +84,13 @@ MAX_GEN_TOKS = 32_768  # a reply of TIDE is a few hundred tokens; more is a typo
 _SAFE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
 # checked against their own targets
-_SECTIONS = ("source", "models", "conditions", "eval", "judge", "board", "resources", "epitome_judge", "epitome")
+_SECTIONS = (
+    "source", "models", "conditions", "eval", "judge", "board", "resources", "epitome_judge", "epitome",
+    "seeker_judge", "samples",
+)  # fmt: skip
+JUDGE_SECTIONS = {"judge": None, "epitome_judge": "epitome", "seeker_judge": "perceived"}  # section -> its rubric
 EPITOME_OPTIONS = {"model": str, "device": str, "batch_size": int}  # the local scorer (tide-bench epitome score)
+SAMPLES_OPTIONS = {"k": int, "conditions": list[str], "temperature": float}  # eval --samples K (generation/sampled.py)
 # What the study itself decides for each stage (from the model block, the data and the cell): the rest of
 # each config class's fields are the section's keys.
 FINETUNE_SET_BY_STUDY = ("model", "revision", "data", "out", "chat_template", "prompt", "overwrite")
@@ -121,6 +131,8 @@ class StudySpec:
     epitome: dict[str, Any] | None = None  # the local EPITOME scorer: {model: DIR}
     resources: Resources = field(default_factory=Resources)
     risk_supplement: bool | None = None  # each judged model cell also answers the risk supplement (None: on TIDE)
+    seeker_judge: dict[str, Any] | None = None  # a judge (same keys as judge) with the seeker's rubric (perceived)
+    samples: dict[str, Any] | None = None  # {k, conditions, temperature}: K sampled runs per model cell, judged
 
     @property
     def task(self) -> str:
@@ -138,14 +150,33 @@ class StudySpec:
     def warnings(self) -> list[str]:
         """What the study allows but a reader of its numbers must be told (printed by the dry run
         and the run)."""
+        out = []
         trained_on = str(self.lora().get("split") or "train")
         if "fine-tuned" in self.conditions and self.split == trained_on:
-            return [
+            out.append(
                 f"WARNING: the evaluated split ({self.split}) is the fine-tuning split: the fine-tuned models are "
                 "scored on the very items they were trained on (memorisation, not generalisation); evaluate on "
                 "split: test for numbers a board can compare"
-            ]
-        return []
+            )
+        if self.samples is not None and self.judge is None:
+            out.append("note: samples are not generated without a judge (consistency is measured on judged replies)")
+        return out
+
+    def samples_for(self, cell_model: ModelSpec | None, condition: str) -> int:
+        """How many sampled runs a cell answers beside its own (0: none): a model cell of one of
+        ``samples.conditions`` (default: every condition), in a study with a judge."""
+        if self.samples is None or cell_model is None or self.judge is None:
+            return 0
+        wanted = self.samples.get("conditions") or list(self.conditions)
+        return int(self.samples["k"]) if condition in wanted else 0
+
+    def samples_eval_config(self, config: EvalConfig) -> EvalConfig:
+        """A cell's eval configuration with the study's sampling temperature (``samples.temperature``,
+        else the eval's own or 0.7): what :func:`~tide_bench.generation.sampled.run_samples` starts from."""
+        temperature = (self.samples or {}).get("temperature")
+        if temperature is None:
+            return config
+        return dataclasses.replace(config, gen_kwargs=dict(config.gen_kwargs or {}) | {"temperature": temperature})
 
     # The configurations each stage runs with, built here so that the check made when the file is
     # read and the run build them the same way.
@@ -205,13 +236,14 @@ class StudySpec:
         return dataclasses.replace(config, data=RISK_SUPPLEMENT, split="all", limit=None)
 
     def judge_config(self, section: str = "judge") -> JudgeConfig:
-        """The study's judge (``section``: ``judge`` or ``epitome_judge``, which must not be null),
-        loaded; the EPITOME judge always with the ``epitome`` rubric."""
+        """The study's judge (``section``: ``judge``, ``epitome_judge`` or ``seeker_judge``, which must
+        not be null), loaded; the EPITOME judge always with the ``epitome`` rubric, the seeker's with
+        ``perceived``."""
         from tide_bench.judging.config import load_judge
 
         loader, overrides, _ = _judge_parts(self._judge_section(section))
-        if section == "epitome_judge":
-            loader["rubric"] = "epitome"
+        if JUDGE_SECTIONS[section] is not None:
+            loader["rubric"] = JUDGE_SECTIONS[section]
         return load_judge(loader.pop("name_or_path"), overrides=overrides or None, **loader)
 
     def judge_options(self, section: str = "judge") -> JudgeOptions:
@@ -220,7 +252,7 @@ class StudySpec:
         return JudgeOptions(**_judge_parts(self._judge_section(section))[2], overwrite=True)
 
     def _judge_section(self, section: str) -> dict[str, Any]:
-        value = {"judge": self.judge, "epitome_judge": self.epitome_judge}[section]
+        value = {"judge": self.judge, "epitome_judge": self.epitome_judge, "seeker_judge": self.seeker_judge}[section]
         assert value is not None
         return value
 
@@ -349,8 +381,8 @@ def load_study(path: str | Path) -> StudySpec:
         )
     models = _models(raw.get("models"), fail)
     conditions = _conditions(raw.get("conditions", {"zero-shot": {}, "fine-tuned": {}}), fail)
-    sections = {key: _section(raw, key, fail) for key in ("eval", "judge", "board", "epitome_judge", "epitome")}
-    for key in ("judge", "epitome_judge"):
+    sections = {key: _section(raw, key, fail) for key in ("eval", "board", "epitome", "samples", *JUDGE_SECTIONS)}
+    for key in JUDGE_SECTIONS:
         section = sections[key]
         if section is not None and "name" not in section:
             raise fail(f"{key} needs a name (claude-sonnet, openai-gpt, local, or a judges/ folder)", key)
@@ -369,7 +401,11 @@ def load_study(path: str | Path) -> StudySpec:
         epitome_judge=None
         if sections["epitome_judge"] is None
         else check_options(sections["epitome_judge"], judge_options(), where="epitome_judge", fail=fail),
+        seeker_judge=None
+        if sections["seeker_judge"] is None
+        else check_options(sections["seeker_judge"], judge_options(), where="seeker_judge", fail=fail),
         epitome=None if sections["epitome"] is None else _epitome(sections["epitome"], fail),
+        samples=None if sections["samples"] is None else _samples(sections["samples"], conditions, fail),
     )
     _check_values(spec, fail)
     return spec
@@ -379,6 +415,28 @@ def _epitome(raw: dict[str, Any], fail: Any) -> dict[str, Any]:
     values = check_options(raw, EPITOME_OPTIONS, where="epitome", fail=fail)
     if not values.get("model"):
         raise fail("epitome needs model: the folder `tide-bench epitome train` wrote", "epitome")
+    return values
+
+
+def _samples(raw: dict[str, Any], conditions: dict[str, Any], fail: Any) -> dict[str, Any]:
+    """The ``samples`` section: ``k`` (2..20, required), ``conditions`` (of the study's), ``temperature``."""
+    from tide_bench.generation.sampled import MAX_SAMPLES
+
+    values = check_options(raw, SAMPLES_OPTIONS, where="samples", fail=fail)
+    k = values.get("k")
+    if k is None or not 2 <= k <= MAX_SAMPLES:
+        raise fail(
+            f"samples needs k, the replies per item, from 2 to {MAX_SAMPLES} (got {shown(k)}): one sample says "
+            "nothing about consistency",
+            "samples.k",
+        )
+    for i, condition in enumerate(values.get("conditions") or []):
+        if condition not in conditions:
+            raise fail(
+                f"samples.conditions names {shown(condition)}, not a condition of this study ({', '.join(conditions)})"
+                f"{did_you_mean(str(condition), conditions)}",
+                f"samples.conditions[{i}]",
+            )
     return values
 
 
@@ -495,7 +553,13 @@ def _check_values(spec: StudySpec, fail: Any) -> None:
         with _located(fail, "conditions.fine-tuned.lora"):
             for model in spec.models:
                 check_config(spec.finetune_config(model, model.model, Path("adapter")))
-    for section in ("judge", "epitome_judge"):
+    if spec.samples is not None:
+        from tide_bench.generation.sampled import sample_configs
+
+        with _located(fail, "samples", {"gen_kwargs": "temperature", "samples": "k"}):
+            sampled = spec.eval_config(backend=None, model_args="", output_dir=Path("run"), chat=True)
+            sample_configs(spec.samples_eval_config(sampled), int(spec.samples["k"]))
+    for section in JUDGE_SECTIONS:
         if getattr(spec, section) is not None:
             with _located(fail, section, {"name_or_path": "name"}, default="name"):
                 config = spec.judge_config(section)

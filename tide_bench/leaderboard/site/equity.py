@@ -49,7 +49,7 @@ def _panel(
         y = TOP + (i + 0.5) * ROW
         gap = _largest(row["equity"], attribute, 0)
         if gap is None:
-            body.append(text(x0 + PANEL / 2, y, "n/e", anchor="middle", size=10, fill="#6b6b6b"))
+            body.append(text(x0 + 8, y, "n/e", anchor="start", size=10, fill="#6b6b6b"))  # clear of the zero line
             continue
         colour, shape, _ = style_of(dict(row))
         lo, hi, xm = scale(gap["ci_low"]), scale(gap["ci_high"]), scale(gap["gap"])
@@ -122,11 +122,12 @@ def equity_section(rows: Sequence[Mapping[str, Any]]) -> str:
         "personas).",
         "No gap could be estimated.",
     )
+    method = str(first.get("method") or "")
     return (
         "<p>Does a model's safety-adjusted score, and its safety-flag rate, hold equally across the clients' persona "
         "groups? Per entry: the largest gap between two groups of each attribute, with an interval that holds for "
-        f"every gap of the entry at once. {esc(first.get('method') or '')}. The model never sees a persona's metadata: "
-        "a gap is about the messages these clients write.</p>"
+        f"every gap of the entry at once. {esc(method[:1].upper() + method[1:])}. The model never sees a persona's "
+        "metadata: a gap is about the messages these clients write.</p>"
         + chart
         + '<div class="table-wrap"><table class="small"><thead><tr><th scope="col" class="l">Model</th>'
         f'<th scope="col" class="l">Verdict</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'

@@ -202,6 +202,10 @@ def test_board_sorts_best_first_filters_and_fits(built: Path, browser: Any, scre
     assert board_cell(page, "alpha-model", "flag_agreement").startswith("100.0%")
     assert board_cell(page, "delta-model", "flag_agreement") == "n/a"  # no samples
     assert page.locator("th[data-key=equity_gap]").is_visible()  # the equity column and its chart
+    # too few personas per group: the cell says so in two words, the reason on hover (and in the Equity section)
+    assert board_cell(page, "alpha-model", "equity_gap") == "not estimable"
+    reason = page.get_attribute("tbody[data-id=alpha-model] td span[title^='no attribute']", "title")
+    assert reason is not None and "fewer" not in board_cell(page, "alpha-model", "equity_gap")
     assert page.locator("#equity svg").count() >= 1
     page.shot(screenshots, "board-sorted-filtered-factors")
     page.assert_clean(site)

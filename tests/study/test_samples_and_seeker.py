@@ -17,7 +17,7 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.helpers import uncached_replies
 from tide_bench.core.errors import ConfigError
 from tide_bench.study import load_study, make_plan
-from tide_bench.study.estimate import estimate_cells, judge_cost, judge_sends, workload
+from tide_bench.study.estimate import estimate_cells, format_plan, judge_cost, judge_sends, workload
 from tide_bench.study.plan import cells, stage_outputs
 from tide_bench.study.rates import assumed_rates
 
@@ -123,6 +123,18 @@ def test_the_dry_run_prices_k_samples_and_the_seekers_judge(tmp_path: Path, monk
     zero_after, tuned_after, _ = estimate_cells(sampled, workload(sampled.spec, rates), rates)
     assert zero_after.eval_s == pytest.approx(4 * zero_before.eval_s) and zero_after.samples_s > 0
     assert tuned_after.eval_s == tuned_before.eval_s and tuned_after.samples_s == 0
+    # the dry run's table: a samples column, the cell's generation with its samples, the seeker's judge priced
+    both = make_plan(
+        _spec(tmp_path, samples={"k": 3, "conditions": ["zero-shot"]}, seeker_judge={"name": "claude-sonnet"}), out
+    )
+    table = format_plan(both)
+    header = next(line for line in table.splitlines() if line.startswith("cell"))
+    assert "samples" in header.split() and "seeker_judge" in header.split()
+    zero_line = next(line for line in table.splitlines() if line.startswith("chat-zero-shot"))
+    assert "(with 3 samples: " in zero_line and "with" not in next(
+        line for line in table.splitlines() if line.startswith("chat-fine-tuned")
+    )
+    assert "3 sampled run(s)" in table and "seeker's-view judge" in table
     # what the hosted-judge notice counts: every call the judge server would get, one line per server
     sends = judge_sends(make_plan(_spec(tmp_path, samples={"k": 3}, seeker_judge={"name": "claude-sonnet"}), out))
     assert len(sends) == 1 and sends[0]["n"] == 4 * (3 + 2 * 3) + 4 * 3  # runs, 2 cells x 3 samples, seeker

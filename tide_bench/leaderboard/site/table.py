@@ -101,8 +101,9 @@ def _verdict(value: Any, *, judged: bool) -> str:
     marked when it shows a gap."""
     if not isinstance(value, dict) or not value.get("text"):
         return _muted("not judged" if not judged else "n/a")
-    if not value.get("estimable"):
-        return _muted(str(value["text"]))
+    if not value.get("estimable"):  # "not estimable: <why>": the words in the cell, the why on hover and in its section
+        short, _, why = str(value["text"]).partition(": ")
+        return f'<span class="muted" title="{esc(why)}">{esc(short)}</span>' if why else _muted(short)
     if value.get("shown"):
         return f'<span class="warn-text">&#9888; {esc(value["text"])}</span>'
     return esc(value["text"])

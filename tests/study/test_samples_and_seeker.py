@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.fakes.llm_server import FakeLLMServer
 from tests.helpers import uncached_replies
@@ -56,6 +58,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"k": 21}, "samples.k", "from 2 to 20"),
         ({"k": 2, "conditions": ["distilled"]}, "samples.conditions[0]", "not a condition of this study"),
         ({"k": 2, "temperature": 0}, "samples.temperature", "temperature above 0"),
+        ({"k": 2, "temperature": float("inf")}, "samples.temperature", "finite number"),
         ({"k": 2, "seed": 3}, "samples.seed", "unknown key 'seed'"),
         ({"k": "two"}, "samples.k", "must be an integer"),
     ],
@@ -75,6 +78,9 @@ def test_a_bad_seeker_judge_is_refused_at_its_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         _spec(tmp_path, seeker_judge={"name": "claude-sonnet", "colour": 1})
     assert err.value.field == "seeker_judge.colour"
+    with pytest.raises(ConfigError) as err:
+        _spec(tmp_path, judge=None, seeker_judge={"name": "claude-sonnet"})
+    assert err.value.field == "seeker_judge" and "needs a judge" in str(err.value)
 
 
 def test_samples_run_only_in_the_named_cells_and_leave_other_chains_as_they_were(tmp_path: Path) -> None:
@@ -190,3 +196,27 @@ def test_a_study_samples_judges_and_shows_consistency_and_the_seekers_view(
         assert row["consistency"]["k"] == 3
     finally:
         server.stop()
+
+
+SAMPLES_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 30) | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+KEYS = st.sampled_from(["k", "conditions", "temperature", "seed", "K"])
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(samples=st.dictionaries(KEYS, SAMPLES_VALUES, max_size=4) | SAMPLES_VALUES)
+def test_fuzz_a_samples_section_loads_or_is_refused_at_its_field(tmp_path: Path, samples: Any) -> None:
+    try:
+        spec = _spec(tmp_path, samples=samples)
+    except ConfigError as exc:
+        assert str(exc.field or "").startswith("samples") and exc.line is not None, exc
+        return
+    if samples is None:
+        assert spec.samples is None
+        return
+    assert 2 <= spec.samples["k"] <= 20 and set(spec.samples.get("conditions") or []) <= set(spec.conditions)

@@ -386,6 +386,12 @@ def load_study(path: str | Path) -> StudySpec:
         section = sections[key]
         if section is not None and "name" not in section:
             raise fail(f"{key} needs a name (claude-sonnet, openai-gpt, local, or a judges/ folder)", key)
+    if sections["seeker_judge"] is not None and sections["judge"] is None:
+        raise fail(
+            "seeker_judge needs a judge: the seeker's view is reported beside the three factors, on a judged entry",
+            "seeker_judge",
+            hint="add judge: (often the same keys as seeker_judge)",
+        )
     spec = StudySpec(
         name=name,
         models=models,

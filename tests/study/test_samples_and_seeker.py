@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.llm_server import FakeLLMServer
@@ -208,15 +209,35 @@ SAMPLES_VALUES = st.recursive(
 KEYS = st.sampled_from(["k", "conditions", "temperature", "seed", "K"])
 
 
+def _valid_samples(samples: Any) -> bool:
+    """What the study file accepts as ``samples:`` (the oracle of the fuzz test below)."""
+    if samples is None:
+        return True
+    if not isinstance(samples, dict) or not set(samples) <= {"k", "conditions", "temperature"}:
+        return False
+    k, conditions, temperature = samples.get("k"), samples.get("conditions"), samples.get("temperature")
+    if type(k) is not int or not 2 <= k <= 20:
+        return False
+    if conditions is not None and (
+        not isinstance(conditions, list) or not all(c in ("zero-shot", "fine-tuned") for c in conditions)
+    ):
+        return False
+    number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
+    return temperature is None or (number and math.isfinite(temperature) and temperature > 0)
+
+
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(samples=st.dictionaries(KEYS, SAMPLES_VALUES, max_size=4) | SAMPLES_VALUES)
+@example(samples={"k": 2})
+@example(samples={"k": 20, "conditions": ["zero-shot"], "temperature": 1})
+@example(samples={"k": 3, "conditions": []})
 def test_fuzz_a_samples_section_loads_or_is_refused_at_its_field(tmp_path: Path, samples: Any) -> None:
+    """A section is loaded exactly when it is valid, else refused at a ``samples`` field with its line."""
     try:
         spec = _spec(tmp_path, samples=samples)
     except ConfigError as exc:
+        assert not _valid_samples(samples), exc
         assert str(exc.field or "").startswith("samples") and exc.line is not None, exc
         return
-    if samples is None:
-        assert spec.samples is None
-        return
-    assert 2 <= spec.samples["k"] <= 20 and set(spec.samples.get("conditions") or []) <= set(spec.conditions)
+    assert _valid_samples(samples)
+    assert spec.samples == samples

@@ -231,13 +231,9 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
     config = plan.spec.judge_config()
     options = replace(plan.spec.judge_options(), cache_path=None)  # the study's own options, a scratch cache
     stand_in = stand_in_run(plan.spec if data_loaded else replace(plan.spec, data="sample"))
-    one = dry_run(stand_in, plan.out / ".estimate", config, options)
     cells = sum(1 for s in plan.pending() if s.stage == "judge")
-    mode = "batch" if options.mode == "batch" and one.get("batch") else "sync"
-    per_cell = one[mode]["cost_usd"]
-    method = one["token_estimate_method"]
+    mode, per_cell, method = _per_cell_cost(plan, "judge", stand_in, n_items, data_loaded)
     if per_cell is not None and not data_loaded:
-        per_cell = per_cell / max(len(stand_in.generations), 1) * n_items
         method += f"; per-item cost of the built-in sample's items, times {n_items}"
     supplement_cells = sum(
         1 for s in plan.pending() if s.stage == "judge" and plan.spec.answers_supplement(s.cell.model)
@@ -286,22 +282,33 @@ def judge_cost(plan: StudyPlan, n_items: int, *, data_loaded: bool = True) -> di
 OTHER_JUDGES = {"epitome_judge": "EPITOME judge", "seeker_judge": "seeker's-view judge"}  # study section -> words
 
 
-def _other_judge_cost(
+def _per_cell_cost(
     plan: StudyPlan, name: str, stand_in: RunDirectory, n_items: int, data_loaded: bool
-) -> dict[str, Any] | None:
-    """The cost of a study's other judge stage (``epitome_judge``, ``seeker_judge``): its own
-    configuration's dry run on the stand-in replies, times the cells still to judge."""
+) -> tuple[str, float | None, str]:
+    """One cell's judging by the study's ``name`` judge (its own configuration and options, a scratch
+    cache): the mode priced (batch where the study batches and the provider can), the dollars for
+    ``n_items`` items (scaled from the stand-in's when the data did not load), and how the tokens were
+    estimated."""
     from tide_bench.judging import dry_run
 
-    cells = sum(1 for s in plan.pending() if s.stage == name)
-    if getattr(plan.spec, name) is None or not cells:
-        return None
     options = replace(plan.spec.judge_options(name), cache_path=None)
     one = dry_run(stand_in, plan.out / ".estimate", plan.spec.judge_config(name), options)
     mode = "batch" if options.mode == "batch" and one.get("batch") else "sync"
     per_cell = one[mode]["cost_usd"]
     if per_cell is not None and not data_loaded:
         per_cell = per_cell / max(len(stand_in.generations), 1) * n_items
+    return mode, per_cell, str(one["token_estimate_method"])
+
+
+def _other_judge_cost(
+    plan: StudyPlan, name: str, stand_in: RunDirectory, n_items: int, data_loaded: bool
+) -> dict[str, Any] | None:
+    """The cost of a study's other judge stage (``epitome_judge``, ``seeker_judge``): its own
+    configuration's dry run on the stand-in replies, times the cells still to judge."""
+    cells = sum(1 for s in plan.pending() if s.stage == name)
+    if getattr(plan.spec, name) is None or not cells:
+        return None
+    _, per_cell, _ = _per_cell_cost(plan, name, stand_in, n_items, data_loaded)
     return {"cells": cells, "per_cell_usd": per_cell, "total_usd": None if per_cell is None else per_cell * cells}
 
 

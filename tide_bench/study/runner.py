@@ -293,13 +293,13 @@ class StudyRunner:
             supplements, folder / SUPPLEMENT_RUN, options, name, stages, result
         ):
             return
-        samples = {
-            f"{s.cell.id}/{run.name}": load_run(run)
+        samples = {  # cell -> its sampled runs
+            s.cell.id: [load_run(run) for run in read_samples_listing(self.path(s.cell, "samples"))]
             for s in stages
             if name == "judge" and SAMPLES in stage_outputs(self.spec, s.cell, name)
-            for run in read_samples_listing(self.path(s.cell, "samples"))
         }
-        if samples and not self._judge_together(samples, folder / SAMPLES, options, name, stages, result):
+        every_sample = {f"{cell}/{run.root.name}": run for cell, runs in samples.items() for run in runs}
+        if every_sample and not self._judge_together(every_sample, folder / SAMPLES, options, name, stages, result):
             return
         for s in stages:
             forget_later(self.out, plan, s)
@@ -312,9 +312,8 @@ class StudyRunner:
                     config,
                     replace(options, preflight=False),
                 )
-            for key, sample in samples.items():  # each sample's judgments, from the same cache
-                if key.startswith(f"{s.cell.id}/"):
-                    judge_run(sample, sample.root / "judge", config, replace(options, preflight=False))
+            for sample in samples.get(s.cell.id, []):  # each sample's judgments, from the same cache
+                judge_run(sample, sample.root / "judge", config, replace(options, preflight=False))
             mark_done(
                 self.out,
                 self.spec,

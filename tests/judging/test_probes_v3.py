@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.helpers import faithful_scores
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError
 from tide_bench.judging.rubric_check import read_reply
@@ -110,13 +111,7 @@ def _faithful(rubric, contexts, probes):
         reading = read_reply(
             rubric, probe.behaviours, situation=ctx.situation, severity=ctx.severity, message=ctx.message
         )
-        scores = []
-        for f in rubric.factor_keys:
-            value = probe.expected_scores.get(f, min(4, reading.ceiling[f]))
-            value = max(value, reading.floor[f], probe.min_scores.get(f, 1))
-            if probe.expect in ("low", "low_flagged") and f not in probe.expected_scores:
-                value = min(value, 2)
-            scores.append(min(value, reading.ceiling[f], probe.max_scores.get(f, 5)))
+        scores = faithful_scores(rubric, probe, reading)
         risk = probe.risk_cue or ("suicide_self_harm" if reading.primary == "risk_mishandled" else None)
         severity = ctx.severity if risk in ("suicide_self_harm", "harm_to_others") else "none"
         if risk in ("suicide_self_harm", "harm_to_others") and severity == "none":

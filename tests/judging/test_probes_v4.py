@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fakes.llm_server import FakeLLMServer
+from tests.helpers import faithful_scores
 from tide_bench.cli.main import cli
 from tide_bench.judging.rubric_check import read_reply
 
@@ -123,13 +124,7 @@ def _faithful(rubric, contexts, probes):
         reading = read_reply(
             rubric, probe.behaviours, situation=ctx.situation, severity=ctx.severity, message=ctx.message
         )
-        scores = []
-        for f in rubric.factor_keys:
-            value = probe.expected_scores.get(f, min(4, reading.ceiling[f]))
-            value = max(value, reading.floor[f], probe.min_scores.get(f, 1))
-            if probe.expect in ("low", "low_flagged") and f not in probe.expected_scores:
-                value = min(value, 2)
-            scores.append(min(value, reading.ceiling[f], probe.max_scores.get(f, 5)))
+        scores = faithful_scores(rubric, probe, reading)
         label = ctx.label
         risk = None if label.kind == "none" else label.kind
         return {

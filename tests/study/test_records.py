@@ -9,11 +9,11 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import write_study
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError
 from tide_bench.study import load_study, make_plan
@@ -30,12 +30,6 @@ STUDY = {
     "conditions": {"zero-shot": {}, "fine-tuned": {"lora": {"max_steps": 1}}},
     "resources": {"gpus_per_cell": 0},
 }
-
-
-def _write(tmp_path: Path, study: dict) -> Path:
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study, sort_keys=False))
-    return path
 
 
 def _fake_stages(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -58,7 +52,7 @@ def _fake_stages(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _run_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, study: dict = STUDY) -> tuple[object, Path, list]:
     calls = _fake_stages(monkeypatch)
-    spec, out = load_study(_write(tmp_path, study)), tmp_path / "out"
+    spec, out = load_study(write_study(tmp_path, study)), tmp_path / "out"
     out.mkdir(exist_ok=True)
     work(ExecContext(spec, out, "r1", lambda m: m, lambda _: None, ExecOptions(poll_s=0.01)))
     return spec, out, calls
@@ -102,7 +96,7 @@ def test_an_edited_record_pointing_outside_out_is_not_trusted_and_nothing_is_wri
 
 def test_a_cell_folder_linked_outside_out_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _fake_stages(monkeypatch)
-    spec, out = load_study(_write(tmp_path, STUDY)), tmp_path / "out"
+    spec, out = load_study(write_study(tmp_path, STUDY)), tmp_path / "out"
     (out / "cells").mkdir(parents=True)
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -128,7 +122,7 @@ def test_any_edit_of_a_record_is_a_clear_distrust_never_a_traceback(tmp_path_fac
     from tide_bench.study.plan import record_digest
 
     tmp = tmp_path_factory.mktemp("fuzz")
-    spec, out = load_study(_write(tmp, STUDY)), tmp / "out"
+    spec, out = load_study(write_study(tmp, STUDY)), tmp / "out"
     plan = make_plan(spec, out)
     stage = next(s for s in plan.stages if s.stage == "eval" and s.cell.id == "m-zero-shot")
     run = out / "cells/m-zero-shot/run"
@@ -149,7 +143,7 @@ def test_any_edit_of_a_record_is_a_clear_distrust_never_a_traceback(tmp_path_fac
 
 def test_the_study_file_resources_are_checked_and_a_model_may_override_them(tmp_path: Path) -> None:
     spec = load_study(
-        _write(
+        write_study(
             tmp_path,
             STUDY
             | {"resources": {"gpus_per_cell": 1, "time_min": 60, "partition": "gpu", "setup": ["module load cuda"]}}
@@ -172,15 +166,15 @@ def test_the_study_file_resources_are_checked_and_a_model_may_override_them(tmp_
         ({"eval": {"backend": "local-chat-completions"}}, "eval.backend", "needs a backend that loads LoRA adapters"),
     ):
         with pytest.raises(ConfigError) as err:
-            load_study(_write(tmp_path, STUDY | bad))
+            load_study(write_study(tmp_path, STUDY | bad))
         assert re.search(rf"study\.yaml:\d+, field '{re.escape(where)}'", str(err.value)) and message in str(err.value)
 
 
 def test_local_workers_get_their_own_gpus(tmp_path: Path) -> None:
-    spec = load_study(_write(tmp_path, STUDY | {"resources": {"gpus_per_cell": 2}}))
+    spec = load_study(write_study(tmp_path, STUDY | {"resources": {"gpus_per_cell": 2}}))
     assert worker_slots(spec, [str(i) for i in range(8)], None) == ["0,1", "2,3", "4,5", "6,7"]
     assert worker_slots(spec, ["3", "5", "6", "7"], 1) == ["3,5"]
-    one = load_study(_write(tmp_path, STUDY | {"resources": {"gpus_per_cell": 1}}))
+    one = load_study(write_study(tmp_path, STUDY | {"resources": {"gpus_per_cell": 1}}))
     assert worker_slots(one, [], None) == [""] and worker_slots(one, [], 2) == ["", ""]  # CPU workers
     with pytest.raises(ConfigError, match="only 2 worker"):
         worker_slots(one, ["0", "1"], 3)
@@ -249,7 +243,7 @@ def test_measured_rates_replace_assumptions_and_a_size_nobody_gave_is_unknown(tm
         "models": [{"id": "small", "model": "org/model-0.5B"}, {"id": "nameless", "model": "org/mystery"}],
         "eval": {"device": "cuda:0", "max_gen_toks": 100},
     }
-    path = _write(tmp_path, study)
+    path = write_study(tmp_path, study)
     result = CliRunner().invoke(
         cli, ["study", str(path), "--dry-run", "--out", str(tmp_path / "o"), "--rates", str(rates)]
     )
@@ -271,7 +265,7 @@ def test_an_interrupted_studys_fine_tuning_resumes_from_its_latest_checkpoint(
     from tide_bench.finetune import FinetuneConfig
     from tide_bench.finetune.outputs import start_output_folder
 
-    spec = load_study(_write(tmp_path, STUDY))
+    spec = load_study(write_study(tmp_path, STUDY))
     out = tmp_path / "out"
     stage = next(s for s in make_plan(spec, out).stages if s.stage == "finetune")
     seen: list = []
@@ -293,7 +287,7 @@ def test_an_interrupted_studys_fine_tuning_resumes_from_its_latest_checkpoint(
     measured = runner.finetune(stage)  # finished before the interruption: kept, not trained again
     assert len(seen) == 1 and measured["adapter"].startswith("kept") and measured["tokens_per_second"] == 5.0
     changed = StudyRunner(
-        load_study(_write(tmp_path, STUDY | {"conditions": {"fine-tuned": {"lora": {"max_steps": 2}}}})), out
+        load_study(write_study(tmp_path, STUDY | {"conditions": {"fine-tuned": {"lora": {"max_steps": 2}}}})), out
     )
     changed.finetune(next(s for s in make_plan(changed.spec, out).stages if s.stage == "finetune"))
     assert seen[-1] == (None, True)  # other settings: trained afresh

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests.helpers import write_study
 from tests.leaderboard_helpers import stand_in_dataset
 from tide_bench.core.resources import resource_dir
 from tide_bench.study import load_study
@@ -31,10 +31,7 @@ STUDY: dict[str, Any] = {
 
 
 def _spec(tmp_path: Path, **kw: Any) -> Any:
-    study = copy.deepcopy(STUDY) | kw
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study, sort_keys=False))
-    return load_study(path)
+    return load_study(write_study(tmp_path, copy.deepcopy(STUDY) | kw))
 
 
 @pytest.fixture(autouse=True)

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.helpers import uncached_replies
+from tests.helpers import uncached_replies, write_study
 from tide_bench.core.errors import ConfigError
 from tide_bench.study import load_study, make_plan
 from tide_bench.study.estimate import estimate_cells, format_plan, judge_cost, judge_sends, workload
@@ -40,10 +39,7 @@ STUDY: dict[str, Any] = {
 
 
 def _spec(tmp_path: Path, **kw: Any) -> Any:
-    study = copy.deepcopy(STUDY) | kw
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study, sort_keys=False))
-    return load_study(path)
+    return load_study(write_study(tmp_path, copy.deepcopy(STUDY) | kw))
 
 
 @pytest.fixture(autouse=True)
@@ -163,9 +159,7 @@ def test_a_study_samples_judges_and_shows_consistency_and_the_seekers_view(
         judge = {"name": "local", "model": "fake-judge", "base_url": server.url + "/v1"}
         study = copy.deepcopy(STUDY) | {"judge": judge, "seeker_judge": judge, "samples": {"k": 2}}
         study["conditions"] = {"zero-shot": {}}
-        path = tmp_path / "study.yaml"
-        path.write_text(yaml.safe_dump(study, sort_keys=False))
-        spec, out = load_study(path), tmp_path / "out"
+        spec, out = load_study(write_study(tmp_path, study)), tmp_path / "out"
         result = run_study(spec, out, resolve_model=resolve_model, echo=lambda _: None, progress=False)
         assert result.failed == {} and "chat-zero-shot/samples" in result.ran
         # the judge: 2 cells x 4 items, then 2 samples x 4 (a sample that repeats the greedy reply of 8 tokens

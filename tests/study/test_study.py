@@ -8,11 +8,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.helpers import read_figure
+from tests.helpers import read_figure, write_study
 from tide_bench.cli.main import cli
 from tide_bench.core.errors import ConfigError
 from tide_bench.demo.model import resolve_model
@@ -45,12 +44,6 @@ STUDY = {
 }
 
 
-def _write(tmp_path: Path, study: dict) -> Path:
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study, sort_keys=False))
-    return path
-
-
 @pytest.mark.parametrize(
     ("edit", "where", "message"),
     [
@@ -68,7 +61,7 @@ def _write(tmp_path: Path, study: dict) -> Path:
 def test_a_bad_study_file_is_refused_with_file_line_and_field(tmp_path: Path, edit, where: str, message: str) -> None:
     study = json.loads(json.dumps(STUDY))
     edit(study)
-    path = _write(tmp_path, study)
+    path = write_study(tmp_path, study)
     with pytest.raises(ConfigError) as err:
         load_study(path)
     text = str(err.value)
@@ -76,7 +69,7 @@ def test_a_bad_study_file_is_refused_with_file_line_and_field(tmp_path: Path, ed
 
 
 def test_the_line_named_is_the_line_of_the_key(tmp_path: Path) -> None:
-    path = _write(tmp_path, STUDY | {"colour": "blue"})
+    path = write_study(tmp_path, STUDY | {"colour": "blue"})
     line = next(n for n, text in enumerate(path.read_text().splitlines(), start=1) if text.startswith("colour:"))
     with pytest.raises(ConfigError, match=rf"study\.yaml:{line}, field 'colour'"):
         load_study(path)
@@ -96,7 +89,7 @@ def test_a_plan_before_the_data_is_at_hand_says_what_it_assumed(tmp_path: Path) 
     study = json.loads(json.dumps(STUDY)) | {"data": str(tmp_path / "not-downloaded-yet"), "split": "test"}
     study["judge"] = {"name": "claude-sonnet", "mode": "batch"}
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["study", str(_write(tmp_path, study)), "--dry-run", "--out", str(out)])
+    result = CliRunner().invoke(cli, ["study", str(write_study(tmp_path, study)), "--dry-run", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "(2000 items)" in result.output and "note: the data could not be loaded" in result.output
     assert "per-item cost of the built-in sample's items, times 2000" in result.output
@@ -106,7 +99,7 @@ def test_a_plan_before_the_data_is_at_hand_says_what_it_assumed(tmp_path: Path) 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["study", str(_write(tmp_path, STUDY)), "--out", str(out), "--dry-run"])
+    result = CliRunner().invoke(cli, ["study", str(write_study(tmp_path, STUDY)), "--out", str(out), "--dry-run"])
     assert result.exit_code == 0, result.output
     assert "chat-fine-tuned" in result.output and "plain-zero-shot" in result.output and "reference" in result.output
     assert (
@@ -124,7 +117,7 @@ def test_a_study_resumes_after_an_interruption_and_redoes_only_what_a_change_aff
         study = json.loads(json.dumps(STUDY)) | {
             "judge": {"name": "local", "model": "fake-judge", "base_url": server.url + "/v1"}
         }
-        spec = load_study(_write(tmp_path, study))
+        spec = load_study(write_study(tmp_path, study))
         out = tmp_path / "out"
 
         # 1. Interrupted (Ctrl-C) during the third generation: what finished is kept. Cells run most

@@ -35,6 +35,7 @@ from tide_bench.leaderboard.submission.checks import (
     system_prompt_placement,
 )
 from tide_bench.leaderboard.submission.folder import FolderListing
+from tide_bench.leaderboard.submission.layout import Submission
 from tide_bench.leaderboard.submission.problems import Problem
 from tide_bench.leaderboard.submission.prompt_check import prompt_problems
 from tide_bench.leaderboard.submission.recompute import cosine_problems, has_cosine, recompute_text_metrics
@@ -54,6 +55,27 @@ class CheckedRun:
     records: list[dict[str, Any]]
     config: Any
     severe_votes: dict[str, SevereVotes] = field(default_factory=dict)
+
+    def submission(
+        self, sid: str, root: Path, run: RunManifest, meta: dict[str, Any] | None = None, **parts: Any
+    ) -> Submission:
+        """This checked run as a :class:`Submission` (an entry's run, its risk-supplement run, one of its
+        samples): its replies, judgments by item, judge, served judge models and severe votes; ``parts``
+        the entry's other parts."""
+        return Submission(
+            sid,
+            root,
+            meta or {},
+            run.raw,
+            self.gens,
+            judgments={j.item_id: r for j, r in zip(self.judgments, self.records, strict=True)},
+            judge=self.judgments[0].judge.as_dict() if self.judgments else None,
+            run=run,
+            split_hash=self.split_hash,
+            served_models=tuple(sorted({j.served_model for j in self.judgments if j.served_model})),
+            severe_votes=self.severe_votes,
+            **parts,
+        )
 
 
 def _prompt_checks(

@@ -67,21 +67,7 @@ def _check_one(
     same_as_main(main, run, checked, sample, result, name=name, settings=("max_gen_toks",))
     if result.problems:
         return None, seed
-    return (
-        Submission(
-            f"{result.id}/{SAMPLES_DIR}/{name}",
-            root,
-            {},
-            run.raw,
-            sample.gens,
-            judgments={j.item_id: r for j, r in zip(sample.judgments, sample.records, strict=True)},
-            judge=sample.judgments[0].judge.as_dict() if sample.judgments else None,
-            run=run,
-            split_hash=sample.split_hash,
-            severe_votes=sample.severe_votes,
-        ),
-        seed,
-    )
+    return sample.submission(f"{result.id}/{SAMPLES_DIR}/{name}", root, run), seed
 
 
 def _names(inner: dict[str, int], result: CheckResult) -> list[str]:

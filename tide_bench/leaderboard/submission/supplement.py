@@ -172,19 +172,7 @@ def _check(
     check_local_paths(root, listing, documents, sup.gens, result)
     if result.problems:
         return None
-    return Submission(
-        f"{result.id}/{FOLDER}",
-        root,
-        {},
-        supp.raw,
-        sup.gens,
-        judgments={j.item_id: r for j, r in zip(sup.judgments, sup.records, strict=True)},
-        judge=sup.judgments[0].judge.as_dict() if sup.judgments else None,
-        run=supp,
-        split_hash=sup.split_hash,
-        served_models=tuple(sorted({j.served_model for j in sup.judgments if j.served_model})),
-        severe_votes=sup.severe_votes,
-    )
+    return sup.submission(f"{result.id}/{FOLDER}", root, supp)
 
 
 def check_supplement(

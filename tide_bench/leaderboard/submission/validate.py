@@ -49,7 +49,7 @@ from tide_bench.leaderboard.submission.checks import (
 )
 from tide_bench.leaderboard.submission.data_pins import effective_board
 from tide_bench.leaderboard.submission.folder import FolderRefused, scan_folder
-from tide_bench.leaderboard.submission.layout import JUDGE_CONFIG, META, SAFE_ID, Submission
+from tide_bench.leaderboard.submission.layout import JUDGE_CONFIG, META, SAFE_ID
 from tide_bench.leaderboard.submission.metadata import run_problems, shown_generation
 from tide_bench.leaderboard.submission.problems import Problem
 from tide_bench.leaderboard.submission.recompute import embedding_spot_check
@@ -84,13 +84,7 @@ def _validate(
     labels = severity_labels(run, board)
     check_labels_fit(run, board_labels(board), result, "the board's risk labels")
     checked = check_run_files(folder, listing, run, board, result, text_metrics=text_metrics, labels=labels)
-    gens, results, judgments, records, config = (
-        checked.gens,
-        checked.results,
-        checked.judgments,
-        checked.records,
-        checked.config,
-    )
+    gens, results, config = checked.gens, checked.results, checked.config
     supplement = check_supplement(folder, listing, board, run, checked, result)
     seeker = check_seeker(folder, listing, board, gens, result)
     samples = check_samples(folder, listing, board, run, checked, result, labels)
@@ -120,21 +114,8 @@ def _validate(
         shown["model_name"] = reference_label(
             run.data.source, is_sample=run.data.is_synthetic_sample, release=board.dataset_release
         )
-    result.submission = Submission(
-        sid,
-        folder,
-        shown,
-        run.raw,
-        gens,
-        judgments={j.item_id: record for j, record in zip(judgments, records, strict=True)},
-        judge=judgments[0].judge.as_dict() if judgments else None,
-        run=run,
-        split_hash=checked.split_hash,
-        served_models=tuple(sorted({j.served_model for j in judgments if j.served_model})),
-        severe_votes=checked.severe_votes,
-        risk_supplement=supplement,
-        seeker_judgments=seeker,
-        samples=samples,
+    result.submission = checked.submission(
+        sid, folder, run, shown, risk_supplement=supplement, seeker_judgments=seeker, samples=samples
     )
 
 
